@@ -1,0 +1,36 @@
+# Two commands set everything up: `make book` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JB := $(VENV)/bin/jupyter-book
+
+.PHONY: book test venv vendor notebooks clean bench
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	@touch $(STAMP)
+
+vendor: $(STAMP)
+	$(PY) tools/vendor_js.py
+
+notebooks: $(STAMP)
+	$(PY) tools/notebooks.py --write
+
+book: $(STAMP) vendor
+	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
+
+test: book
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf _build

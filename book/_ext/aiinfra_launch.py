@@ -1,0 +1,51 @@
+"""Point each page's Colab button and .ipynb download at its generated notebook.
+
+sphinx-book-theme builds the Colab link from the page's source file (`.md`), which Colab
+cannot open. Every notebook page has a generated copy under `notebooks/` (see
+`tools/notebooks.py`); this extension rewrites the Colab URL to that copy and serves the
+same file as the page's `.ipynb` download.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+NOTEBOOKS = "notebooks"
+
+
+def notebook_path(pagename: str) -> str:
+    """Repository path of the Colab notebook for a page: book/ch01/index -> notebooks/ch01/index.ipynb."""
+    rel = pagename[len("book/"):] if pagename.startswith("book/") else pagename
+    return f"{NOTEBOOKS}/{rel}.ipynb"
+
+
+def colab_url(app, pagename: str) -> str:
+    opts = app.config.html_theme_options
+    repo = opts["repository_url"].rstrip("/")
+    org_repo = repo.split("github.com/", 1)[1]
+    base = opts["launch_buttons"]["colab_url"].rstrip("/")
+    return f"{base}/github/{org_repo}/blob/{opts['repository_branch']}/{notebook_path(pagename)}"
+
+
+def _walk(buttons):
+    for button in buttons:
+        yield button
+        yield from _walk(button.get("buttons", []))
+
+
+def rewrite(app, pagename, templatename, context, doctree):
+    source = Path(app.srcdir) / notebook_path(pagename)
+    if not source.exists():
+        return
+    for button in _walk(context.get("header_buttons", [])):
+        if button.get("text") == "Colab":
+            button["url"] = colab_url(app, pagename)
+    if context.get("ipynb_source"):
+        dest = Path(app.outdir) / "_sources" / (pagename + ".ipynb")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest)
+
+
+def setup(app):
+    app.connect("html-page-context", rewrite, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
