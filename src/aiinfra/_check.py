@@ -14,6 +14,8 @@ import numpy as np
 def _as_number(name: str, value):
     if isinstance(value, bool):
         raise ValueError(f"{name} must be a number, got a bool ({value!r})")
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be a number, got text ({value!r})")
     if isinstance(value, numbers.Real):
         arr = np.asarray(float(value))
     else:

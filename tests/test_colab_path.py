@@ -1,0 +1,84 @@
+"""Follow the Colab path end to end, without Colab.
+
+A fresh virtual environment that does not have the repository on sys.path stands in for a
+Colab runtime: the scientific stack is "preinstalled" (this environment's site-packages are
+visible through a plain path entry, which does not activate the editable install of
+aiinfra), and a stub `google.colab` module is imported at start-up. The library is then
+installed exactly as a generated notebook's first cell installs it, from the local checkout
+standing in for the remote (AIINFRA_PIP_SOURCE), and a chapter notebook and an exercise
+notebook with check() calls are executed in a kernel of that environment.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+RUNNER = textwrap.dedent(
+    """
+    import json, sys, nbformat
+    from nbclient import NotebookClient
+    path, probe = sys.argv[1], sys.argv[2]
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import aiinfra, json\\n"
+        f"open({probe!r}, 'w').write(json.dumps({{'file': aiinfra.__file__, 'path': sys.path}}))"))
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    print(json.dumps([o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def colab_like(tmp_path_factory):
+    base = tmp_path_factory.mktemp("colab")
+    env_dir = base / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    site = Path(subprocess.check_output(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    # "Preinstalled" stack: a plain path entry, so .venv's own .pth files (the editable aiinfra) stay inactive.
+    (site / "colab_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "sitecustomize.py").write_text("import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')\n")
+    # The remote repository, stood in for by a copy of the checkout's package sources.
+    remote = base / "remote"
+    remote.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, remote / name)
+    shutil.copytree(ROOT / "src", remote / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(AIINFRA_PIP_SOURCE=str(remote), PIP_NO_BUILD_ISOLATION="false", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return python, env_dir, env, base
+
+
+def run_notebook(colab_like, notebook):
+    python, env_dir, env, base = colab_like
+    probe = base / f"probe-{notebook.stem}.json"
+    (base / "runner.py").write_text(RUNNER)
+    out = subprocess.run([str(python), str(base / "runner.py"), str(notebook), str(probe)],
+                         cwd=base, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(probe.read_text())
+    assert seen["file"].startswith(str(env_dir)), f"aiinfra came from {seen['file']}, not the Colab-like env"
+    assert not any(p.rstrip("/").endswith("/src") and Path(p, "aiinfra").exists() for p in seen["path"])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_chapter_notebook_runs_after_the_setup_cell_installs_the_library(colab_like):
+    notebook = ROOT / "notebooks" / "ch01" / "index.ipynb"
+    run_notebook(colab_like, notebook)
+
+
+def test_exercise_notebook_self_checks_after_install(colab_like):
+    notebook = ROOT / "solutions" / "ch01.ipynb"
+    streams = "".join(run_notebook(colab_like, notebook))
+    assert "1-2" in streams and "correct" in streams.lower()
