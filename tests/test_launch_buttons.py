@@ -1,0 +1,60 @@
+"""Launch buttons and downloads in the built HTML point at the configured repository."""
+import html
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(ROOT / "tools"))
+import notebooks as gen  # noqa: E402
+
+PAGES = [md for md in gen.pages()]
+
+
+def hrefs(page: Path) -> list[str]:
+    return [html.unescape(h) for h in re.findall(r'href="([^"]+)"', page.read_text())]
+
+
+def built(md: Path) -> Path:
+    page = HTML / md.relative_to(ROOT).with_suffix(".html")
+    assert page.exists(), f"{page} missing: run `make book` first"
+    return page
+
+
+def test_the_book_was_built_with_every_page():
+    assert PAGES, "no notebook pages found"
+    for md in PAGES:
+        built(md)
+
+
+@pytest.mark.parametrize("md", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_colab_button_opens_the_generated_ipynb(md):
+    url, branch = gen.repository()
+    org_repo = url.split("github.com/", 1)[1]
+    rel = md.relative_to(ROOT / "book").with_suffix(".ipynb")
+    expected = f"https://colab.research.google.com/github/{org_repo}/blob/{branch}/notebooks/{rel.as_posix()}"
+    links = [h for h in hrefs(built(md)) if "colab.research.google.com" in h]
+    assert links == [expected]
+    assert (ROOT / "notebooks" / rel).exists()
+
+
+@pytest.mark.parametrize("md", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_binder_button_names_the_branch_and_the_page(md):
+    url, branch = gen.repository()
+    org_repo = url.split("github.com/", 1)[1]
+    rel = md.relative_to(ROOT).as_posix()
+    links = [h for h in hrefs(built(md)) if "mybinder.org" in h]
+    assert links == [f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=lab/tree/{rel}"]
+
+
+@pytest.mark.parametrize("md", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_ipynb_download_serves_the_colab_notebook(md):
+    page = built(md)
+    downloads = [h for h in hrefs(page) if h.endswith(".ipynb") and "_sources" in h]
+    assert len(downloads) == 1
+    served = (page.parent / downloads[0]).resolve()
+    rel = md.relative_to(ROOT / "book").with_suffix(".ipynb")
+    assert served.read_bytes() == (ROOT / "notebooks" / rel).read_bytes()

@@ -1,0 +1,167 @@
+"""Laws the compute/systems formulas must obey (hypothesis), and agreement with their symbolic twins."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from aiinfra import amdahl, decode, network, roofline, serving
+from aiinfra.symbols import TWINS
+
+pos = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
+eff = st.floats(min_value=0.05, max_value=1.0)
+batch = st.integers(min_value=1, max_value=4096)
+factor = st.floats(min_value=1.0, max_value=1e3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(b=batch, f1=pos, rw=pos, rs=pos, pi=pos, bw=pos, k=factor, ef=eff, eb=eff)
+def test_more_bandwidth_never_slows_a_step(b, f1, rw, rs, pi, bw, k, ef, eb):
+    slow = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw, ef, eb)
+    fast = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw * k, ef, eb)
+    assert fast <= slow * (1 + 1e-12)
+    assert roofline.step_time_overlapped_s(f1, rw, pi, bw * k) <= roofline.step_time_overlapped_s(f1, rw, pi, bw) * (1 + 1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(b=batch, extra=st.integers(min_value=1, max_value=4096), f1=pos, rw=pos, rs=pos, pi=pos, bw=pos, ef=eff, eb=eff)
+def test_bigger_batch_never_lowers_aggregate_throughput(b, extra, f1, rw, rs, pi, bw, ef, eb):
+    t_small = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw, ef, eb)
+    t_big = decode.batched_decode_step_time_s(b + extra, f1, rw, rs, pi, bw, ef, eb)
+    agg_small = decode.tokens_per_s_aggregate(b, t_small)
+    agg_big = decode.tokens_per_s_aggregate(b + extra, t_big)
+    assert agg_big >= agg_small * (1 - 1e-12)
+    # and never above either roof: the compute roof eta_F Pi / F_1, the KV-only roof eta_B beta / R_state
+    assert agg_big <= ef * pi / f1 * (1 + 1e-12)
+    assert agg_big <= eb * bw / rs * (1 + 1e-12)
+    # a user never gets faster as the batch grows
+    assert decode.tokens_per_s_per_user(t_big) <= decode.tokens_per_s_per_user(t_small) * (1 + 1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.floats(min_value=1e6, max_value=1e12), b_w=st.sampled_from([0.5, 1.0, 2.0, 4.0]), pi=pos, bw=pos,
+       ef=eff, eb=eff)
+def test_critical_batch_is_where_the_two_times_cross(n, b_w, pi, bw, ef, eb):
+    b_star = decode.critical_batch_size(b_w, pi, bw, ef, eb)
+    t_math = roofline.compute_time_s(b_star * 2 * n, pi, ef)
+    t_read = roofline.memory_time_s(b_w * n, bw, eb)
+    assert t_math == pytest.approx(t_read, rel=1e-9)
+    assert roofline.bound_label(0.5 * b_star * 2 * n, b_w * n, pi, bw, ef, eb) == "memory-bound"
+    assert roofline.bound_label(2.0 * b_star * 2 * n, b_w * n, pi, bw, ef, eb) == "compute-bound"
+    # the step time is flat (one weight read) up to B* and then grows linearly
+    below = decode.batched_decode_step_time_s(0.5 * b_star, 2 * n, b_w * n, 0.0, pi, bw, ef, eb)
+    assert below == pytest.approx(t_read, rel=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(f1=pos, rw=pos, rs=pos, pi=pos, bw=pos, ef=eff, eb=eff)
+def test_crossover_with_state_crosses_or_never(f1, rw, rs, pi, bw, ef, eb):
+    b = decode.crossover_batch_with_state(f1, rw, rs, pi, bw, ef, eb)
+    if math.isinf(b):
+        # memory time grows at least as fast as compute time per request
+        assert rs / (eb * bw) >= f1 / (ef * pi) * (1 - 1e-12)
+    else:
+        # away from the knife edge where the per-request terms nearly cancel (b -> inf), the times agree
+        per_req_compute, per_req_memory = f1 / (ef * pi), rs / (eb * bw)
+        assume(per_req_compute - per_req_memory > 1e-6 * per_req_compute)
+        assert b * per_req_compute == pytest.approx(rw / (eb * bw) + b * per_req_memory, rel=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(f=st.floats(min_value=0.0, max_value=0.999), s=st.floats(min_value=1.0, max_value=1e6))
+def test_amdahl_never_exceeds_its_limit_or_the_part_speedup(f, s):
+    sp_ = amdahl.amdahl_speedup(f, s)
+    assert 1.0 - 1e-12 <= sp_ <= amdahl.amdahl_limit(f) * (1 + 1e-12)
+    assert sp_ <= s * (1 + 1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=pos, bw=pos, lat=st.floats(min_value=0, max_value=1e-3), n=st.integers(min_value=2, max_value=4096))
+def test_ring_allreduce_grows_with_ranks_toward_two_s_over_bw(size, bw, lat, n):
+    t_n = network.ring_allreduce_time_s(size, n, bw, lat)
+    t_n1 = network.ring_allreduce_time_s(size, n + 1, bw, lat)
+    assert t_n1 >= t_n
+    assert network.ring_allreduce_time_s(size, n, bw) < 2 * size / bw
+
+
+@settings(max_examples=200, deadline=None)
+@given(a1=st.floats(min_value=0, max_value=1), a2=st.floats(min_value=0, max_value=1),
+       g=st.integers(min_value=1, max_value=16), c=st.floats(min_value=0, max_value=1))
+def test_speculative_gain_rises_with_acceptance(a1, a2, g, c):
+    lo, hi = sorted((a1, a2))
+    assert serving.expected_tokens_per_target_pass(hi, g) >= serving.expected_tokens_per_target_pass(lo, g) - 1e-9
+    e = serving.expected_tokens_per_target_pass(hi, g)
+    assert 1.0 - 1e-12 <= e <= g + 1 + 1e-9
+    assert serving.speculative_speedup(hi, g, c) <= e + 1e-12
+
+
+@settings(max_examples=100, deadline=None)
+@given(f=pos, r=pos, pi=pos, bw=pos, slack=st.floats(min_value=1.0, max_value=100.0))
+def test_utilisation_is_at_most_one_at_or_above_the_bound(f, r, pi, bw, slack):
+    t = roofline.step_time_overlapped_s(f, r, pi, bw) * slack
+    assert 0 < roofline.mfu(f, pi, t) <= 1
+    assert 0 < roofline.mbu(r, bw, t) <= 1
+    # at the bound itself, the binding side is exactly 1
+    t0 = roofline.step_time_overlapped_s(f, r, pi, bw)
+    assert max(roofline.mfu(f, pi, t0), roofline.mbu(r, bw, t0)) == pytest.approx(1.0)
+
+
+# --- numeric function == symbolic twin at random points, for this half of the library ---
+
+MODULES = ["compute", "roofline", "decode", "amdahl", "network", "cluster", "serving", "orders"]
+for _name in MODULES:
+    importlib.import_module(f"aiinfra.{_name}")
+MINE = sorted(k for k in TWINS if k.split(".")[1] in MODULES)
+
+
+def _sample(rng, domain):
+    lo, hi, kind = domain if domain else (0.5, 1e3, "float")
+    if kind == "int":
+        return int(rng.integers(int(lo), int(hi) + 1))
+    return float(rng.uniform(lo, hi))
+
+
+def test_every_public_formula_here_has_a_twin():
+    names = {k.split(".")[-1] for k in MINE}
+    for expected in ["compute_time_s", "memory_time_s", "step_time_overlapped_s", "step_time_serial_s",
+                     "arithmetic_intensity_flops_per_byte", "ridge_point_flops_per_byte", "mfu", "mbu",
+                     "batched_decode_step_time_s", "tokens_per_s_per_user", "tokens_per_s_aggregate", "ttft_s",
+                     "tpot_s", "end_to_end_latency_s", "critical_batch_size", "max_batch_from_kv_budget",
+                     "amdahl_speedup", "amdahl_limit", "transfer_time_s", "ring_allreduce_time_s",
+                     "allreduce_bus_bandwidth_bytes_per_s", "per_direction_from_bidirectional", "peak_flops_per_s",
+                     "realized_flops_per_s", "mfu_log2_model", "mfu_comm_fraction_model", "facility_power_w",
+                     "energy_per_token_j", "expected_tokens_per_target_pass", "speculative_speedup",
+                     "moe_active_bytes_per_token", "cost_per_million_tokens", "decode_step_flops",
+                     "prefill_step_flops", "prefill_matmul_flops", "causal_prefill_attention_flops",
+                     "full_prefill_attention_flops", "decode_time_s", "approx_flops_2n", "packets_per_s", "cores_needed",
+                     "sequential_seeks_time_s"]:
+        assert expected in names, expected
+
+
+@pytest.mark.parametrize("key", MINE)
+def test_twin_matches_function(key):
+    fn = TWINS[key]
+    rng = np.random.default_rng(sum(map(ord, key)))
+    args = list(fn.sym_args)
+    expr_fn = sp.lambdify([fn.sym_args[a] for a in args], fn.sym, modules="math")
+    for _ in range(40):
+        kwargs = {arg: _sample(rng, fn.sym_domains.get(arg)) for arg in args}
+        got = fn(**kwargs)
+        want = expr_fn(*(kwargs[a] for a in args))
+        assert float(got) == pytest.approx(float(want), rel=1e-9, abs=1e-12), (key, kwargs)
+
+
+@settings(max_examples=100, deadline=None)
+@given(u1=st.integers(1, 5000), u2=st.integers(1, 5000), t1=st.floats(0.02, 0.2), t2=st.floats(0.02, 0.2),
+       kv=st.floats(1e7, 5e9))
+def test_capacity_plan_is_monotone(u1, u2, t1, t2, kv):
+    kw = dict(weight_bytes=16e9, kv_bytes_per_user=kv, flops_per_token=1.6e10, gpu_memory_bytes=80e9,
+              gpu_bandwidth_bytes_per_s=3.35e12, gpu_flops_per_s=989.4e12)
+    lo_u, hi_u = sorted((u1, u2))
+    strict, loose = sorted((t1, t2))
+    # more users never need fewer GPUs; a looser TPOT target never needs more
+    assert serving.gpus_for_users_core(hi_u, loose, **kw).gpus_total >= serving.gpus_for_users_core(lo_u, loose, **kw).gpus_total
+    assert serving.gpus_for_users_core(hi_u, strict, **kw).gpus_total >= serving.gpus_for_users_core(hi_u, loose, **kw).gpus_total
