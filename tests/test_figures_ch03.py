@@ -1,0 +1,47 @@
+"""Chapter 3 figure: the 2N rule against the exact count."""
+import io
+
+import pytest
+from matplotlib.figure import Figure
+
+from aiinfra import inference, units
+from aiinfra.figures import ch03
+
+
+def _png_bytes(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=56)
+    return len(buf.getvalue())
+
+
+def test_drift_readouts_match_the_library():
+    fig, r = ch03.two_n_drift(2048)
+    assert isinstance(fig, Figure)
+    parts = inference.decode_flops_breakdown("Qwen3-8B", 2048)
+    assert r["exact, one step"] == units.fmt_flops(parts["exact"]["total"]) == "16.34 GFLOPs"
+    assert r["2N rule"] == "16.38 GFLOPs"
+    assert r["exact / 2N"] == "0.998"
+    assert r["2N is > 10% short beyond"] == "4,889 tokens"
+    assert _png_bytes(fig) < 120_000
+
+
+def test_drift_grows_with_context():
+    ratios = [float(ch03.two_n_drift(n)[1]["exact / 2N"]) for n in (1024, 32768)]
+    assert ratios[0] < 1.1 < ratios[1]
+    _, r = ch03.two_n_drift(4096, model="Llama-3.1-70B", tolerance=0.2)
+    assert r["2N is > 20% short beyond"] == f"{inference.context_where_two_n_is_off('Llama-3.1-70B', 0.2):,.0f} tokens"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(context_tokens=-1), "context_tokens"), (dict(context_tokens=10.5), "context_tokens"),
+    (dict(tolerance=0), "tolerance"), (dict(tolerance=1), "tolerance"),
+])
+def test_drift_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ch03.two_n_drift(**kwargs)
+
+
+def test_slider_is_valid():
+    (s,) = ch03.two_n_drift_sliders()
+    assert s.default in s.values
+    ch03.two_n_drift(s.values[-1])
