@@ -1,9 +1,13 @@
-"""Point each page's Colab button and .ipynb download at its generated notebook.
+"""Launch plumbing: Colab and .ipynb downloads use the generated notebooks; no Thebe.
 
 sphinx-book-theme builds the Colab link from the page's source file (`.md`), which Colab
 cannot open. Every notebook page has a generated copy under `notebooks/` (see
 `tools/notebooks.py`); this extension rewrites the Colab URL to that copy and serves the
 same file as the page's `.ipynb` download.
+
+The book launches live kernels on Binder or Colab, never in-page with Thebe, so the
+sphinx-thebe scripts (registered twice by Jupyter Book, which redeclares a `const` and
+names a CDN URL) are dropped from every page.
 """
 from __future__ import annotations
 
@@ -46,6 +50,18 @@ def rewrite(app, pagename, templatename, context, doctree):
         shutil.copy2(source, dest)
 
 
+def _is_thebe(script) -> bool:
+    body = getattr(script, "attributes", {}).get("body", "") or ""
+    return "thebe" in (getattr(script, "filename", None) or "") or "THEBE_JS_URL" in body
+
+
+def drop_thebe(app, pagename, templatename, context, doctree):
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [s for s in context[key] if not _is_thebe(s)]
+
+
 def setup(app):
     app.connect("html-page-context", rewrite, priority=900)
+    app.connect("html-page-context", drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
