@@ -1,4 +1,9 @@
-"""Launch plumbing: Colab and .ipynb downloads use the generated notebooks; no Thebe.
+"""Book-build plumbing: static figures, Colab and .ipynb links to the generated notebooks, no Thebe.
+
+Every kernel that executes a page inherits this Sphinx process's environment. Setting
+``AIINFRA_BOOK_BUILD=1`` here makes the interactive figures precompute their frames for
+the static HTML in *any* build of this book (``make book`` or a bare ``jupyter-book
+build``), so the execution cache can never hold live-kernel widgets.
 
 sphinx-book-theme builds the Colab link from the page's source file (`.md`), which Colab
 cannot open. Every notebook page has a generated copy under `notebooks/` (see
@@ -11,6 +16,7 @@ names a CDN URL) are dropped from every page.
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -62,6 +68,7 @@ def drop_thebe(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    os.environ["AIINFRA_BOOK_BUILD"] = "1"
     app.connect("html-page-context", rewrite, priority=900)
     app.connect("html-page-context", drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

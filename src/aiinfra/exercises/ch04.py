@@ -1,0 +1,296 @@
+"""Exercises 4-1 to 4-4: latency, throughput and tokens per second.
+
+Every reference answer is a short function of the exercise namespace ``p``
+(parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
+shows these functions as the worked solutions.
+"""
+from __future__ import annotations
+
+from aiinfra import decode, hardware, measurements, memory, models, units
+from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+
+# ---------------------------------------------------------------------------
+# 4-1  The single-stream speed limit
+# ---------------------------------------------------------------------------
+
+
+def _read_bytes(model, precision):
+    return models.decode_read_params(models.load(model)) * units.bytes_per_param(precision)
+
+
+def given_4_1(p):
+    g = hardware.gpu(p["gpu"])
+    return {"bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+            "n_params": models.total_params(models.load(p["model"]))}
+
+
+def ref_4_1_a(p):
+    return _read_bytes(p["model"], "bf16") / units.GB
+
+
+def ref_4_1_b(p):
+    bw = hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s
+    return decode.memory_bound_tokens_per_s(_read_bytes(p["model"], "bf16"), bw)
+
+
+def ref_4_1_c(p):
+    return decode.end_to_end_latency_s(0.0, 1.0 / ref_4_1_b(p), p["reply_tokens"], first_token_from_prefill=False)
+
+
+def ref_4_1_d(p):
+    bw = hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s
+    return decode.memory_bound_tokens_per_s(_read_bytes(p["model"], "int4"), bw)
+
+
+EX_4_1 = Exercise(
+    id="4-1",
+    title="The single-stream speed limit",
+    level="core",
+    intro=(
+        "{model} ({n_params:,} parameters) decodes one request at a time on one {gpu} "
+        "({bw_tb_s:.2f} TB/s of memory bandwidth). Each decode step streams every weight it multiplies: all "
+        "parameters except the embedding table, of which it needs one row. Ignore the KV cache and all overheads."
+    ),
+    params={
+        "model": Param("Qwen3-8B", choices=("Qwen3-8B", "Llama-3.1-8B")),
+        "gpu": Param("H100 SXM", choices=("H100 SXM", "H200 SXM", "MI300X")),
+        "reply_tokens": Param(1000, choices=(500, 1000, 2000)),
+    },
+    given=given_4_1,
+    parts=(
+        Numeric("a", "How many bytes of weights does one step read in BF16?", ref_4_1_a, unit="GB",
+                hint="decode-read parameters times 2 bytes; leave out all but one row of the embedding table"),
+        Numeric("b", "What is the upper bound on decode speed, in tokens per second?", ref_4_1_b, unit="tok/s",
+                hint="bandwidth divided by the bytes one step must read"),
+        Numeric("c", "At that speed, how long do the {reply_tokens} decode steps of a {reply_tokens}-token reply "
+                "take at least?", ref_4_1_c, unit="s", hint="one step per token, each at least bytes / bandwidth"),
+        Numeric("d", "With 4-bit weights (half a byte each, scales ignored), what does the bound become?", ref_4_1_d,
+                unit="tok/s", hint="the bytes per step shrink four-fold, so the bound grows four-fold"),
+        Free("e", "Name two reasons a real deployment lands below the bound of part (b) even at batch 1.",
+             sample=(
+                 "The bound of {b:.0f} tok/s assumes the full peak bandwidth and nothing but weight reads. Real "
+                 "kernels reach only part of peak, attention also reads the KV cache, and each step pays host-side "
+                 "costs (kernel launches, sampling, detokenization, logging) that chapter 4 showed can triple the "
+                 "step time in eager mode."
+             )),
+    ),
+    discussion="The speed limit scales with bandwidth over bytes: changing the GPU moves it by the bandwidth ratio, "
+               "changing the bits by the byte ratio, and nothing else in the formula matters.",
+)
+
+# ---------------------------------------------------------------------------
+# 4-2  When the KV cache dominates
+# ---------------------------------------------------------------------------
+
+MODEL_4_2 = "Llama-3.1-8B"
+GPU_4_2 = "H100 SXM"
+
+
+def given_4_2(p):
+    m = models.load(MODEL_4_2)
+    return {"model": MODEL_4_2, "gpu": GPU_4_2, "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+            "bw_tb_s": hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s / units.TB}
+
+
+def _kv(p):
+    return memory.kv_bytes_per_request(models.load(MODEL_4_2), p["context_tokens"])
+
+
+def _bw():
+    return hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s
+
+
+def ref_4_2_a(p):
+    return _kv(p) / units.GB
+
+
+def ref_4_2_b(p):
+    return decode.memory_bound_tokens_per_s(_read_bytes(MODEL_4_2, "bf16"), _bw(), state_bytes=_kv(p))
+
+
+def ref_4_2_c(p):
+    return decode.memory_bound_tokens_per_s(_read_bytes(MODEL_4_2, "bf16"), _bw()) / ref_4_2_b(p)
+
+
+def ref_4_2_d(p):
+    return _read_bytes(MODEL_4_2, "bf16") / memory.kv_bytes_per_token(models.load(MODEL_4_2))
+
+
+def ref_4_2_e(p):
+    faster = decode.memory_bound_tokens_per_s(_read_bytes(MODEL_4_2, "int4"), _bw(), state_bytes=_kv(p))
+    return faster / ref_4_2_b(p)
+
+
+EX_4_2 = Exercise(
+    id="4-2",
+    title="A tokens/s estimate that fails at long context",
+    level="core",
+    intro=(
+        "{model} in BF16 serves one user on one {gpu} ({bw_tb_s:.2f} TB/s). The user's conversation has grown to "
+        "{context_tokens:,} tokens. Each cached token holds {kv_kib:.0f} KiB of keys and values, and every decode "
+        "step reads the whole cache besides the weights."
+    ),
+    params={"context_tokens": Param(65536, choices=(32768, 65536, 131072))},
+    given=given_4_2,
+    parts=(
+        Numeric("a", "How large is the request's KV cache?", ref_4_2_a, unit="GB",
+                hint="KV bytes per token times the tokens held"),
+        Numeric("b", "What is the decode speed bound once the cache reads are counted?", ref_4_2_b, unit="tok/s",
+                hint="bandwidth over (weight bytes read per step + KV bytes)"),
+        Numeric("c", "By what factor does the weights-only estimate overstate that speed?", ref_4_2_c, unit="x",
+                hint="weights-only bound divided by the bound of part (b)"),
+        Numeric("d", "At what context length do the cache reads equal the weight reads?", ref_4_2_d,
+                unit="tokens", hint="weight bytes read per step divided by KV bytes per token"),
+        Numeric("e", "The weights are quantized to 4 bits, the cache stays BF16. By what factor does the speed "
+                "bound improve over part (b)?", ref_4_2_e, unit="x",
+                hint="only the weight term shrinks, four-fold; the KV term stays"),
+    ),
+    discussion="At long context a single request's cache is a sizeable share of the bytes per step, so the "
+               "weights-only rule overstates speed by {c:.2f}x and weight quantization alone buys only {e:.2f}x. "
+               "Quantizing the cache (FP8 KV) or shrinking it (GQA, MLA; chapter 5) attacks the other term.",
+)
+
+# ---------------------------------------------------------------------------
+# 4-3  TTFT, TPOT and the end-to-end time
+# ---------------------------------------------------------------------------
+
+def _meas():
+    return measurements.QWEN3_8B_RTX_PRO_6000
+
+
+def given_4_3(p):
+    g = hardware.gpu(_meas().gpu)
+    return {"model": _meas().model, "gpu": _meas().gpu, "peak_tflops": g.bf16_dense_flops_per_s / 1e12,
+            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "tpot_meas_ms": _meas().tpot(1) * 1e3}
+
+
+def _m43():
+    return models.load(_meas().model), hardware.gpu(_meas().gpu)
+
+
+def ref_4_3_a(p):
+    m, g = _m43()
+    return decode.prefill_time_s(m, g, p["prompt_tokens"]) * 1e3
+
+
+def ref_4_3_b(p):
+    m, g = _m43()
+    return decode.decode_step_time_s(m, g, batch=1, context_tokens=p["prompt_tokens"]) * 1e3
+
+
+def ref_4_3_c(p):
+    return decode.end_to_end_latency_s(ref_4_3_a(p) / 1e3, ref_4_3_b(p) / 1e3, p["output_tokens"])
+
+
+def ref_4_3_d(p):
+    return decode.end_to_end_latency_s(ref_4_3_a(p) / 1e3, _meas().tpot(1), p["output_tokens"])
+
+
+def ref_4_3_e(p):
+    decode_part = ref_4_3_c(p) - ref_4_3_a(p) / 1e3
+    return "decode" if decode_part > ref_4_3_a(p) / 1e3 else "prefill"
+
+
+EX_4_3 = Exercise(
+    id="4-3",
+    title="TTFT, TPOT and the end-to-end time",
+    level="core",
+    intro=(
+        "{model} in BF16 runs alone on one {gpu} ({peak_tflops:.1f} dense BF16 TFLOP/s, {bw_tb_s:.3f} TB/s). "
+        "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens} tokens. Use the library's "
+        "roofline bounds: prefill is limited by its causal FLOPs, decode by the weight and KV bytes of a step "
+        "(take the context at the prompt length). The prefill pass emits the first token."
+    ),
+    params={
+        "prompt_tokens": Param(2048, choices=(1024, 2048, 8192)),
+        "output_tokens": Param(256, choices=(64, 256, 1024)),
+    },
+    given=given_4_3,
+    parts=(
+        Numeric("a", "Lower bound on TTFT (empty queue)?", ref_4_3_a, unit="ms",
+                hint="prefill FLOPs divided by the dense BF16 peak"),
+        Numeric("b", "Lower bound on TPOT?", ref_4_3_b, unit="ms",
+                hint="(weights read per step + the request's KV) / bandwidth"),
+        Numeric("c", "Lower bound on the end-to-end latency?", ref_4_3_c, unit="s",
+                hint="TTFT + (G - 1) TPOT"),
+        Numeric("d", "The measured TPOT on this card at batch 1 was {tpot_meas_ms:.1f} ms. Using it instead of "
+                "part (b), what end-to-end latency does the user see?", ref_4_3_d, unit="s",
+                hint="keep the TTFT of part (a), replace the TPOT"),
+        Choice("e", "In the bound of part (c), which phase takes longer?", ref_4_3_e, options=("prefill", "decode"),
+               hint="compare TTFT with (G - 1) TPOT"),
+    ),
+    discussion="Prefill handles the prompt in one compute-bound pass; decode pays one memory-bound step per "
+               "token. Long prompts with short answers are dominated by TTFT, chat answers by TPOT.",
+)
+
+# ---------------------------------------------------------------------------
+# 4-4  Find the flaw: aggregate speed read as per-user speed
+# ---------------------------------------------------------------------------
+
+MODEL_4_4 = "Qwen3-8B"
+GPU_4_4 = "H100 SXM"
+CTX_4_4 = 4096
+
+
+def _step_4_4(batch):
+    return decode.decode_step_time_s(models.load(MODEL_4_4), hardware.gpu(GPU_4_4), batch=batch,
+                                     context_tokens=CTX_4_4)
+
+
+def given_4_4(p):
+    return {"model": MODEL_4_4, "gpu": GPU_4_4, "ctx": CTX_4_4,
+            "claimed": decode.tokens_per_s_aggregate(p["batch"], _step_4_4(p["batch"]))}
+
+
+def ref_4_4_a(p):
+    return p["reply_tokens"] / p["claimed"]
+
+
+def ref_4_4_b(p):
+    return decode.tokens_per_s_per_user(_step_4_4(p["batch"]))
+
+
+def ref_4_4_c(p):
+    return decode.end_to_end_latency_s(0.0, _step_4_4(p["batch"]), p["reply_tokens"], first_token_from_prefill=False)
+
+
+def ref_4_4_d(p):
+    return ref_4_4_c(p) / ref_4_4_a(p)
+
+
+EX_4_4 = Exercise(
+    id="4-4",
+    title="What is wrong with this estimate? Aggregate speed read as per-user speed",
+    level="core",
+    intro=(
+        "A benchmark reports that {model} on one {gpu} \"runs at {claimed:,.0f} tokens/s\". It was measured with "
+        "{batch} concurrent requests of {ctx:,} tokens of context each (the number above is the roofline bound of "
+        "that setup). An engineer concludes: \"so one user's {reply_tokens}-token answer takes "
+        "{reply_tokens} / {claimed:,.0f} seconds\"."
+    ),
+    params={
+        "batch": Param(16, choices=(8, 16, 32)),
+        "reply_tokens": Param(1000, choices=(500, 1000)),
+    },
+    given=given_4_4,
+    parts=(
+        Numeric("a", "What answer time does the engineer's estimate give?", ref_4_4_a, unit="s",
+                hint="reply tokens divided by the reported rate"),
+        Numeric("b", "In that benchmark setup, how many tokens per second does each user actually receive?",
+                ref_4_4_b, unit="tok/s", hint="one token per request per step: 1 / step time"),
+        Numeric("c", "How long do the {reply_tokens} decode steps of the answer really take at that batch?",
+                ref_4_4_c, unit="s", hint="reply tokens times the step time of the batched step"),
+        Numeric("d", "By what factor was the engineer's estimate too optimistic?", ref_4_4_d, unit="x",
+                hint="divide part (c) by part (a)"),
+        Free("e", "State the flaw in one sentence, and say which metric each party should have quoted.",
+             sample=(
+                 "The reported {claimed:,.0f} tok/s is aggregate throughput, shared by {batch} streams; each user "
+                 "gets 1/TPOT = {b:.0f} tok/s, so the answer takes {c:.1f} s, not {a:.2f} s. A benchmark should "
+                 "state per-user speed (or TPOT) and aggregate throughput separately, with the batch and context."
+             )),
+    ),
+    discussion="The error factor is exactly the batch size: the aggregate rate is B / T_step and the per-user rate "
+               "1 / T_step, whatever the step time.",
+)
+
+EXERCISES = (EX_4_1, EX_4_2, EX_4_3, EX_4_4)

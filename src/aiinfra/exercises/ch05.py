@@ -1,0 +1,398 @@
+"""Exercises 5-1 to 5-5: the KV cache and batching.
+
+Every reference answer is a short function of the exercise namespace ``p``
+(parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
+shows these functions as the worked solutions.
+"""
+from __future__ import annotations
+
+from aiinfra import compute, decode, hardware, kvbudget, memory, models, paging, scheduling, units
+from aiinfra.exercises import Exercise, Free, Numeric, Param
+
+MODEL_70B = "Llama-3.1-70B"
+
+# ---------------------------------------------------------------------------
+# 5-1  B_max with GQA and with MHA
+# ---------------------------------------------------------------------------
+
+
+def given_5_1(p):
+    m = models.load(MODEL_70B)
+    g = hardware.gpu(p["gpu"])
+    return {"model": MODEL_70B, "layers": m.n_layers, "heads": m.n_heads, "kv_heads": m.n_kv_heads,
+            "head_dim": m.head_dim, "gpu_gb": g.memory_bytes / units.GB,
+            "weights_gb": memory.weight_bytes(m, "bf16") / units.GB}
+
+
+def _free_5_1(p):
+    m = models.load(MODEL_70B)
+    cap = p["n_gpus"] * hardware.gpu(p["gpu"]).memory_bytes
+    return memory.free_bytes(memory.weight_bytes(m, "bf16"), 0.0, 0.0, cap)
+
+
+def ref_5_1_a(p):
+    return memory.kv_bytes_per_token(models.load(MODEL_70B)) / units.KiB
+
+
+def ref_5_1_b(p):
+    return kvbudget.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) / units.KiB
+
+
+def ref_5_1_c(p):
+    return _free_5_1(p) / units.GB
+
+
+def ref_5_1_d(p):
+    s = memory.kv_bytes_per_request(models.load(MODEL_70B), p["context_tokens"])
+    return float(decode.max_batch_from_kv_budget(_free_5_1(p), s))
+
+
+def ref_5_1_e(p):
+    s = kvbudget.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) * p["context_tokens"]
+    return float(decode.max_batch_from_kv_budget(_free_5_1(p), s))
+
+
+EX_5_1 = Exercise(
+    id="5-1",
+    title="The largest batch, with GQA and with MHA",
+    level="core",
+    intro=(
+        "{model} has {layers} layers and {heads} query heads of width {head_dim}, of which {kv_heads} are key/value "
+        "heads (grouped-query attention). It runs in BF16 ({weights_gb:.2f} GB of weights) on {n_gpus} x {gpu} "
+        "({gpu_gb:.0f} GB each). Every request holds {context_tokens:,} tokens of context. Reserve no workspace."
+    ),
+    params={
+        "gpu": Param("H100 SXM", choices=("H100 SXM", "H200 SXM")),
+        "n_gpus": Param(8, choices=(4, 8)),
+        "context_tokens": Param(8192, choices=(4096, 8192, 16384)),
+    },
+    given=given_5_1,
+    parts=(
+        Numeric("a", "How many bytes of KV cache does one token add, in BF16?", ref_5_1_a, unit="KiB",
+                hint="2 x layers x KV heads x head width x 2 bytes"),
+        Numeric("b", "How many would it add if every query head kept its own keys and values (MHA)?", ref_5_1_b,
+                unit="KiB", hint="replace the KV heads by all query heads"),
+        Numeric("c", "How much memory is left for caches after the weights?", ref_5_1_c, unit="GB",
+                hint="GPUs x capacity - weights"),
+        Numeric("d", "How many requests fit with the model's GQA cache?", ref_5_1_d, unit="requests",
+                hint="floor(free memory / (KV per token x context))", rel_tol=0.0, abs_tol=0.5),
+        Numeric("e", "How many would fit with MHA?", ref_5_1_e, unit="requests",
+                hint="the same division with the MHA per-token size", rel_tol=0.0, abs_tol=0.5),
+    ),
+    discussion="The ratio of the two batches is about the group size, {heads} / {kv_heads}: sharing key/value "
+               "heads is the single largest lever on how many users a node can hold.",
+)
+
+# ---------------------------------------------------------------------------
+# 5-2  Find the flaw: "batching multiplies throughput for free"
+# ---------------------------------------------------------------------------
+
+GPU_5_2 = "H100 SXM"
+NODE_5_2 = 8
+
+
+def given_5_2(p):
+    m = models.load(MODEL_70B)
+    g = hardware.gpu(GPU_5_2)
+    w = memory.weight_bytes(m, "bf16")
+    return {"model": MODEL_70B, "gpu": GPU_5_2, "n_gpus": NODE_5_2, "weights_gb": w / units.GB,
+            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+            "single": decode.memory_bound_tokens_per_s(w, g.memory_bandwidth_bytes_per_s)}
+
+
+def _s_5_2(p):
+    return memory.kv_bytes_per_request(models.load(MODEL_70B), p["context_tokens"])
+
+
+def _w_5_2():
+    return memory.weight_bytes(models.load(MODEL_70B), "bf16")
+
+
+def ref_5_2_a(p):
+    return kvbudget.naive_batch_tokens_per_s(p["batch"], _w_5_2(), hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s)
+
+
+def ref_5_2_b(p):
+    return p["batch"] * _s_5_2(p) / units.GB
+
+
+def ref_5_2_c(p):
+    bw = hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s
+    return kvbudget.node_batch_tokens_per_s(p["batch"], _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
+
+
+def ref_5_2_d(p):
+    return ref_5_2_c(p) / p["batch"]
+
+
+def ref_5_2_e(p):
+    bw = hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s
+    one = kvbudget.node_batch_tokens_per_s(1, _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
+    return ref_5_2_c(p) / one
+
+
+EX_5_2 = Exercise(
+    id="5-2",
+    title="What is wrong with this estimate? Batching \"for free\"",
+    level="core",
+    intro=(
+        "A post about serving {model} on a node of {n_gpus} x {gpu} argues: \"One stream runs at "
+        "{bw_tb_s:.2f} TB/s / {weights_gb:.1f} GB = {single:.1f} tokens/s. Batching reuses the weight read, so "
+        "{batch} requests give {batch} x {single:.1f} tokens/s, and every user still gets {single:.1f}.\" "
+        "Each request holds {context_tokens:,} tokens of context (the model's real GQA cache, BF16). Take the "
+        "weights as read once per step, in full, spread evenly over the node; ignore compute and communication."
+    ),
+    params={
+        "batch": Param(64, choices=(32, 64, 128)),
+        "context_tokens": Param(8192, choices=(4096, 8192, 16384)),
+    },
+    given=given_5_2,
+    parts=(
+        Numeric("a", "What aggregate rate does the post claim?", ref_5_2_a, unit="tok/s",
+                hint="batch x the single-stream rate it quotes"),
+        Numeric("b", "How many bytes of KV cache does one decode step of the batch read?", ref_5_2_b, unit="GB",
+                hint="every request reads its whole cache every step"),
+        Numeric("c", "What is the consistent aggregate bound: weights once plus all caches, over the node's "
+                "aggregate bandwidth?", ref_5_2_c, unit="tok/s",
+                hint="B x n x bandwidth / (weights + B x cache)"),
+        Numeric("d", "What per-user speed does that bound give?", ref_5_2_d, unit="tok/s",
+                hint="aggregate divided by the batch"),
+        Numeric("e", "By what factor does batching really raise throughput over one request on the same node?",
+                ref_5_2_e, unit="x", hint="the bound of part (c) over the same bound at batch 1"),
+        Free("f", "List the two errors in the post and say which way each one biases its numbers.",
+             sample=(
+                 "First, it divides by one GPU's bandwidth although the weights are spread over {n_gpus} GPUs that "
+                 "stream in parallel; that understates both the single-stream and the batched rate. Second, it "
+                 "ignores the caches: {batch} requests read {b:.0f} GB of KV per step besides the weights, so each "
+                 "step is longer than a weights-only step and each user gets {d:.0f} tok/s, well below the node's "
+                 "batch-1 rate. Batching gains {e:.1f}x, not {batch}x, and every user's speed pays for it."
+             )),
+    ),
+    discussion="Batching shares the weight read, never the cache reads. The correct claim is the consistent bound "
+               "of part (c), and it must state the per-user speed beside the aggregate.",
+)
+
+# ---------------------------------------------------------------------------
+# 5-3  Static vs continuous batching, simulated
+# ---------------------------------------------------------------------------
+
+
+def _trace_5_3(p):
+    return scheduling.synthetic_trace(p["n_requests"], seed=p["seed"], mean_output_tokens=p["mean_output"],
+                                      max_output_tokens=1024, mean_interarrival_steps=p["gap"])
+
+
+def _res_5_3(p):
+    return scheduling.compare_policies(_trace_5_3(p), p["slots"])
+
+
+def ref_5_3_a(p):
+    return _res_5_3(p)["static"].slot_utilization * 100
+
+
+def ref_5_3_b(p):
+    return _res_5_3(p)["continuous"].slot_utilization * 100
+
+
+def ref_5_3_c(p):
+    return _res_5_3(p)["static"].percentile_latency_steps(50)
+
+
+def ref_5_3_d(p):
+    return _res_5_3(p)["continuous"].percentile_latency_steps(50)
+
+
+def ref_5_3_e(p):
+    r = _res_5_3(p)
+    return r["static"].busy_steps / r["continuous"].busy_steps
+
+
+EX_5_3 = Exercise(
+    id="5-3",
+    title="Static versus continuous batching on one trace",
+    level="core",
+    intro=(
+        "Use `aiinfra.scheduling`. Build the trace with "
+        "`scheduling.synthetic_trace({n_requests}, seed={seed}, mean_output_tokens={mean_output}, "
+        "max_output_tokens=1024, mean_interarrival_steps={gap})` and run it on an engine with {slots} batch slots "
+        "under both policies (`scheduling.compare_policies`)."
+    ),
+    params={
+        "n_requests": Param(200),
+        "seed": Param(1, choices=(1, 2, 3, 4)),
+        "mean_output": Param(100, choices=(64, 100, 160)),
+        "gap": Param(8.0, choices=(4.0, 8.0, 12.0)),
+        "slots": Param(16, choices=(8, 16, 32)),
+    },
+    given=None,
+    parts=(
+        Numeric("a", "Slot utilization of static batching (busy slots over all slots of the busy steps)?",
+                ref_5_3_a, unit="%", hint="ScheduleResult.slot_utilization, as a percentage"),
+        Numeric("b", "Slot utilization of continuous batching?", ref_5_3_b, unit="%",
+                hint="the same property for the continuous run"),
+        Numeric("c", "Median end-to-end latency under static batching?", ref_5_3_c, unit="steps",
+                hint="percentile_latency_steps(50)"),
+        Numeric("d", "Median end-to-end latency under continuous batching?", ref_5_3_d, unit="steps",
+                hint="percentile_latency_steps(50) of the continuous run"),
+        Numeric("e", "Both runs emit the same tokens. How many times as many busy steps does static batching need?",
+                ref_5_3_e, unit="x", hint="busy_steps of the static run over busy_steps of the continuous run"),
+        Free("f", "Explain, from the definition of each policy, where static batching loses its slots, and why "
+                  "the median request gains more from continuous batching than the slowest one does.",
+             sample=(
+                 "Static batching ({a:.0f}% of slots busy) keeps every slot of a batch until its longest member "
+                 "ends, and makes newcomers wait for the whole batch; continuous batching ({b:.0f}%) refills a slot "
+                 "at the next step, so the same tokens take {e:.1f}x as many busy steps under static batching. The median request is "
+                 "short, so under static batching it mostly waits for long ones; its latency falls from {c:.0f} "
+                 "to {d:.0f} steps. The longest requests are bounded by their own length under both policies."
+             )),
+    ),
+    discussion="Continuous batching does the same work in fewer busy steps: the gain is slots that static "
+               "batching paid for and left idle.",
+)
+
+# ---------------------------------------------------------------------------
+# 5-4  Contiguous reservation vs pages
+# ---------------------------------------------------------------------------
+
+MODEL_5_4 = "Qwen3-8B"
+
+
+def given_5_4(p):
+    return {"model": MODEL_5_4, "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_5_4)) / units.KiB}
+
+
+def _k_5_4():
+    return memory.kv_bytes_per_token(models.load(MODEL_5_4))
+
+
+def ref_5_4_a(p):
+    return p["max_context"] * _k_5_4() / units.MB
+
+
+def ref_5_4_b(p):
+    return float(paging.max_batch_contiguous(p["budget_gb"] * units.GB, p["max_context"], _k_5_4()))
+
+
+def ref_5_4_c(p):
+    return float(paging.paged_waste_tokens(p["request_tokens"], p["page_tokens"]))
+
+
+def ref_5_4_d(p):
+    lengths = [p["request_tokens"]] * 10_000
+    return float(paging.max_batch_paged(lengths, p["budget_gb"] * units.GB, p["page_tokens"], _k_5_4()))
+
+
+def ref_5_4_e(p):
+    fp = paging.kv_footprint([p["request_tokens"]], p["max_context"], p["page_tokens"], _k_5_4())
+    return fp.contiguous_waste_fraction * 100
+
+
+EX_5_4 = Exercise(
+    id="5-4",
+    title="Reserving the KV cache: contiguous blocks or pages",
+    level="core",
+    intro=(
+        "A server runs {model} in BF16 ({kv_kib:.0f} KiB of KV per token) with {budget_gb} GB (decimal) of memory "
+        "left for caches. It accepts contexts up to {max_context:,} tokens. Every request in this workload ends "
+        "with {request_tokens:,} tokens of context (prompt plus answer)."
+    ),
+    params={
+        "budget_gb": Param(6, choices=(6, 20, 60)),
+        "max_context": Param(8192, choices=(4096, 8192, 32768)),
+        "request_tokens": Param(1000, choices=(300, 1000, 2500)),
+        "page_tokens": Param(16, choices=(16, 32)),
+    },
+    given=given_5_4,
+    parts=(
+        Numeric("a", "With contiguous max-length reservation, how many bytes does each request reserve?",
+                ref_5_4_a, unit="MB", hint="max context x KV bytes per token"),
+        Numeric("b", "How many requests fit that way?", ref_5_4_b, unit="requests",
+                hint="floor(budget / reservation)", rel_tol=0.0, abs_tol=0.5),
+        Numeric("c", "With {page_tokens}-token pages, how many token slots does one request leave empty at its end?",
+                ref_5_4_c, unit="tokens", hint="ceil(n / p) x p - n", rel_tol=0.0, abs_tol=0.5),
+        Numeric("d", "How many such requests fit with pages?", ref_5_4_d, unit="requests",
+                hint="budget / (pages per request x page bytes), rounded down", rel_tol=0.0, abs_tol=0.5),
+        Numeric("e", "What share of a contiguous reservation holds no token at the request's end?", ref_5_4_e,
+                unit="%", hint="1 - n / n_max, as a percentage"),
+    ),
+    discussion="Paging bounds the waste at less than one page per request, so the batch follows the real "
+               "lengths instead of the worst case.",
+)
+
+# ---------------------------------------------------------------------------
+# 5-5  The price of a long context
+# ---------------------------------------------------------------------------
+
+GPU_5_5 = "H100 SXM"
+NODE_5_5 = 8
+RESERVE_5_5 = 0.1  # share of memory kept for runtime buffers
+
+
+def given_5_5(p):
+    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5}
+
+
+def _cost_5_5(p, context):
+    m = models.load(MODEL_70B)
+    g = hardware.gpu(GPU_5_5)
+    cap = NODE_5_5 * g.memory_bytes
+    free = memory.free_bytes(memory.weight_bytes(m, "bf16"), 0.0, RESERVE_5_5 * cap, cap)
+    w_read = models.decode_read_params(m) * units.bytes_per_param("bf16")
+    return kvbudget.cost_vs_context([context], w_read, memory.kv_bytes_per_token(m), free,
+                                    compute.flops_per_token(m), g.bf16_dense_flops_per_s,
+                                    g.memory_bandwidth_bytes_per_s, p["usd_per_gpu_hour"], n_gpus=NODE_5_5)
+
+
+def ref_5_5_a(p):
+    return float(_cost_5_5(p, p["short_context"]).max_batch[0])
+
+
+def ref_5_5_b(p):
+    return float(_cost_5_5(p, p["short_context"]).usd_per_million_tokens[0])
+
+
+def ref_5_5_c(p):
+    return float(_cost_5_5(p, p["long_context"]).max_batch[0])
+
+
+def ref_5_5_d(p):
+    return float(_cost_5_5(p, p["long_context"]).usd_per_million_tokens[0])
+
+
+def ref_5_5_e(p):
+    return ref_5_5_d(p) / ref_5_5_b(p)
+
+
+EX_5_5 = Exercise(
+    id="5-5",
+    title="The price of a long context",
+    level="extension",
+    intro=(
+        "{model} in BF16 is served on {n_gpus} x {gpu}, with {reserve:.0%} of memory reserved for runtime buffers and the rest "
+        "after the weights for caches. A GPU-hour costs ${usd_per_gpu_hour:.2f}. All requests in a deployment hold "
+        "the same context; the batch is the largest that fits. Use `kvbudget.cost_vs_context` (bounds: full "
+        "bandwidth and compute, no overheads)."
+    ),
+    params={
+        "usd_per_gpu_hour": Param(2.5, choices=(2.0, 2.5, 4.0)),
+        "short_context": Param(4096, choices=(2048, 4096)),
+        "long_context": Param(65536, choices=(32768, 65536, 131072)),
+    },
+    given=given_5_5,
+    parts=(
+        Numeric("a", "How many {short_context:,}-token requests fit?", ref_5_5_a, unit="requests",
+                hint="free memory / (KV per token x context), rounded down", rel_tol=0.0, abs_tol=0.5),
+        Numeric("b", "What is the floor price per million output tokens at that context?", ref_5_5_b, unit="$",
+                hint="price per GPU-second / tokens per second per GPU x 1e6"),
+        Numeric("c", "How many {long_context:,}-token requests fit?", ref_5_5_c, unit="requests",
+                hint="the same division at the long context", rel_tol=0.0, abs_tol=0.5),
+        Numeric("d", "What is the floor price per million output tokens at the long context?", ref_5_5_d, unit="$",
+                hint="fewer requests share each step, and each step reads about the same bytes"),
+        Numeric("e", "By what factor is the long-context token more expensive?", ref_5_5_e, unit="x",
+                hint="divide part (d) by part (b)"),
+    ),
+    discussion="Once caches fill memory, each step reads about the whole memory, so its time is nearly fixed while "
+               "the batch shrinks as 1 / context: the price per token grows about in proportion to the context.",
+)
+
+EXERCISES = (EX_5_1, EX_5_2, EX_5_3, EX_5_4, EX_5_5)

@@ -1,0 +1,344 @@
+"""Exercises 6-1 to 6-4: the data-center cluster.
+
+Every reference answer is a small function of the exercise namespace ``p``
+(parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
+shows these functions as the worked solution.
+"""
+from __future__ import annotations
+
+from aiinfra import cluster, decode, hardware, hierarchy, models, network, parallelism, units
+from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+
+# ---------------------------------------------------------------------------
+# 6-1  One tensor-parallel all-reduce, over NVLink and over InfiniBand
+# ---------------------------------------------------------------------------
+
+
+def _links():
+    h100 = hardware.gpu("H100 SXM")
+    return h100.scaleup_bytes_per_s_per_direction, hardware.link("ndr").bytes_per_s_per_direction
+
+
+def given_6_1(p):
+    m = models.load(p["model"])
+    nv, ib = _links()
+    return {
+        "d_model": m.hidden_size,
+        "n_layers": m.n_layers,
+        "nvlink_gb_s": nv / units.GB,
+        "ib_gb_s": ib / units.GB,
+        "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] * 1e6,
+        "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] * 1e6,
+    }
+
+
+def _msg_6_1(p):
+    return parallelism.tp_allreduce_message_bytes(p["tokens"], p["d_model"], 2)
+
+
+def _t_nv(p):
+    nv, _ = _links()
+    return network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"])
+
+
+def ref_6_1_a(p):
+    return _msg_6_1(p) / units.MiB
+
+
+def ref_6_1_b(p):
+    return _t_nv(p) * 1e6
+
+
+def ref_6_1_c(p):
+    _, ib = _links()
+    t = network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"])
+    return t * 1e6
+
+
+def ref_6_1_d(p):
+    return network.algorithm_bandwidth_bytes_per_s(_msg_6_1(p), _t_nv(p)) / units.GB
+
+
+def ref_6_1_e(p):
+    algbw = network.algorithm_bandwidth_bytes_per_s(_msg_6_1(p), _t_nv(p))
+    return network.bus_bandwidth_bytes_per_s(algbw, p["ranks"]) / units.GB
+
+
+def ref_6_1_f(p):
+    nv, _ = _links()
+    bandwidth_part = network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], nv, 0.0)
+    return "latency" if _t_nv(p) - bandwidth_part > bandwidth_part else "bandwidth"
+
+
+def ref_6_1_g(p):
+    return parallelism.tp_comm_time_per_step_s(p["n_layers"], _t_nv(p)) * 1e3
+
+
+EX_6_1 = Exercise(
+    id="6-1",
+    title="A tensor-parallel all-reduce",
+    level="core",
+    intro=(
+        "{model} (hidden width {d_model:,}, {n_layers} layers) runs with tensor parallelism over {ranks} H100s. "
+        "A step carries {tokens:,} tokens in flight, with BF16 activations. Use the ring all-reduce model with "
+        "NVLink at {nvlink_gb_s:.0f} GB/s per direction and a step latency of {t0_nv_us:.0f} us, or InfiniBand at "
+        "{ib_gb_s:.0f} GB/s per direction and {t0_ib_us:.0f} us."
+    ),
+    params={
+        "model": Param("Llama-3.1-70B", choices=("Llama-3.1-70B", "Llama-3.1-8B", "Qwen3-8B")),
+        "tokens": Param(256, choices=(32, 256, 2048)),
+        "ranks": Param(8, choices=(4, 8)),
+    },
+    given=given_6_1,
+    parts=(
+        Numeric("a", "How large is one all-reduce message?", ref_6_1_a, unit="MiB",
+                hint="tokens x hidden width x 2 bytes; the message does not shrink with the TP degree"),
+        Numeric("b", "How long does one all-reduce take over NVLink?", ref_6_1_b, unit="us",
+                hint="2(n-1)/n x S / beta plus 2(n-1) step latencies"),
+        Numeric("c", "And over InfiniBand, if the same group spanned servers?", ref_6_1_c, unit="us",
+                hint="same ring formula, the InfiniBand bandwidth and latency"),
+        Numeric("d", "What algorithm bandwidth does the NVLink all-reduce of (b) achieve?", ref_6_1_d, unit="GB/s",
+                hint="message size divided by the time"),
+        Numeric("e", "What bus bandwidth is that?", ref_6_1_e, unit="GB/s",
+                hint="algorithm bandwidth x 2(n-1)/n"),
+        Choice("f", "Over NVLink, is this all-reduce dominated by the latency term or by the bandwidth term?",
+               ref_6_1_f, options=("latency", "bandwidth"),
+               hint="compare 2(n-1) t_0 with 2(n-1)/n x S / beta"),
+        Numeric("g", "How much time does one forward pass spend in TP all-reduces over NVLink, if none overlaps "
+                "compute?", ref_6_1_g, unit="ms", hint="two all-reduces per layer"),
+    ),
+    discussion=(
+        "The NVLink all-reduce takes {b:.1f} us and the InfiniBand one {c:.1f} us. A bus bandwidth of {e:.0f} GB/s "
+        "is the number to compare with the link's per-direction peak; the algorithm bandwidth {d:.0f} GB/s never "
+        "reaches it for more than one rank."
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# 6-2  Power of a cluster, and the PUE double count
+# ---------------------------------------------------------------------------
+
+
+def given_6_2(p):
+    dgx = hardware.DGX_H100
+    return {
+        "tdp_w": hardware.gpu("H100 SXM").tdp_watts,
+        "server_kw": dgx.max_power_watts / 1e3,
+        "server_gpus": dgx.n_gpus,
+    }
+
+
+def _server_w(p):
+    return hierarchy.watts_per_gpu_at_server(p["server_kw"] * 1e3, p["server_gpus"])
+
+
+def ref_6_2_a(p):
+    return cluster.cluster_power_w(p["gpus"], p["tdp_w"], 1.0) / 1e6
+
+
+def ref_6_2_b(p):
+    return cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"]) / 1e6
+
+
+def ref_6_2_c(p):
+    return cluster.cluster_power_w(1, _server_w(p), p["pue"]) / 1e3
+
+
+def ref_6_2_d(p):
+    all_in = cluster.cluster_power_w(1, _server_w(p), p["pue"])
+    double = cluster.cluster_power_w(p["gpus"], all_in, p["pue"])
+    right = cluster.cluster_power_w(p["gpus"], all_in, 1.0, convention="all-in")
+    return (double - right) / 1e6
+
+
+def ref_6_2_e(p):
+    return hierarchy.households_equivalent(cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"])) / 1e3
+
+
+EX_6_2 = Exercise(
+    id="6-2",
+    title="Cluster power, and the PUE trap",
+    level="core",
+    intro=(
+        "A cluster has {gpus:,} H100 GPUs ({tdp_w:.0f} W each). They sit in DGX H100 servers that draw up to "
+        "{server_kw:.1f} kW for {server_gpus} GPUs. The facility's PUE is {pue}."
+    ),
+    params={
+        "gpus": Param(16384, choices=(8192, 16384, 24576)),
+        "pue": Param(1.2, choices=(1.1, 1.2, 1.4)),
+    },
+    given=given_6_2,
+    parts=(
+        Numeric("a", "What do the GPU chips alone draw, at their rated power?", ref_6_2_a, unit="MW",
+                hint="GPUs x TDP, no PUE: this is neither IT nor facility power"),
+        Numeric("b", "What does the facility draw, starting from the server power?", ref_6_2_b, unit="MW",
+                hint="GPUs x (server power / GPUs per server) x PUE"),
+        Numeric("c", "What is the 'all-in' power per GPU?", ref_6_2_c, unit="kW",
+                hint="server power per GPU x PUE"),
+        Numeric("d", "Find the flaw: a planning sheet takes the all-in figure of (c) and multiplies the cluster "
+                "total by PUE again. By how much does it overstate the facility power?", ref_6_2_d, unit="MW",
+                hint="all-in already contains the PUE; the error is the extra factor"),
+        Numeric("e", "How many average U.S. homes draw as much as the facility of (b)?", ref_6_2_e,
+                unit="thousand homes", hint="divide by one home's average power: its yearly kWh spread over the hours of a year"),
+        Free("f", "Name the three boundaries at which per-GPU power can be quoted, and say which of them PUE "
+                  "multiplies.",
+             sample=("The chip ({tdp_w:.0f} W, its rated board power), the server (IT power: the server's draw "
+                     "shared among its GPUs, including CPUs, NICs, switches and fans) and the facility (IT power x PUE). PUE "
+                     "multiplies IT power only; a figure already quoted at the facility boundary must not be "
+                     "multiplied again, which is the {d:.1f} MW error of part (d).")),
+    ),
+    discussion="The chips are {a:.1f} MW of a {b:.1f} MW facility: the rest is servers, network and cooling.",
+)
+
+# ---------------------------------------------------------------------------
+# 6-3  Find the flaw: stretching tensor parallelism across servers
+# ---------------------------------------------------------------------------
+
+MODEL_6_3 = "Llama-3.1-70B"
+
+
+def given_6_3(p):
+    nv, ib = _links()
+    return {"model": MODEL_6_3, "nvlink_gb_s": nv / units.GB, "ib_gb_s": ib / units.GB}
+
+
+def _read(p, n):
+    return decode.decode_step_time_s(models.load(MODEL_6_3), hardware.gpu("H100 SXM"), batch=p["batch"],
+                                     context_tokens=p["context"], n_gpus=n)
+
+
+def _comm(p, n, bw, t0):
+    m = models.load(MODEL_6_3)
+    msg = parallelism.tp_allreduce_message_bytes(p["batch"], m.hidden_size, 2)
+    return parallelism.tp_comm_time_per_step_s(m.n_layers, network.ring_allreduce_time_s(msg, n, bw, t0))
+
+
+def ref_6_3_a(p):
+    return _read(p, 8) * 1e3
+
+
+def ref_6_3_b(p):
+    return _read(p, 16) * 1e3
+
+
+def ref_6_3_c(p):
+    nv, _ = _links()
+    return _comm(p, 8, nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"]) * 1e3
+
+
+def ref_6_3_d(p):
+    _, ib = _links()
+    return _comm(p, 16, ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"]) * 1e3
+
+
+def ref_6_3_e(p):
+    t8 = ref_6_3_a(p) + ref_6_3_c(p)
+    t16 = ref_6_3_b(p) + ref_6_3_d(p)
+    return "TP 8 in one server" if t8 <= t16 else "TP 16 across two servers"
+
+
+EX_6_3 = Exercise(
+    id="6-3",
+    title="Find the flaw: twice the GPUs, half the step?",
+    level="core",
+    intro=(
+        "A team serves {model} in BF16 at batch {batch} with {context:,}-token contexts on one 8-GPU H100 server "
+        "(TP 8 over NVLink, {nvlink_gb_s:.0f} GB/s per direction). They propose TP 16 across two servers: "
+        "'each GPU then streams half as many bytes, so each decode step takes half as long.' The second "
+        "server is reached over InfiniBand ({ib_gb_s:.0f} GB/s per direction). Use the memory-bound decode "
+        "bound for the reads, the ring all-reduce model with the chapter's step latencies for the "
+        "communication, and assume nothing overlaps."
+    ),
+    params={
+        "batch": Param(16, choices=(1, 16, 64)),
+        "context": Param(4096, choices=(2048, 4096)),
+    },
+    given=given_6_3,
+    parts=(
+        Numeric("a", "Lower bound on the read time of one decode step with TP 8?", ref_6_3_a, unit="ms",
+                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth"),
+        Numeric("b", "And with TP 16?", ref_6_3_b, unit="ms", hint="the same bytes over 16 GPUs"),
+        Numeric("c", "TP all-reduce time per step with TP 8 over NVLink?", ref_6_3_c, unit="ms",
+                hint="2L all-reduces of batch x d x 2 bytes over an 8-rank ring"),
+        Numeric("d", "TP all-reduce time per step with TP 16, the ring crossing InfiniBand?", ref_6_3_d, unit="ms",
+                hint="a 16-rank ring runs at the speed of its slowest link, InfiniBand"),
+        Choice("e", "Which layout gives the shorter decode step?", ref_6_3_e,
+               options=("TP 8 in one server", "TP 16 across two servers"),
+               hint="add read time and communication time for each"),
+        Free("f", "What is wrong with the team's estimate, and what would you do with the second server instead?",
+             sample=("The estimate halves the read time ({a:.2f} -> {b:.2f} ms) but ignores that every layer's "
+                     "all-reduce now crosses InfiniBand: {d:.2f} ms per step instead of {c:.2f} ms. Use the second "
+                     "server as a data-parallel replica: it doubles the users served at the same step time, "
+                     "with no traffic between the servers.")),
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# 6-4  Pipeline bubbles and what the next doubling buys
+# ---------------------------------------------------------------------------
+
+
+def given_6_4(p):
+    big = 32768
+    return {"mfu_one": cluster.mfu_log2_model(1) * 100, "mfu_big": cluster.mfu_log2_model(big) * 100, "big": big}
+
+
+def ref_6_4_a(p):
+    return parallelism.pipeline_bubble_fraction(p["stages"], p["microbatches"]) * 100
+
+
+def ref_6_4_b(p):
+    return float(parallelism.microbatches_for_bubble(p["stages"], p["target_bubble_pct"] / 100))
+
+
+def ref_6_4_c(p):
+    return cluster.mfu_log2_model(p["gpus"]) * 100
+
+
+def ref_6_4_d(p):
+    before = cluster.mfu_log2_model(p["gpus"])
+    after = cluster.mfu_log2_model(2 * p["gpus"])
+    return parallelism.useful_compute_ratio(before, after, 2.0)
+
+
+def ref_6_4_e(p):
+    before = cluster.mfu_comm_fraction_model(p["gpus"])
+    after = cluster.mfu_comm_fraction_model(2 * p["gpus"])
+    return parallelism.useful_compute_ratio(before, after, 2.0)
+
+
+EX_6_4 = Exercise(
+    id="6-4",
+    title="Pipeline bubbles and the next doubling",
+    level="extension",
+    intro=(
+        "A training job uses {stages} pipeline stages and {microbatches} micro-batches per step, on a cluster "
+        "of {gpus:,} GPUs. Use the chapter's MFU models with their default calibration ({mfu_one:.0f}% on one "
+        "GPU, {mfu_big:.0f}% at {big:,} GPUs)."
+    ),
+    params={
+        "stages": Param(8, choices=(4, 8, 16)),
+        "microbatches": Param(16, choices=(8, 16, 32)),
+        "target_bubble_pct": Param(5.0),
+        "gpus": Param(4096, choices=(1024, 4096, 8192)),
+    },
+    given=given_6_4,
+    parts=(
+        Numeric("a", "What share of each step does a stage sit idle in the bubble?", ref_6_4_a, unit="%",
+                hint="(p-1)/(m+p-1)"),
+        Numeric("b", "How many micro-batches bring the bubble to {target_bubble_pct}% or less?", ref_6_4_b,
+                unit="micro-batches", rel_tol=0.0, abs_tol=0.5, hint="solve (p-1)/(m+p-1) <= f for m and round up"),
+        Numeric("c", "What MFU does the log2 model give at {gpus:,} GPUs?", ref_6_4_c, unit="%",
+                hint="MFU falls by a fixed number of points per doubling of the cluster"),
+        Numeric("d", "Doubling the cluster doubles the bill. How many times the useful compute does it buy under "
+                "the log2 model?", ref_6_4_d, unit="x", hint="2 x MFU(2G) / MFU(G)"),
+        Numeric("e", "And under the communication-fraction model?", ref_6_4_e, unit="x",
+                hint="MFU(G) = m_1 / (1 + k log2 G), with the library's default k"),
+    ),
+    discussion=(
+        "More micro-batches shrink the bubble but need a larger global batch. The doubling buys {d:.2f}x "
+        "(log2) or {e:.2f}x (communication fraction): less than 2x either way."
+    ),
+)
+
+EXERCISES = (EX_6_1, EX_6_2, EX_6_3, EX_6_4)

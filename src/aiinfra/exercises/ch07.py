@@ -1,0 +1,426 @@
+"""Exercises 7-1 to 7-5: serving at scale.
+
+Every reference answer is a small function of the exercise namespace ``p``
+(parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
+shows these functions as the worked solution.
+"""
+from __future__ import annotations
+
+from aiinfra import (cluster, compute, decode, disaggregation, hardware, hierarchy, memory, models, prefix_cache,
+                     roofline, serving, speculation, units)
+from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+
+# ---------------------------------------------------------------------------
+# 7-1  Speculative decoding: yield, speedup and break-even
+# ---------------------------------------------------------------------------
+
+
+def ref_7_1_a(p):
+    return serving.expected_tokens_per_target_pass(p["alpha"], p["gamma"])
+
+
+def ref_7_1_b(p):
+    return serving.speculative_speedup(p["alpha"], p["gamma"], p["draft_cost"])
+
+
+def ref_7_1_c(p):
+    return speculation.max_draft_cost_ratio(p["alpha"], p["gamma"])
+
+
+def ref_7_1_d(p):
+    return speculation.breakeven_alpha(p["gamma"], p["draft_cost"])
+
+
+def ref_7_1_e(p):
+    return float(speculation.best_gamma(p["alpha"], p["draft_cost"], max_gamma=p["max_gamma"])[0])
+
+
+def ref_7_1_f(p):
+    return serving.speculative_speedup(p["alpha"], p["gamma"], p["slow_draft_cost"]) > 1.0
+
+
+EX_7_1 = Exercise(
+    id="7-1",
+    title="Speculative decoding: yield, speedup and break-even",
+    level="core",
+    intro=(
+        "A draft model proposes {gamma} tokens per round; the target accepts each with probability {alpha}, "
+        "independently, and stops at the first rejection. One draft pass costs {draft_cost} of a target pass."
+    ),
+    params={
+        "alpha": Param(0.8, choices=(0.6, 0.7, 0.8, 0.9)),
+        "gamma": Param(4, choices=(3, 4, 5)),
+        "draft_cost": Param(0.05, choices=(0.02, 0.05, 0.1)),
+        "max_gamma": Param(8),
+        "slow_draft_cost": Param(0.5),
+    },
+    parts=(
+        Numeric("a", "Expected tokens produced per target pass?", ref_7_1_a, unit="tokens",
+                hint="a geometric sum: 1 + alpha + alpha^2 + ... up to alpha^gamma"),
+        Numeric("b", "Expected speedup over plain decoding?", ref_7_1_b, unit="x",
+                hint="tokens per pass divided by the cost of a round, gamma c + 1 target passes"),
+        Numeric("c", "Largest draft cost (in target passes) at which speculation still breaks even?", ref_7_1_c,
+                unit="target passes", hint="set the speedup to 1 and solve for c"),
+        Numeric("d", "Below which acceptance rate does speculation lose time, at this gamma and draft cost?",
+                ref_7_1_d, unit="", rel_tol=0.02, hint="solve E(alpha, gamma) = gamma c + 1 for alpha"),
+        Numeric("e", "Which draft length gamma from 1 to {max_gamma} maximises the speedup at this alpha and draft "
+                "cost?", ref_7_1_e, unit="tokens", rel_tol=0.0, abs_tol=0.5,
+                hint="evaluate the speedup for every gamma and keep the largest"),
+        Choice("f", "Find the flaw: a colleague proposes a draft model that costs {slow_draft_cost} of a target pass, "
+                    "arguing that 'any draft that is right most of the time pays'. Does speculation still give a "
+                    "speedup above 1 at this alpha and gamma?", ref_7_1_f, options=(True, False),
+               hint="compare the draft cost with the break-even cost of part (c)"),
+    ),
+    discussion=(
+        "A round yields {a:.2f} tokens, for a {b:.2f}x speedup. The draft may cost up to {c:.2f} target passes "
+        "before speculation stops paying; accuracy alone does not decide it."
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# 7-2  A capacity plan: users to GPUs, megawatts and dollars
+# ---------------------------------------------------------------------------
+
+MODEL_7_2 = "Llama-3.1-70B"
+
+
+def given_7_2(p):
+    dgx = hardware.DGX_H100
+    import inspect
+    sizes = inspect.signature(serving.gpus_for_users).parameters["replica_sizes"].default
+    return {"model": MODEL_7_2, "server_kw": dgx.max_power_watts / 1e3, "server_gpus": dgx.n_gpus,
+            "sizes": ", ".join(str(x) for x in sizes)}
+
+
+def _plan(p):
+    return serving.gpus_for_users(p["users"], p["tpot_ms"] / 1e3, p["context"], models.load(MODEL_7_2),
+                                  hardware.gpu("H100 SXM"), eta_f=p["eta_f"], eta_b=p["eta_b"],
+                                  memory_reserve_fraction=p["reserve"])
+
+
+def ref_7_2_a(p):
+    return float(_plan(p).gpus_total)
+
+
+def ref_7_2_b(p):
+    return float(_plan(p).users_per_replica)
+
+
+def ref_7_2_c(p):
+    return _plan(p).limiting
+
+
+def ref_7_2_d(p):
+    per_gpu = hierarchy.watts_per_gpu_at_server(p["server_kw"] * 1e3, p["server_gpus"])
+    return cluster.cluster_power_w(_plan(p).gpus_total, per_gpu, p["pue"]) / 1e6
+
+
+def ref_7_2_e(p):
+    plan = _plan(p)
+    tok_s = decode.tokens_per_s_aggregate(plan.users_per_replica, plan.step_time_s) * plan.replicas
+    return serving.cost_per_million_tokens(p["usd_per_gpu_hour"], tok_s / plan.gpus_total)
+
+
+EX_7_2 = Exercise(
+    id="7-2",
+    title="A capacity plan",
+    level="core",
+    intro=(
+        "A service runs {model} in BF16 on H100 SXM GPUs for {users:,} concurrent users, each holding {context:,} "
+        "tokens of context, with a target TPOT of {tpot_ms} ms. Assume {eta_f:.0%} of peak FLOP/s and "
+        "{eta_b:.0%} of peak bandwidth, and hold back {reserve:.0%} of memory for workspace. Replicas are "
+        "tensor-parallel groups of {sizes} GPUs; use `aiinfra.serving.gpus_for_users`. Servers draw "
+        "{server_kw:.1f} kW per {server_gpus} GPUs, the PUE is {pue} and a GPU-hour costs ${usd_per_gpu_hour:.2f}."
+    ),
+    params={
+        "users": Param(10000, choices=(2000, 10000, 50000)),
+        "context": Param(8192, choices=(4096, 8192, 16384)),
+        "tpot_ms": Param(50, choices=(30, 50, 80)),
+        "eta_f": Param(0.5),
+        "eta_b": Param(0.7),
+        "reserve": Param(0.1),
+        "pue": Param(1.2),
+        "usd_per_gpu_hour": Param(2.0),
+    },
+    given=given_7_2,
+    parts=(
+        Numeric("a", "How many GPUs does the plan need in total?", ref_7_2_a, unit="GPUs", rel_tol=0.0, abs_tol=0.5,
+                hint="users per replica from the memory, bandwidth and compute ceilings; replicas = ceil(users / that)"),
+        Numeric("b", "How many users does each replica serve?", ref_7_2_b, unit="users", rel_tol=0.0, abs_tol=0.5,
+                hint="users spread evenly over the replicas"),
+        Choice("c", "Which ceiling binds?", ref_7_2_c, options=("memory", "bandwidth", "compute"),
+               hint="compare the three ceilings for the chosen replica size"),
+        Numeric("d", "What does the fleet draw at the facility?", ref_7_2_d, unit="MW",
+                hint="GPUs x server power per GPU x PUE, applied once"),
+        Numeric("e", "What does a million generated tokens cost?", ref_7_2_e, unit="$",
+                hint="price per GPU-second divided by tokens per second per GPU, times a million"),
+    ),
+    discussion="The plan is a lower bound: add communication, prefill work, bursts and spare capacity.",
+)
+
+# ---------------------------------------------------------------------------
+# 7-3  When does disaggregated serving pay?
+# ---------------------------------------------------------------------------
+
+MODEL_7_3 = "Llama-3.1-70B"
+
+
+def given_7_3(p):
+    nic = hardware.DGX_H100.compute_nic.bytes_per_s_per_direction
+    return {"model": MODEL_7_3, "nic_gb_s": nic / units.GB,
+            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_3)) / units.KiB}
+
+
+def _h100():
+    return hardware.gpu("H100 SXM")
+
+
+def _t_pre(p):
+    return decode.prefill_time_s(models.load(MODEL_7_3), _h100(), p["prompt"], n_gpus=p["n_gpus"],
+                                 eta_f=p["eta_f"], eta_b=p["eta_b"])
+
+
+def _t_dec(p):
+    return decode.decode_step_time_s(models.load(MODEL_7_3), _h100(), batch=p["batch"], context_tokens=p["prompt"],
+                                     n_gpus=p["n_gpus"], eta_f=p["eta_f"], eta_b=p["eta_b"])
+
+
+def _u(p):
+    return disaggregation.prefill_busy_fraction(p["rate"], _t_pre(p))
+
+
+def _t_kv(p):
+    nic = hardware.DGX_H100.compute_nic.bytes_per_s_per_direction
+    return disaggregation.kv_handoff_time_s(p["prompt"], memory.kv_bytes_per_token(models.load(MODEL_7_3)), nic)
+
+
+def ref_7_3_a(p):
+    return _t_pre(p) * 1e3
+
+
+def ref_7_3_b(p):
+    return _u(p) * 100
+
+
+def ref_7_3_c(p):
+    return disaggregation.colocated_tpot_s(_t_dec(p), _u(p)) * 1e3
+
+
+def ref_7_3_d(p):
+    return _t_kv(p) * 1e3
+
+
+def ref_7_3_e(p):
+    return disaggregation.breakeven_output_tokens(_t_dec(p), _u(p), _t_kv(p))
+
+
+def ref_7_3_f(p):
+    gain = disaggregation.disaggregation_gain_s(_t_dec(p), _u(p), p["answer"], _t_kv(p))
+    return "disaggregated" if gain > 0 else "colocated"
+
+
+EX_7_3 = Exercise(
+    id="7-3",
+    title="When does disaggregated serving pay?",
+    level="core",
+    intro=(
+        "{model} runs on {n_gpus}-GPU H100 servers (BF16, {eta_f:.0%} of peak FLOP/s, {eta_b:.0%} of peak "
+        "bandwidth). Prompts of "
+        "{prompt:,} tokens reach each decode server at {rate} per second, and the decode batch is {batch}. On a "
+        "colocated server a prefill runs whole and preempts decode. Disaggregated, the prompt's KV cache "
+        "({kv_kib:.0f} KiB per token) crosses one {nic_gb_s:.0f} GB/s network port once."
+    ),
+    params={
+        "prompt": Param(4096, choices=(2048, 4096, 8192)),
+        "rate": Param(1.0, choices=(0.5, 1.0, 2.0)),
+        "batch": Param(32, choices=(16, 32, 64)),
+        "answer": Param(300),
+        "n_gpus": Param(8),
+        "eta_f": Param(0.5),
+        "eta_b": Param(0.7),
+    },
+    given=given_7_3,
+    parts=(
+        Numeric("a", "How long does one prefill take (lower bound)?", ref_7_3_a, unit="ms",
+                hint="use aiinfra.decode.prefill_time_s on the whole server"),
+        Numeric("b", "What share of a colocated server's time goes to prefill?", ref_7_3_b, unit="%",
+                hint="u = arrival rate x prefill time"),
+        Numeric("c", "Mean time per output token on the colocated server?", ref_7_3_c, unit="ms",
+                hint="decode step time / (1 - u)"),
+        Numeric("d", "How long does the KV hand-off take?", ref_7_3_d, unit="ms",
+                hint="prompt tokens x KV bytes per token / port bandwidth"),
+        Numeric("e", "Above how many output tokens is the disaggregated request faster?", ref_7_3_e, unit="tokens",
+                hint="G* = t_kv (1 - u) / (t_d u)"),
+        Choice("f", "For a {answer}-token answer, which deployment finishes the request sooner?", ref_7_3_f,
+               options=("colocated", "disaggregated"), hint="compare the answer length with part (e)"),
+    ),
+    discussion="The hand-off is paid once; the interference is paid on every one of the answer's tokens.",
+)
+
+# ---------------------------------------------------------------------------
+# 7-4  Find the flaw: "550 tokens per second for free"
+# ---------------------------------------------------------------------------
+
+
+def given_7_4(p):
+    h100 = hardware.gpu("H100 SXM")
+    return {
+        "hbm_gb": h100.memory_bytes / units.GB,
+        "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB,
+        "single_rate": decode.memory_bound_tokens_per_s(p["weights_gb"] * units.GB, h100.memory_bandwidth_bytes_per_s),
+    }
+
+
+def _kv_mha(p):
+    # full multi-head attention: K and V of width d per layer (one "head" of width d is the same count)
+    return memory.kv_bytes_for_context_formula(p["layers"], 1, p["d_model"], p["context"], 2)
+
+
+def _step(p, kv_per_request):
+    h100 = hardware.gpu("H100 SXM")
+    return roofline.memory_time_s(p["weights_gb"] * units.GB + p["batch"] * kv_per_request,
+                                  p["n_gpus"] * h100.memory_bandwidth_bytes_per_s)
+
+
+def ref_7_4_a(p):
+    return p["batch"] * p["single_rate"]
+
+
+def ref_7_4_b(p):
+    return _kv_mha(p) / units.GB
+
+
+def ref_7_4_c(p):
+    return p["batch"] * _kv_mha(p) / units.GB
+
+
+def ref_7_4_d(p):
+    return decode.tokens_per_s_aggregate(p["batch"], _step(p, _kv_mha(p)))
+
+
+def ref_7_4_e(p):
+    kv = memory.kv_bytes_per_request(models.load("Llama-3.1-70B"), p["context"])
+    return decode.tokens_per_s_aggregate(p["batch"], _step(p, kv))
+
+
+EX_7_4 = Exercise(
+    id="7-4",
+    title="Find the flaw: batching for free",
+    level="core",
+    intro=(
+        "A tutorial serves a 70B model ({layers} layers, width {d_model:,}, {weights_gb:.0f} GB of BF16 weights) on "
+        "a node of {n_gpus} GPUs with {hbm_gb:.0f} GB and {hbm_tb_s:.2f} TB/s each. It computes a single-stream rate of "
+        "{single_rate:.1f} tok/s (one GPU's bandwidth over the weights), fits a batch of {batch} requests of "
+        "{context:,} tokens with full multi-head attention in BF16, and multiplies: 'batching gives "
+        "{batch} x {single_rate:.1f} tok/s for free.' Treat decode as memory-bound: a step reads the weights once "
+        "plus every request's KV cache, over the node's total bandwidth."
+    ),
+    params={
+        "layers": Param(80),
+        "d_model": Param(8192),
+        "weights_gb": Param(140.0),
+        "batch": Param(23, choices=(16, 23)),
+        "context": Param(8192, choices=(4096, 8192)),
+        "n_gpus": Param(8),
+    },
+    given=given_7_4,
+    parts=(
+        Numeric("a", "What aggregate rate does the tutorial claim?", ref_7_4_a, unit="tok/s",
+                hint="batch x single-stream rate"),
+        Numeric("b", "How large is one request's KV cache under the tutorial's full multi-head assumption?",
+                ref_7_4_b, unit="GB", hint="2 (K and V) x layers x width x 2 bytes x context tokens"),
+        Numeric("c", "How many KV bytes does one decode step of the whole batch read?", ref_7_4_c, unit="GB",
+                hint="every request's cache is read at every step"),
+        Numeric("d", "What aggregate rate does the memory-bound bound give, weights plus KV, over the whole node?",
+                ref_7_4_d, unit="tok/s", hint="batch / ((weights + batch x KV) / (GPUs x bandwidth))"),
+        Numeric("e", "Redo (d) with the real Llama-3.1-70B KV cache (grouped-query attention).", ref_7_4_e,
+                unit="tok/s", hint="use aiinfra.memory.kv_bytes_per_request on the shipped config"),
+        Free("f", "Name the two errors in the tutorial's estimate.",
+             sample=("It uses one GPU's bandwidth for a model spread over {n_gpus}, which undercounts the node's bandwidth, "
+                     "and it ignores the KV reads: {c:.0f} GB per step against {weights_gb:.0f} GB of weights. "
+                     "The consistent bound is {d:.0f} tok/s with multi-head KV, {e:.0f} tok/s with the real "
+                     "grouped-query KV, not {a:.0f}.")),
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# 7-5  Prefix caching: what a hit saves and what the cache costs
+# ---------------------------------------------------------------------------
+
+MODEL_7_5 = "Llama-3.1-70B"
+
+
+def given_7_5(p):
+    return {"model": MODEL_7_5, "pcie_gb_s": hardware.link("pcie5").bytes_per_s_per_direction / units.GB}
+
+
+def _pi(p):
+    return p["n_gpus"] * hardware.gpu("H100 SXM").bf16_dense_flops_per_s
+
+
+def _coeffs():
+    return prefix_cache.model_prefill_coefficients(MODEL_7_5)
+
+
+def ref_7_5_a(p):
+    f, a = _coeffs()
+    return roofline.compute_time_s(prefix_cache.prefill_flops_with_prefix(p["prompt"], 0, f, a), _pi(p), p["eta_f"]) * 1e3
+
+
+def ref_7_5_b(p):
+    f, a = _coeffs()
+    rest = prefix_cache.prefill_flops_with_prefix(p["prompt"], p["prefix"], f, a)
+    return roofline.compute_time_s(rest, _pi(p), p["eta_f"]) * 1e3
+
+
+def ref_7_5_c(p):
+    f, a = _coeffs()
+    return prefix_cache.expected_ttft_saved_s(p["hit_rate"], p["prompt"], p["prefix"], f, _pi(p), p["eta_f"], a) * 1e3
+
+
+def ref_7_5_d(p):
+    kv = memory.kv_bytes_per_token(models.load(MODEL_7_5))
+    return prefix_cache.prefix_cache_bytes(p["prefix"], kv, p["distinct"]) / units.GB
+
+
+def ref_7_5_e(p):
+    f, _ = _coeffs()
+    kv = memory.kv_bytes_per_token(models.load(MODEL_7_5))
+    return prefix_cache.reload_speedup(f, _pi(p), kv, p["n_gpus"] * hardware.link("pcie5").bytes_per_s_per_direction, p["eta_f"])
+
+
+EX_7_5 = Exercise(
+    id="7-5",
+    title="Prefix caching",
+    level="extension",
+    intro=(
+        "{model} serves prompts of {prompt:,} tokens on {n_gpus} H100s (BF16, prefill at {eta_f:.0%} of peak FLOP/s). The first "
+        "{prefix:,} tokens are a shared system prompt, found in the cache by {hit_rate:.0%} of requests. Count "
+        "causal attention and leave out the lm_head."
+    ),
+    params={
+        "prompt": Param(8192, choices=(4096, 8192, 16384)),
+        "prefix": Param(2048, choices=(1024, 2048, 3072)),
+        "hit_rate": Param(0.8, choices=(0.5, 0.8, 0.95)),
+        "distinct": Param(200),
+        "n_gpus": Param(8),
+        "eta_f": Param(0.5),
+    },
+    given=given_7_5,
+    parts=(
+        Numeric("a", "Prefill time of a prompt without a hit?", ref_7_5_a, unit="ms",
+                hint="use aiinfra.prefix_cache.model_prefill_coefficients and prefill_flops_with_prefix"),
+        Numeric("b", "Prefill time with the prefix cached?", ref_7_5_b, unit="ms",
+                hint="only positions after the prefix are computed, but they attend to the whole prompt"),
+        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)"),
+        Numeric("d", "KV memory for {distinct} distinct cached prefixes of this length?", ref_7_5_d, unit="GB",
+                hint="prefixes x tokens x KV bytes per token"),
+        Numeric("e", "How many times faster is loading a cached token's KV over the {n_gpus} GPUs' PCIe Gen5 links "
+                "({pcie_gb_s:.0f} GB/s each, per direction) than recomputing it?", ref_7_5_e, unit="x",
+                hint="recompute time per token over load time per token"),
+    ),
+    discussion="A hit saves {c:.1f} ms on average; parking the prefix in CPU memory and loading it back is "
+               "{e:.0f} times faster than recomputing it.",
+)
+
+EXERCISES = (EX_7_1, EX_7_2, EX_7_3, EX_7_4, EX_7_5)

@@ -1,0 +1,84 @@
+"""Figures of chapter 4 (aiinfra.figures.ch04): pure functions returning (Figure, readouts)."""
+import pytest
+from matplotlib.figure import Figure
+
+from aiinfra import decode, hardware, memory, models, units
+from aiinfra.figures import ch04
+from aiinfra.interactive import interactive_figure
+
+
+def test_throughput_latency_readouts_follow_the_library():
+    fig, r = ch04.throughput_latency(4096, "bf16")
+    assert isinstance(fig, Figure)
+    m, g = models.load("Qwen3-8B"), hardware.gpu("H100 SXM")
+    free = g.memory_bytes * (1 - ch04.WORKSPACE_SHARE) - memory.weight_bytes(m, "bf16")
+    bmax = int(free // memory.kv_bytes_per_request(m, 4096))
+    assert r["largest batch that fits"] == f"{bmax:,}"
+    one = decode.decode_step_time_s(m, g, batch=1, context_tokens=4096)
+    assert r["per-user speed, B = 1"] == f"{1 / one:,.0f} tok/s"
+    full = decode.decode_step_time_s(m, g, batch=bmax, context_tokens=4096)
+    assert r["aggregate, B max"] == f"{bmax / full:,.0f} tok/s"
+
+
+def test_longer_context_means_smaller_batch_and_quantization_faster_single_stream():
+    b = {c: int(ch04.throughput_latency(c, "bf16")[1]["largest batch that fits"].replace(",", ""))
+         for c in ch04.CONTEXT_VALUES}
+    assert [b[c] for c in ch04.CONTEXT_VALUES] == sorted(b.values(), reverse=True)
+    speed = [float(ch04.throughput_latency(1024, p)[1]["per-user speed, B = 1"].split()[0].replace(",", ""))
+             for p in ch04.PRECISION_VALUES]
+    assert speed[0] < speed[1] < speed[2]
+
+
+def test_full_memory_per_user_speed_is_about_capacity_over_bandwidth():
+    # once the caches fill the card, a step reads ~ all of the used memory, whatever the context
+    g = hardware.gpu("H100 SXM")
+    used = g.memory_bytes * (1 - ch04.WORKSPACE_SHARE)
+    for c in ch04.CONTEXT_VALUES:
+        per_user = float(ch04.throughput_latency(c, "bf16")[1]["per-user speed, B max"].split()[0])
+        assert per_user == pytest.approx(g.memory_bandwidth_bytes_per_s / used, rel=0.15)
+
+
+def test_does_not_fit():
+    fig, r = ch04.throughput_latency(32768, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=2)
+    # 2 x 80 GB keep 144 GB after the workspace; 141 GB of weights leave ~3 GB, less than one 10.7 GB cache
+    assert r["largest batch that fits"] == "0"
+    with pytest.raises(ValueError, match="n_gpus"):
+        ch04.throughput_latency(1024, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=1)
+
+
+def test_kv_free_bytes():
+    m, g = models.load("Qwen3-8B"), hardware.gpu("H100 SXM")
+    assert ch04.kv_free_bytes(m, g) == pytest.approx(0.9 * 80e9 - memory.weight_bytes(m, "bf16"))
+    assert ch04.kv_free_bytes("Qwen3-8B", "H100 SXM", n_gpus=2) == pytest.approx(0.9 * 160e9 - memory.weight_bytes(m, "bf16"))
+    with pytest.raises(ValueError, match="workspace_share"):
+        ch04.kv_free_bytes(m, g, workspace_share=1.0)
+
+
+def test_latency_timeline():
+    fig, r = ch04.latency_timeline(0.02, 0.08, 0.0105, 12)
+    assert isinstance(fig, Figure)
+    assert r["end to end"] == units.fmt_time(decode.end_to_end_latency_s(0.08, 0.0105, 12))
+    assert r["TTFT"] == "80.00 ms"
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: ch04.throughput_latency(0, "bf16"), "context_tokens"),
+        (lambda: ch04.throughput_latency(1024, "fp64"), "precision"),
+        (lambda: ch04.throughput_latency(1024, "bf16", n_gpus=0), "n_gpus"),
+        (lambda: ch04.latency_timeline(0.1, 0.08, 0.01), "queue_s"),
+        (lambda: ch04.latency_timeline(0.0, 0.0, 0.01), "ttft_s"),
+        (lambda: ch04.latency_timeline(0.0, 0.1, -0.01), "tpot_s"),
+        (lambda: ch04.latency_timeline(0.0, 0.1, 0.01, 1), "output_tokens"),
+    ],
+)
+def test_rejections(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_static_figure_fits_the_budget():
+    fig = interactive_figure(ch04.throughput_latency, ch04.throughput_latency_sliders(), mode="static")
+    assert len(fig.frames) == len(ch04.CONTEXT_VALUES) * len(ch04.PRECISION_VALUES)
+    assert fig.payload_bytes <= 400_000

@@ -1,0 +1,68 @@
+"""Tests for the chapter 6 figure functions."""
+import io
+
+import pytest
+from matplotlib.figure import Figure
+
+from aiinfra import cluster, network, parallelism
+from aiinfra.figures import ch06
+
+LINKS = dict(d_model=8192, n_layers=80, nvlink_bytes_per_s=450e9, ib_bytes_per_s=50e9,
+             nvlink_latency_s=3e-6, ib_latency_s=5e-6)
+
+
+def _png_bytes(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=56)
+    return len(buf.getvalue())
+
+
+def test_tp_allreduce_readouts_match_library():
+    fig, r = ch06.tp_allreduce(1024, 8, **LINKS)
+    assert isinstance(fig, Figure)
+    msg = parallelism.tp_allreduce_message_bytes(1024, 8192, 2)
+    t_nv = network.ring_allreduce_time_s(msg, 8, 450e9, 3e-6)
+    assert r["message per all-reduce"] == "16.78 MB"
+    assert r["NVLink: one all-reduce"] == f"{t_nv * 1e6:.2f} us"
+    assert r["NVLink: 160 per forward pass"] == f"{160 * t_nv * 1e3:.2f} ms"
+    assert _png_bytes(fig) < 100_000
+
+
+def test_tp_allreduce_ib_slower_for_every_slider_point():
+    for tokens in ch06.TOKENS_VALUES:
+        for ranks in ch06.RANKS_VALUES:
+            msg = parallelism.tp_allreduce_message_bytes(tokens, 8192, 2)
+            assert network.ring_allreduce_time_s(msg, ranks, 50e9, 5e-6) > network.ring_allreduce_time_s(
+                msg, ranks, 450e9, 3e-6)
+    fig, r = ch06.tp_allreduce(ch06.TOKENS_VALUES[-1], ch06.RANKS_VALUES[-1], **LINKS)
+    assert len(r) == 5
+
+
+def test_tp_allreduce_rejects_single_rank():
+    with pytest.raises(ValueError, match="n_ranks"):
+        ch06.tp_allreduce(1, 1, **LINKS)
+
+
+def test_mfu_scaling_readouts():
+    fig, r = ch06.mfu_scaling(32768)
+    assert r["MFU, log2 model"] == f"{cluster.mfu_log2_model(32768):.1%}" == "32.0%"
+    assert r["MFU, comm-fraction model"] == "32.0%"
+    gain = 2 * cluster.mfu_log2_model(65536) / cluster.mfu_log2_model(32768)
+    assert r["next doubling, log2 model"] == f"{gain:.2f}x useful compute"
+    assert gain < 2
+    assert _png_bytes(fig) < 150_000
+
+
+def test_mfu_scaling_slider_grid_is_valid():
+    (s,) = ch06.mfu_scaling_sliders()
+    assert s.default in s.values
+    for g in (1, ch06.GPU_VALUES[-1]):
+        ch06.mfu_scaling(g)
+    with pytest.raises(ValueError, match="n_gpus"):
+        ch06.mfu_scaling(0)
+
+
+def test_sliders_defaults():
+    sl = ch06.tp_allreduce_sliders()
+    assert [s.name for s in sl] == ["tokens", "n_ranks"]
+    assert len(ch06.TOKENS_VALUES) * len(ch06.RANKS_VALUES) <= 24
