@@ -1,6 +1,6 @@
 """Colab/Binder copies of the chapters: one `.ipynb` per book page, generated from its MyST source.
 
-    python tools/notebooks.py --write   # regenerate notebooks/ (executes pages to record checked outputs)
+    python tools/notebooks.py --write   # regenerate notebooks/ (outputs from the build's execution cache)
     python tools/notebooks.py --check   # exit 1 if any notebook is missing, stale or orphaned
 
 A generated notebook is the page's cells, preceded by one set-up cell that installs
@@ -13,7 +13,6 @@ numbers the book prints are the numbers the code computes today. Cells tagged `v
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
 BOOK = ROOT / "book"
 OUT = ROOT / "notebooks"
 CHECK_TAG = "nbval-check-output"
@@ -105,17 +105,37 @@ def skeleton(md: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def executed(md: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    from nbclient import NotebookClient
+def ran(md: Path) -> nbformat.NotebookNode:
+    """The page executed: from the book's execution cache when it holds the page, else run now."""
+    from jupyter_cache import get_cache
+    from preexecute import read_page
 
-    run = copy.deepcopy(nb)
-    NotebookClient(run, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(md.parent)}}).execute()
-    for mine, ran in zip(nb.cells, run.cells):
-        if mine.cell_type == "code" and CHECK_TAG in _tags(mine):
-            mine.outputs = [o for o in ran.outputs if o.get("output_type") != "stream"]
-            mine.execution_count = ran.execution_count  # nbval only compares cells that ran
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
+    page = read_page(md)
+    try:
+        return get_cache(str(ROOT / cfg["cache"])).merge_match_into_notebook(page)[1]
+    except KeyError:
+        from nbclient import NotebookClient
+
+        os.environ["AIINFRA_BOOK_BUILD"] = "1"
+        NotebookClient(page, timeout=cfg["timeout"], kernel_name="python3",
+                       resources={"metadata": {"path": str(md.parent)}}).execute()
+        return page
+
+
+def executed(md: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Copy the outputs of the glue cells (nbval-check-output) from an executed run of the page."""
+    run_cells = [c for c in ran(md).cells if c.cell_type == "code"]
+    mine_cells = [c for c in nb.cells if c.cell_type == "code" and SETUP_TAG not in _tags(c)]
+    assert [c.source for c in mine_cells] == [c.source for c in run_cells], md
+    for count, (mine, run) in enumerate(zip(mine_cells, run_cells), start=1):
+        if CHECK_TAG in _tags(mine):
+            mine.outputs = [o for o in run.outputs if o.get("output_type") != "stream"]
+            mine.execution_count = count  # nbval compares only cells that ran
             for out in mine.outputs:
                 out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+                if "execution_count" in out:
+                    out["execution_count"] = count
     return nb
 
 

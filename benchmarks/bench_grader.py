@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Grader throughput: N copies of a solution notebook, with 1 and 2 workers, against bare nbconvert.
+
+    python benchmarks/bench_grader.py [--count 40] [--chapter ch01] [--bare-runs 3]
+
+Prints submissions per minute for each worker count and the ratio of the
+grader's time per submission (1 worker) to one bare
+``jupyter nbconvert --to notebook --execute`` of the same notebook. Targets:
+>= 60 submissions/min on 2 cores, at <= 1.3x bare. Not a test: timings
+depend on the machine and its load (the load average is printed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _child_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def bare_seconds(nb: Path, runs: int) -> tuple[float, float]:
+    """(median wall seconds, mean CPU seconds) of one bare nbconvert execution."""
+    jupyter = Path(sys.executable).with_name("jupyter")
+    times = []
+    cpu0 = _child_cpu_s()
+    for i in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / nb.name
+            shutil.copy(nb, copy)
+            t0 = time.perf_counter()
+            subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute", str(copy),
+                            "--output", str(Path(tmp) / "out.ipynb")], check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), (_child_cpu_s() - cpu0) / runs
+
+
+def grader_seconds(nb: Path, count: int, workers: int, chapter: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the grader, its workers and their kernels) for ``count`` submissions.
+
+    Every level waits for its children (the workers reap their kernels), so this process's
+    RUSAGE_CHILDREN covers them all.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        subs = Path(tmp) / "subs"
+        subs.mkdir()
+        for i in range(count):
+            shutil.copy(nb, subs / f"student{i:03d}.ipynb")
+        t0 = time.perf_counter()
+        cpu0 = _child_cpu_s()
+        done = subprocess.run([sys.executable, "-m", "aiinfra.grading.cli", str(subs), "--assignment", chapter,
+                               "--workers", str(workers), "--out", str(Path(tmp) / "out"), "--quiet"],
+                              capture_output=True, text=True)
+        elapsed = time.perf_counter() - t0
+        grader_cpu = _child_cpu_s() - cpu0
+        if done.returncode != 0 or f"graded {count}," not in done.stdout:
+            raise SystemExit(f"grader failed:\n{done.stdout}\n{done.stderr}")
+        return elapsed, grader_cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=40)
+    ap.add_argument("--chapter", default="ch01")
+    ap.add_argument("--bare-runs", type=int, default=3)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = ap.parse_args()
+    nb = REPO / "solutions" / f"{args.chapter}.ipynb"
+    print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
+    bare, bare_cpu = bare_seconds(nb, args.bare_runs)
+    print(f"bare nbconvert --execute: {bare:.2f} s per notebook (median of {args.bare_runs}), "
+          f"{60 / bare:.1f} per minute; {bare_cpu:.2f} CPU s each")
+    per_sub_1 = None
+    for w in args.workers:
+        total, cpu = grader_seconds(nb, args.count, w, args.chapter)
+        per_min = args.count / total * 60
+        per_sub = total / args.count
+        if w == 1:
+            per_sub_1 = per_sub
+        print(f"aiinfra-grade, {w} worker(s): {args.count} submissions in {total:.1f} s = {per_min:.1f} per minute "
+              f"({per_sub:.2f} s each; {per_sub * w / bare:.2f}x bare per worker); {cpu / args.count:.2f} CPU s each, "
+              f"so {60 * (os.cpu_count() or 1) * args.count / cpu:.0f} per minute on idle cores")
+    if per_sub_1 is not None:
+        print(f"ratio, 1 worker vs bare: {per_sub_1 / bare:.2f}x wall (target <= 1.3x)")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

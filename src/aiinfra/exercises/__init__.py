@@ -1,0 +1,74 @@
+"""Exercises that grade themselves: one definition feeds the book, the notebooks and the grader.
+
+Writing exercises for a chapter
+===============================
+Create ``src/aiinfra/exercises/chNN.py`` (copy ``ch01.py``) holding a tuple
+``EXERCISES`` of :class:`Exercise`. Nothing else needs registering: the
+registry, ``tools/build_exercises.py`` and ``aiinfra-grade`` find every
+``chNN`` module. A minimal exercise::
+
+    from aiinfra import units
+    from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+
+    def ref_2_1_a(p):                      # reference = function of the namespace p
+        return units.bytes_per_s_from_gbit_per_s(p["gbit"]) / units.GB
+
+    EXERCISES = (
+        Exercise(
+            id="2-1", title="Line rates", level="core",           # level: core | extension
+            intro="A port runs at {gbit} Gbit/s.",                 # MyST; {name} or {name:.2f}
+            params={"gbit": Param(400, choices=(100, 200, 400))},  # choices => per-student variants
+            given=None,            # optional: p -> dict of derived values shown in prompts
+            parts=(
+                Numeric("a", "In GB/s?", ref_2_1_a, unit="GB/s", rel_tol=0.01,
+                        hint="a byte is 8 bits"),
+                Choice("b", "Is that faster than 25 GB/s?", ref_2_1_b, options=(True, False),
+                       hint="compare in one unit"),
+                Free("c", "Why do vendors quote bits?", sample="Model answer for the solution."),
+            ),
+            discussion="Shown after the answers; may use {a}, {b} (the references).",
+        ),
+    )
+
+Rules the tests enforce: ids ``C-K`` start with the chapter number; parts are
+lettered a, b, c... in order; every template field resolves; every reference
+returns a plain ``float`` (or a list of floats, or one of the options) for the
+defaults and for every variant; a reference calls :mod:`aiinfra` and never
+holds a typed result. Numbers shown in prompts come from ``params`` or from
+``given`` (computed by the library), never typed into the text.
+
+Using them
+==========
+* Book page: a cell tagged ``remove-input`` with
+  ``from aiinfra.exercises import show; show("ch01")`` (or ``show("1-2")``)
+  emits sphinx-exercise blocks labelled ``ex-1-2`` (solutions ``sol-1-2``, in
+  dropdowns). The blocks are unnumbered (the id is in the title), so link them
+  with explicit text: ``{ref}`Exercise 1-2 <ex-1-2>```.
+* Notebooks: ``python tools/build_exercises.py [--variants]`` writes
+  ``exercises/chNN.ipynb`` (student) and ``solutions/chNN.ipynb`` (reference).
+  In them: ``set_student("id")``, ``prompt("1-2")``, ``params("1-2")``,
+  ``answer("1-2", "a", 141.1)`` and ``check("1-2")``.
+* Grading: ``aiinfra-grade SUBMISSIONS --assignment ch01`` (see
+  :mod:`aiinfra.grading`).
+"""
+from aiinfra.exercises._format import Choice, Exercise, Free, Numeric, Param
+from aiinfra.exercises.registry import chapter, chapters, get
+from aiinfra.exercises.runtime import (
+    answer,
+    check,
+    configure,
+    current_student,
+    params,
+    prompt,
+    recorded,
+    reset,
+    set_student,
+    show,
+)
+
+__all__ = [
+    "Choice", "Exercise", "Free", "Numeric", "Param",
+    "chapter", "chapters", "get",
+    "answer", "check", "configure", "current_student", "params", "prompt", "recorded", "reset",
+    "set_student", "show",
+]

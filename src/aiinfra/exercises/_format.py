@@ -1,0 +1,231 @@
+"""The data types of the exercise format: :class:`Exercise`, its parts and :class:`Param`.
+
+Everything else (the book blocks, the student and solution notebooks, the
+self-check and the grader) is generated from instances of these classes, so an
+exercise is written once, in a chapter module such as ``ch01.py``.
+"""
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from aiinfra import _check
+
+EXERCISE_ID = re.compile(r"^([1-9][0-9]?)-([1-9][0-9]?)$")
+PART_ID = re.compile(r"^[a-z]$")
+LEVELS = ("core", "extension")
+_FIELD = string.Formatter()
+
+
+def _template_fields(template: str) -> set[str]:
+    """Names used as ``{name}`` or ``{name:spec}`` in a template."""
+    names = set()
+    for _, name, _, _ in _FIELD.parse(template):
+        if name:
+            names.add(re.split(r"[.\[]", name, maxsplit=1)[0])
+    return names
+
+
+def _plain_value(name: str, value):
+    """Parameters are plain JSON-like values so that they can be hashed, shown and stored."""
+    if isinstance(value, bool) or isinstance(value, (str, int, float)) and type(value) in (str, int, float):
+        return value
+    if isinstance(value, tuple) and all(type(v) in (int, float) for v in value):
+        return value
+    raise ValueError(f"{name} must be a plain bool, int, float, str or a tuple of numbers, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One input of an exercise.
+
+    ``default`` is what the book and the variants-off notebooks show. With
+    variants on, each student gets one of ``choices`` (drawn from a seed
+    derived from the student id); a parameter without ``choices`` never varies.
+    """
+
+    default: Any
+    choices: tuple = ()
+
+    def __post_init__(self):
+        _plain_value("Param.default", self.default)
+        if not isinstance(self.choices, tuple):
+            raise ValueError(f"Param.choices must be a tuple, got {type(self.choices).__name__}")
+        for c in self.choices:
+            _plain_value("Param.choices item", c)
+        if self.choices and self.default not in self.choices:
+            raise ValueError(f"Param.default {self.default!r} must be one of Param.choices {self.choices!r}")
+
+
+@dataclass(frozen=True)
+class Numeric:
+    """An auto-graded part whose answer is a number (or a list of numbers).
+
+    ``ref(p)`` returns the reference answer, in ``unit``, from the exercise's
+    namespace ``p`` (its parameters plus its ``given`` values); it must call
+    :mod:`aiinfra` and return a plain ``float`` or a list of them. An answer
+    is correct when ``|x - ref| <= max(rel_tol * |ref|, abs_tol)``.
+    """
+
+    part: str
+    prompt: str
+    ref: Callable[[Mapping[str, Any]], Any]
+    unit: str
+    points: float = 1.0
+    rel_tol: float = 0.01
+    abs_tol: float = 0.0
+    hint: str = ""
+    fmt: str = ".4g"
+
+    kind = "numeric"
+
+    def __post_init__(self):
+        _check_part_common(self)
+        _check.fraction("rel_tol", self.rel_tol, open_low=False, closed_high=False)
+        _check.non_negative("abs_tol", self.abs_tol)
+        if not self.hint:
+            raise ValueError(f"Numeric part {self.part!r} needs a hint for wrong answers")
+        if not isinstance(self.unit, str):
+            raise ValueError(f"unit must be a string, got {self.unit!r}")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An auto-graded part whose answer is one of ``options`` (strings, or ``True``/``False``).
+
+    ``ref(p)`` returns the correct option, computed with :mod:`aiinfra`.
+    """
+
+    part: str
+    prompt: str
+    ref: Callable[[Mapping[str, Any]], Any]
+    options: tuple
+    points: float = 1.0
+    hint: str = ""
+
+    kind = "choice"
+    unit = ""
+
+    def __post_init__(self):
+        _check_part_common(self)
+        if not isinstance(self.options, tuple) or len(self.options) < 2:
+            raise ValueError(f"options must be a tuple of at least 2 values, got {self.options!r}")
+        if not all(type(o) in (str, bool) for o in self.options):
+            raise ValueError(f"options must be strings or bools, got {self.options!r}")
+        if not self.hint:
+            raise ValueError(f"Choice part {self.part!r} needs a hint for wrong answers")
+
+
+@dataclass(frozen=True)
+class Free:
+    """A free-response part, graded by hand.
+
+    The grader records the student's text and marks the part "needs manual
+    grading". ``sample`` is the model answer shown in the book's solution and
+    written into the reference notebook; it may use ``{name}`` fields of the
+    exercise namespace and of the numeric references (``{a}``, ``{b}``, ...).
+    """
+
+    part: str
+    prompt: str
+    sample: str
+    points: float = 2.0
+
+    kind = "free"
+    unit = ""
+    ref = None
+
+    def __post_init__(self):
+        _check_part_common(self)
+        if not self.sample.strip():
+            raise ValueError(f"Free part {self.part!r} needs a sample answer")
+
+
+Part = Numeric | Choice | Free
+
+
+def _check_part_common(part) -> None:
+    if not isinstance(part.part, str) or not PART_ID.match(part.part):
+        raise ValueError(f"part must be one lower-case letter 'a'..'z', got {part.part!r}")
+    if not isinstance(part.prompt, str) or not part.prompt.strip():
+        raise ValueError(f"prompt of part {part.part!r} must be a non-empty string")
+    _check.positive("points", part.points)
+    if part.ref is not None and not callable(part.ref):
+        raise ValueError(f"ref of part {part.part!r} must be callable, got {part.ref!r}")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: an id such as ``"1-2"``, a statement and its parts.
+
+    * ``intro`` is MyST Markdown with ``{name}`` fields filled from the
+      namespace (parameters plus ``given``); write ``{name:.2f}`` for a format.
+    * ``given(params)`` returns derived quantities the statement shows
+      (a GPU's capacity, a model's size), computed by :mod:`aiinfra`.
+    * ``discussion`` closes the solution; it may also use ``{a}``, ``{b}``...,
+      the references of the auto-graded parts.
+    """
+
+    id: str
+    title: str
+    level: str
+    intro: str
+    parts: tuple
+    params: Mapping[str, Param] = field(default_factory=dict)
+    given: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    discussion: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not EXERCISE_ID.match(self.id):
+            raise ValueError(f"id must look like '1-2' (chapter-number), got {self.id!r}")
+        _check.choice("level", self.level, LEVELS)
+        if not self.parts:
+            raise ValueError(f"exercise {self.id} needs at least one part")
+        letters = [p.part for p in self.parts]
+        expected = list(string.ascii_lowercase[: len(letters)])
+        if letters != expected:
+            raise ValueError(f"parts of exercise {self.id} must be lettered {expected}, got {letters}")
+        for name, prm in self.params.items():
+            if not isinstance(prm, Param) or not name.isidentifier():
+                raise ValueError(f"params of exercise {self.id} must map identifiers to Param, got {name!r}")
+        clash = set(self.params) & set(letters)
+        if clash:
+            raise ValueError(f"parameter names {sorted(clash)} of exercise {self.id} clash with part letters")
+
+    @property
+    def chapter(self) -> str:
+        return f"ch{int(self.id.split('-')[0]):02d}"
+
+    @property
+    def label(self) -> str:
+        """The Sphinx label of the exercise block, e.g. ``ex-1-2``."""
+        return f"ex-{self.id}"
+
+    @property
+    def varies(self) -> bool:
+        """True when at least one parameter has choices (so variants can differ)."""
+        return any(p.choices for p in self.params.values())
+
+    def part(self, letter: str):
+        for p in self.parts:
+            if p.part == letter:
+                return p
+        raise ValueError(f"exercise {self.id} has no part {letter!r}; parts are {[p.part for p in self.parts]}")
+
+    @property
+    def max_points(self) -> float:
+        return float(sum(p.points for p in self.parts))
+
+    @property
+    def auto_points(self) -> float:
+        return float(sum(p.points for p in self.parts if p.kind != "free"))
+
+    def template_fields(self) -> set[str]:
+        names = _template_fields(self.intro) | _template_fields(self.discussion)
+        for p in self.parts:
+            names |= _template_fields(p.prompt)
+            if p.kind == "free":
+                names |= _template_fields(p.sample)
+        return names

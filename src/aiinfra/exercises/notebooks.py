@@ -1,0 +1,230 @@
+"""Build the student notebook and the reference-solution notebook of a chapter.
+
+Both are plain nbformat-4.5 dictionaries with deterministic cell ids and no
+outputs, so that ``tools/build_exercises.py --check`` can compare them byte
+for byte with the committed files. The student notebook never contains a
+reference value: ``check()`` recomputes them in the kernel. The solution
+notebook shows the source of every reference function, so the worked
+solution is the code the grader runs.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import inspect
+import json
+import textwrap
+import types
+
+from aiinfra.exercises import registry, render
+from aiinfra.exercises.variants import namespace, params_for, references
+
+FORMAT_VERSION = 1
+DEFAULT_REPO_URL = "https://github.com/aiinfra-book/ai-infrastructure-by-the-numbers"
+
+
+def _cell_id(*parts: str) -> str:
+    return hashlib.sha1("/".join(parts).encode()).hexdigest()[:12]
+
+
+def _md(cid: str, text: str) -> dict:
+    return {"cell_type": "markdown", "id": cid, "metadata": {}, "source": text.rstrip("\n")}
+
+
+def _code(cid: str, text: str, tags: tuple = ()) -> dict:
+    meta = {"tags": list(tags)} if tags else {}
+    return {"cell_type": "code", "execution_count": None, "id": cid, "metadata": meta, "outputs": [],
+            "source": text.rstrip("\n")}
+
+
+def _notebook(cells: list, chapter: str, kind: str, variants: bool) -> dict:
+    return {
+        "cells": cells,
+        "metadata": {
+            "aiinfra": {"chapter": chapter, "kind": kind, "variants": variants, "format": FORMAT_VERSION},
+            "colab": {"name": f"{chapter}-{kind}.ipynb", "provenance": []},
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def dumps(nb: dict) -> str:
+    """The exact text written to disk: sorted keys, one-space indent, trailing newline."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _setup_source(chapter: str, variants: bool, repo_url: str, extra: str = "") -> str:
+    lines = [
+        "# Set-up: on Colab (or anywhere aiinfra is missing) this installs the book's library first.",
+        "import importlib.util, subprocess, sys",
+        'if importlib.util.find_spec("aiinfra") is None:',
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "aiinfra @ git+{repo_url}"], check=True)',
+        "",
+        "from aiinfra.exercises import answer, check, configure, params, prompt, set_student",
+        "",
+        f"configure({chapter!r}, variants={variants!r})",
+    ]
+    if variants:
+        lines += [
+            "# Your parameters depend on your student id: write it here as on the class roster,",
+            "# e.g. set_student(\"jdoe\"), or set the AIINFRA_STUDENT_ID environment variable.",
+        ]
+    else:
+        lines += ["# Optional here (variants are off): your student id, as on the class roster."]
+    lines.append('set_student("")')
+    if extra:
+        lines += ["", extra]
+    return "\n".join(lines)
+
+
+def _intro_markdown(chapter: str, kind: str, variants: bool) -> str:
+    number = int(chapter[2:])
+    if kind == "solution":
+        return (
+            f"# Chapter {number} exercises: reference solutions\n\n"
+            "Each answer below is computed by the same `aiinfra` function the grader uses, shown in full. "
+            "Run all cells: every `check()` should report full marks on the auto-graded parts; free-response "
+            "parts show a model answer and are graded by hand."
+        )
+    text = (
+        f"# Chapter {number} exercises\n\n"
+        "Answer each part with `answer(exercise, part, value)`, replacing the `...`. Give plain numbers in the "
+        "unit the part asks for (no strings, no numpy values), `True`/`False` where asked, a list of numbers "
+        "where a list is due, and text for free-response parts. `check(\"1-2\")` tells you at once whether "
+        "each part is right, and if not, whether you are off by a typical factor (bits vs bytes, GiB vs GB, "
+        "one direction vs both). It never shows the expected value.\n\n"
+        "Cells run top to bottom; an error stops the run, but answers recorded before it still count."
+    )
+    text = text.replace('"1-2"', f'"{number}-1"')
+    if variants:
+        text += ("\n\n**Your parameters are personal.** They are drawn from your student id, so set it in the "
+                 "first cell before anything else; `prompt(...)` then shows your version of each exercise and "
+                 "`params(...)` returns its numbers.")
+    return text
+
+
+def student_notebook(chapter: str, variants: bool = False, repo_url: str = DEFAULT_REPO_URL) -> dict:
+    """The notebook handed to students: statements, one ``answer(...)`` cell per part, ``check`` cells."""
+    exercises = registry.chapter(chapter)
+    if not isinstance(variants, bool):
+        raise ValueError(f"variants must be True or False, got {variants!r}")
+    cells = [_md(_cell_id(chapter, "student", "intro"), _intro_markdown(chapter, "student", variants)),
+             _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, repo_url))]
+    for ex in exercises:
+        key = (chapter, "student", ex.id)
+        if variants:
+            cells.append(_md(_cell_id(*key, "title"), f"## Exercise {render.title_text(ex)}\n\n"
+                             "Run the next cell to see your version of the statement."))
+            cells.append(_code(_cell_id(*key, "prompt"), f'prompt("{ex.id}")'))
+        else:
+            ns = namespace(ex, params_for(ex, None, False))
+            cells.append(_md(_cell_id(*key, "statement"),
+                             render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
+        for p in ex.parts:
+            cells.append(_code(_cell_id(*key, p.part),
+                               f"# ({p.part}) {render.answer_format(p)}\n"
+                               f'answer("{ex.id}", "{p.part}", ...)'))
+        cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
+    cells.append(_md(_cell_id(chapter, "student", "end"), "## All exercises of the chapter"))
+    cells.append(_code(_cell_id(chapter, "student", "check-all"), f'check("{chapter}")'))
+    return _notebook(cells, chapter, "student", variants)
+
+
+# --- solution notebook ------------------------------------------------------------
+
+
+def _code_objects(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _global_names(fn) -> set[str]:
+    names = set()
+    for code in _code_objects(fn.__code__):
+        names.update(code.co_names)
+    return names
+
+
+def _is_literal(obj) -> bool:
+    """Plain constants (numbers, strings, and tuples/lists/dicts of them) can be written as source."""
+    try:
+        return ast.literal_eval(repr(obj)) == obj and not isinstance(obj, type)
+    except (ValueError, SyntaxError, TypeError, RecursionError):
+        return False
+
+
+def _dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
+    """(aiinfra modules, constant assignments, helper function sources) the functions need."""
+    mods, consts, helpers = set(), {}, {}
+    todo = list(fns)
+    seen = set()
+    while todo:
+        fn = todo.pop()
+        if fn.__name__ in seen:
+            continue
+        seen.add(fn.__name__)
+        for name in sorted(_global_names(fn)):
+            if not hasattr(module, name):
+                continue
+            obj = getattr(module, name)
+            if isinstance(obj, types.ModuleType):
+                mods.add((name, obj.__name__))
+            elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                if obj not in fns:
+                    helpers[name] = obj
+                    todo.append(obj)
+            elif _is_literal(obj):
+                consts[name] = obj
+    imports = []
+    for alias, full in sorted(mods):
+        pkg, _, leaf = full.rpartition(".")
+        imports.append(f"from {pkg} import {leaf}" if leaf == alias else f"import {full} as {alias}")
+    const_lines = [f"{k} = {v!r}" for k, v in sorted(consts.items())]
+    helper_src = [textwrap.dedent(inspect.getsource(helpers[k])).rstrip() for k in sorted(helpers)]
+    return imports, const_lines, helper_src
+
+
+def solution_notebook(chapter: str, variants: bool = False, repo_url: str = DEFAULT_REPO_URL) -> dict:
+    """The reference notebook: every part answered by its reference function, shown as source."""
+    exercises = registry.chapter(chapter)
+    if not isinstance(variants, bool):
+        raise ValueError(f"variants must be True or False, got {variants!r}")
+    module = importlib.import_module(f"aiinfra.exercises.{chapter}")
+    refs = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
+    imports, consts, helpers = _dependencies(module, refs)
+    extra = "\n".join(["# What the reference functions below use."] + imports + consts)
+    cells = [_md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),
+             _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, repo_url, extra))]
+    if helpers:
+        cells.append(_code(_cell_id(chapter, "solution", "helpers"), "\n\n\n".join(helpers)))
+    for ex in exercises:
+        key = (chapter, "solution", ex.id)
+        ns = namespace(ex, params_for(ex, None, False))
+        if variants:
+            cells.append(_md(_cell_id(*key, "title"), f"## Exercise {render.title_text(ex)}"))
+            cells.append(_code(_cell_id(*key, "prompt"), f'prompt("{ex.id}")'))
+        else:
+            cells.append(_md(_cell_id(*key, "statement"),
+                             render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
+        cells.append(_code(_cell_id(*key, "params"),
+                           f'p = params("{ex.id}")  # this student\'s parameters and the values derived from them\np'))
+        full = {**ns, **references(ex, ns)}
+        for part in ex.parts:
+            if part.kind == "free":
+                text = render.fill(part.sample, full).strip()
+                src = f"# ({part.part}) free response, graded by hand; a model answer:\n" \
+                      f'answer("{ex.id}", "{part.part}", {text!r})'
+            else:
+                fn_src = textwrap.dedent(inspect.getsource(part.ref)).rstrip()
+                src = f"# ({part.part}) {render.answer_format(part)}\n{fn_src}\n\n\n" \
+                      f'answer("{ex.id}", "{part.part}", {part.ref.__name__}(p))'
+            cells.append(_code(_cell_id(*key, part.part), src))
+        cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
+    cells.append(_code(_cell_id(chapter, "solution", "check-all"), f'check("{chapter}")'))
+    return _notebook(cells, chapter, "solution", variants)

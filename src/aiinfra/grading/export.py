@@ -1,0 +1,106 @@
+"""Exports read from the gradebook: ``grades.csv``, Markdown feedback, Gradescope ``results.json``."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+from aiinfra.grading.gradebook import Gradebook
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+
+
+def safe_name(student: str) -> str:
+    """A file name for a student id: unsafe characters become '_', never empty, never hidden."""
+    name = _UNSAFE.sub("_", student)[:100].lstrip(".")
+    return name or "_"
+
+
+def _part_label(p: dict) -> str:
+    return f"{p['exercise']}({p['part']})"
+
+
+def write_csv(gb: Gradebook, assignment: str, path: Path) -> Path:
+    """One row per student: totals, status, reason and the points of every part."""
+    students = gb.students(assignment)
+    subs = [gb.submission(assignment, s) for s in students]
+    labels = []
+    for sub in subs:
+        for p in sub["parts"]:
+            if _part_label(p) not in labels:
+                labels.append(_part_label(p))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["student", "score", "max_score", "auto_score", "auto_max", "manual_pending", "status", "reason"]
+                   + labels)
+        for sub in subs:
+            pts = {_part_label(p): (p["manual_points"] if p["kind"] == "free" else p["points"]) for p in sub["parts"]}
+            w.writerow([sub["student"], f"{sub['score']:g}", f"{sub['max_score']:g}", f"{sub['auto_score']:g}",
+                        f"{sub['auto_max']:g}", f"{sub['manual_pending']:g}", sub["status"], sub["reason"]]
+                       + ["" if pts.get(lb) is None else f"{pts[lb]:g}" for lb in labels])
+    return path
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def feedback_markdown(sub: dict, assignment: str) -> str:
+    lines = [f"# Feedback: {assignment}, {sub['student']}", "",
+             f"**Score: {sub['score']:g} / {sub['max_score']:g}**"
+             + (f" ({sub['manual_pending']:g} points still to be graded by hand)" if sub["manual_pending"] else ""),
+             "", f"Run: {sub['reason']}", ""]
+    current = None
+    for p in sub["parts"]:
+        if p["exercise"] != current:
+            current = p["exercise"]
+            lines += ["", f"## Exercise {current}", "", "| part | points | verdict |", "|---|---|---|"]
+        if p["kind"] == "free":
+            pts = "?" if p["manual_points"] is None else f"{p['manual_points']:g}"
+        else:
+            pts = f"{p['points']:g}"
+        lines.append(f"| ({p['part']}) | {pts} / {p['max_points']:g} | {_md_escape(p['reason'])} |")
+        if p["kind"] == "free" and isinstance(p["answer"], str):
+            quoted = "\n".join("> " + line for line in p["answer"][:4000].splitlines())
+            lines += ["", f"Your answer to ({p['part']}):", "", quoted, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_feedback(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for s in gb.students(assignment):
+        path = folder / f"{safe_name(s)}.md"
+        path.write_text(feedback_markdown(gb.submission(assignment, s), assignment), encoding="utf-8")
+        out.append(path)
+    return out
+
+
+def gradescope_results(sub: dict) -> dict:
+    """Gradescope autograder ``results.json``: one test per part; free-response parts carry 0 points here
+    (they are graded by hand in Gradescope)."""
+    tests = []
+    for p in sub["parts"]:
+        if p["kind"] == "free":
+            text = p["answer"] if isinstance(p["answer"], str) else ""
+            tests.append({"name": f"{_part_label(p)} free response", "score": 0.0, "max_score": 0.0,
+                          "output": "needs manual grading" + (f"; answer: {text[:2000]}" if text else ""),
+                          "visibility": "visible"})
+        else:
+            tests.append({"name": _part_label(p), "score": float(p["points"]), "max_score": float(p["max_points"]),
+                          "output": p["reason"], "visibility": "visible"})
+    return {"score": float(sub["auto_score"]), "output": sub["reason"], "tests": tests,
+            "stdout_visibility": "hidden"}
+
+
+def write_gradescope(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
+    out = []
+    for s in gb.students(assignment):
+        path = folder / safe_name(s) / "results.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(gradescope_results(gb.submission(assignment, s)), indent=1) + "\n",
+                        encoding="utf-8")
+        out.append(path)
+    return out

@@ -1,0 +1,128 @@
+"""The gradebook: one SQLite file (standard library), written only by the grader process.
+
+Each graded submission is committed in its own transaction (WAL journal), so
+a crash mid-run loses at most the submission being graded. A submission is
+skipped on the next run when its content hash and the assignment fingerprint
+are unchanged. Manual points for free-response parts are kept in
+``parts.manual_points`` (NULL = "needs manual grading").
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    assignment TEXT NOT NULL,
+    student TEXT NOT NULL,
+    path TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    auto_score REAL NOT NULL,
+    auto_max REAL NOT NULL,
+    manual_max REAL NOT NULL,
+    elapsed_s REAL,
+    cpu_s REAL,
+    sandbox TEXT,
+    graded_at TEXT NOT NULL,
+    PRIMARY KEY (assignment, student)
+);
+CREATE TABLE IF NOT EXISTS parts (
+    assignment TEXT NOT NULL,
+    student TEXT NOT NULL,
+    exercise TEXT NOT NULL,
+    part TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    points REAL NOT NULL,
+    max_points REAL NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    answer TEXT,
+    manual_points REAL,
+    PRIMARY KEY (assignment, student, exercise, part)
+);
+"""
+
+
+class Gradebook:
+    """``Gradebook(path)``; use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(self.path), timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.db.commit()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def is_current(self, assignment: str, student: str, content_sha256: str, fingerprint: str) -> bool:
+        row = self.db.execute(
+            "SELECT content_sha256, fingerprint FROM submissions WHERE assignment=? AND student=?",
+            (assignment, student)).fetchone()
+        return row == (content_sha256, fingerprint)
+
+    def record(self, assignment: str, path: str, content_sha256: str, fingerprint: str, score, extracted: dict) -> None:
+        """Replace the rows of one submission, in one transaction."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with self.db:
+            self.db.execute("DELETE FROM parts WHERE assignment=? AND student=?", (assignment, score.student))
+            self.db.executemany(
+                "INSERT INTO parts VALUES (?,?,?,?,?,?,?,?,?,?,NULL)",
+                [(assignment, score.student, r.exercise, r.part, r.kind, r.points, r.max_points, r.status,
+                  r.reason, None if r.answer is None else json.dumps(r.answer)) for r in score.parts])
+            self.db.execute(
+                "INSERT OR REPLACE INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (assignment, score.student, path, content_sha256, fingerprint, score.status, score.reason,
+                 score.auto_score, score.auto_max, score.manual_max, extracted.get("elapsed_s"),
+                 extracted.get("cpu_s"), json.dumps(extracted.get("sandbox", {})), now))
+
+    def set_manual(self, assignment: str, student: str, exercise: str, part: str, points: float) -> None:
+        """Record the hand-graded points of a free-response part (0 <= points <= its maximum)."""
+        row = self.db.execute(
+            "SELECT max_points FROM parts WHERE assignment=? AND student=? AND exercise=? AND part=? AND kind='free'",
+            (assignment, student, exercise, part)).fetchone()
+        if row is None:
+            raise ValueError(f"no free-response part {exercise}({part}) for student {student!r} in {assignment}")
+        if not isinstance(points, (int, float)) or not 0 <= points <= row[0]:
+            raise ValueError(f"points must lie in [0, {row[0]}], got {points!r}")
+        with self.db:
+            self.db.execute(
+                "UPDATE parts SET manual_points=?, status='manual-graded', reason='graded by hand' "
+                "WHERE assignment=? AND student=? AND exercise=? AND part=?",
+                (float(points), assignment, student, exercise, part))
+
+    def students(self, assignment: str) -> list[str]:
+        return [r[0] for r in self.db.execute(
+            "SELECT student FROM submissions WHERE assignment=? ORDER BY student", (assignment,))]
+
+    def submission(self, assignment: str, student: str) -> dict:
+        cur = self.db.execute("SELECT * FROM submissions WHERE assignment=? AND student=?", (assignment, student))
+        row = cur.fetchone()
+        if row is None:
+            raise ValueError(f"no submission of {student!r} for {assignment}")
+        sub = dict(zip([d[0] for d in cur.description], row))
+        cur = self.db.execute("SELECT * FROM parts WHERE assignment=? AND student=? ORDER BY exercise, part",
+                              (assignment, student))
+        cols = [d[0] for d in cur.description]
+        parts = [dict(zip(cols, r)) for r in cur.fetchall()]
+        for p in parts:
+            p["answer"] = None if p["answer"] is None else json.loads(p["answer"])
+        manual = sum(p["manual_points"] or 0.0 for p in parts if p["kind"] == "free")
+        pending = sum(p["max_points"] for p in parts if p["kind"] == "free" and p["manual_points"] is None)
+        sub.update(parts=parts, score=sub["auto_score"] + manual, max_score=sub["auto_max"] + sub["manual_max"],
+                   manual_pending=pending)
+        return sub

@@ -1,0 +1,174 @@
+"""Fixtures for the browser tests: the built book, a local server and chromium.
+
+The tests run over ``_build/html`` (or ``$AIINFRA_BOOK_HTML``), served from a
+localhost HTTP server thread, in Debian's ``/usr/bin/chromium`` driven by
+Playwright. Every request that does not go to that server (or is not a
+``data:``/``blob:`` URL) is aborted and recorded, so a test fails if the book
+tries to reach the internet. A missing book or browser is a failure, never a
+skip: ``make test`` builds the book first.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("AIINFRA_BOOK_HTML", ROOT / "_build" / "html"))
+CHROMIUM = os.environ.get("AIINFRA_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# Sphinx extras that are not pages of the book
+SKIP_PAGES = {"genindex.html", "search.html"}
+MISSING = "<no built book>"
+# generous: the test machine may be shared; a healthy page settles in ~3 s
+LOAD_TIMEOUT_MS = 90_000
+
+
+def book_pages() -> list[str]:
+    """Every HTML page of the built book, relative to its root (posix)."""
+    if not (BUILD / "index.html").is_file():
+        return []
+    pages = []
+    for p in sorted(BUILD.rglob("*.html")):
+        rel = p.relative_to(BUILD).as_posix()
+        if rel.split("/")[0] in {"_static", "_sources", "_images", "_downloads"} or rel in SKIP_PAGES:
+            continue
+        pages.append(rel)
+    return pages
+
+
+_VIEW_RE = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
+_STATE_RE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', re.S)
+
+
+def expected_figures(html: str) -> int:
+    """How many interactive figures a page displays, from its embedded widget state.
+
+    A figure is a displayed widget view whose root model carries the CSS
+    class ``aiinfra-figure`` (set by :mod:`aiinfra.interactive`).
+    """
+    m = _STATE_RE.search(html)
+    if not m:
+        return 0
+    state = json.loads(m.group(1)).get("state", {})
+    n = 0
+    for view in _VIEW_RE.findall(html):
+        model = state.get(json.loads(view).get("model_id"), {})
+        if "aiinfra-figure" in model.get("state", {}).get("_dom_classes", []):
+            n += 1
+    return n
+
+
+def pytest_generate_tests(metafunc):
+    if "page_path" in metafunc.fixturenames:
+        pages = book_pages() or [MISSING]
+        metafunc.parametrize("page_path", pages)
+    if "math_page" in metafunc.fixturenames:
+        pages = [p for p in book_pages() if 'class="math' in (BUILD / p).read_text(encoding="utf-8")]
+        metafunc.parametrize("math_page", pages or [MISSING])
+    if "figure_page" in metafunc.fixturenames:
+        pages = book_pages()
+        with_figs = [p for p in pages if expected_figures((BUILD / p).read_text(encoding="utf-8"))]
+        metafunc.parametrize("figure_page", with_figs or [MISSING])
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/browser/" in item.nodeid.replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    if not (BUILD / "index.html").is_file():
+        pytest.fail(f"no built book at {BUILD}: run `make book` (the browser tests never skip)")
+    return BUILD
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(built_book):
+    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"chromium not found at {CHROMIUM}: apt-get install -y chromium (the browser tests never skip)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@dataclass
+class Visit:
+    """A browser page plus what it recorded: console errors, blocked and failed requests."""
+
+    page: object
+    base: str
+    console_errors: list = field(default_factory=list)
+    blocked: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+
+    def goto(self, rel: str):
+        self.page.goto(f"{self.base}/{rel}", wait_until="load", timeout=LOAD_TIMEOUT_MS)
+        # let deferred scripts (MathJax, widget manager) finish their first pass
+        self.page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+        return self.page
+
+
+def _is_local(url: str, base: str) -> bool:
+    if url.startswith(("data:", "blob:", "about:")):
+        return True
+    u, b = urlparse(url), urlparse(base)
+    return (u.scheme, u.netloc) == (b.scheme, b.netloc)
+
+
+@pytest.fixture
+def visit(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    v = Visit(page, server)
+
+    def route(r):
+        if _is_local(r.request.url, server):
+            r.continue_()
+        else:
+            v.blocked.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: m.type == "error" and v.console_errors.append(m.text))
+    page.on("pageerror", lambda e: v.console_errors.append(f"uncaught: {e}"))
+    page.on("response", lambda r: r.status >= 400 and v.failed.append(f"{r.status} {r.url}"))
+    page.on("requestfailed", lambda r: _is_local(r.url, server) and v.failed.append(f"failed {r.url}"))
+    yield v
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

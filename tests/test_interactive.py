@@ -1,0 +1,258 @@
+"""The interactive-figure helper: sliders, static frames and links, live redraw, budgets."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from PIL import Image
+
+from aiinfra import interactive as ia
+from aiinfra.interactive import Slider, interactive_figure
+
+
+def wave(freq=1, amp=1.0, noise=0):
+    """A small pure figure function: a sine of ``freq`` with optional pixel noise."""
+    fig = Figure(figsize=(4, 2.5))
+    ax = fig.add_subplot()
+    x = np.linspace(0, 6.3, 120)
+    ax.plot(x, amp * np.sin(freq * x))
+    ax.set_title(f"f={freq}")
+    if noise:
+        rng = np.random.default_rng(noise)
+        ax.imshow(rng.random((200, 200)), extent=(0, 6.3, -1, 1), aspect="auto")
+    return fig, {"frequency": f"{freq} Hz", "amplitude": f"{amp:g}"}
+
+
+def _png_size(png: bytes):
+    return Image.open(io.BytesIO(png)).size
+
+
+# ----- Slider ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "not an id", "values": [1, 2]}, "name"),
+    ({"name": "x", "values": [1]}, "at least 2"),
+    ({"name": "x", "values": [1, 1, 2]}, "distinct"),
+    ({"name": "x", "values": [1, 2], "default": 3}, "default"),
+    ({"name": "x", "values": [1, 2, 3], "max_static": 1}, "max_static"),
+    ({"name": "x", "values": [1, 2, 3], "static": [1, 4]}, "static"),
+    ({"name": "x", "values": [1, 2, 3], "static": [1]}, "static"),
+    ({"name": "x", "values": [1, 2, 3], "static": [1, 3], "default": 2}, "default"),
+    ({"name": "x", "values": [1, 2], "fmt": 5}, "fmt"),
+])
+def test_slider_rejects_bad_definitions(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Slider(**kwargs)
+
+
+def test_static_values_keep_ends_and_default_within_cap():
+    s = Slider("b", tuple(range(1, 141)), default=23, max_static=10)
+    vals = s.static_values()
+    assert len(vals) == 10
+    assert vals[0] == 1 and vals[-1] == 140 and 23 in vals
+    assert list(vals) == sorted(vals)
+    assert s.static_values(4)[0] == 1 and len(s.static_values(4)) == 4
+
+
+def test_static_values_explicit_subset_in_value_order():
+    s = Slider("b", tuple(range(1, 11)), static=(10, 1, 5))
+    assert s.static_values() == (1, 5, 10)
+    with pytest.raises(ValueError, match="limit"):
+        s.static_values(2)
+
+
+def test_short_slider_is_precomputed_whole():
+    s = Slider("k", ("a", "b", "c"))
+    assert s.static_values() == ("a", "b", "c")
+    assert s.default_value == "a" and s.default_index == 0
+
+
+def test_slider_text_uses_format_string_or_callable():
+    assert Slider("n", [1, 2048], fmt="{:,} GPUs").text(2048) == "2,048 GPUs"
+    assert Slider("n", [1, 2], fmt=lambda v: f"<{v}>").text(2) == "<2>"
+    assert Slider("n_gpus", [1, 2]).caption == "n gpus"
+
+
+# ----- mode, readouts, rendering ---------------------------------------------
+
+def test_build_mode_follows_environment(monkeypatch):
+    monkeypatch.delenv(ia.BUILD_ENV_VAR, raising=False)
+    assert ia.build_mode() == "live"
+    monkeypatch.setenv(ia.BUILD_ENV_VAR, "1")
+    assert ia.build_mode() == "static"
+    monkeypatch.setenv(ia.BUILD_ENV_VAR, "0")
+    assert ia.build_mode() == "live"
+    assert ia.build_mode("static") == "static"
+    with pytest.raises(ValueError, match="mode"):
+        ia.build_mode("pdf")
+
+
+def test_readouts_html_escapes_and_labels():
+    html = ia.readouts_html({"a<b": "1 < 2 tok/s", "n": 3.14159})
+    assert "a&lt;b" in html and "1 &lt; 2 tok/s" in html and "3.14" in html
+    assert f'class="{ia.CSS_READOUT}"' in html
+    assert "plain &amp; simple" in ia.readouts_html("plain & simple")
+    with pytest.raises(ValueError, match="readouts"):
+        ia.readouts_html({})
+    with pytest.raises(ValueError, match="readouts"):
+        ia.readouts_html([("a", "b")])
+
+
+def test_render_png_size_follows_dpi_and_palette_shrinks():
+    full = ia.render_png(wave(3)[0], 100)
+    assert full[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _png_size(full) == (400, 250)
+    assert _png_size(ia.render_png(wave(3)[0], 50)) == (200, 125)
+    pal = ia.render_png(wave(3)[0], 100, palette_colors=32)
+    assert Image.open(io.BytesIO(pal)).mode == "P"
+    assert len(pal) < len(full)
+    with pytest.raises(ValueError, match="dpi"):
+        ia.render_png(wave(3)[0], 0)
+    with pytest.raises(ValueError, match="palette_colors"):
+        ia.render_png(wave(3)[0], 72, palette_colors=1)
+
+
+def test_b64_len():
+    import base64
+
+    for n in (0, 1, 2, 3, 4, 1000, 1001):
+        assert ia.b64_len(n) == len(base64.b64encode(b"x" * n))
+
+
+# ----- interactive_figure: validation ----------------------------------------
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (("nope", [Slider("freq", [1, 2])]), {}, "fn"),
+    ((wave, []), {}, "sliders"),
+    ((wave, [("freq", [1, 2])]), {}, "sliders"),
+    ((wave, [Slider("freq", [1, 2]), Slider("freq", [3, 4])]), {}, "distinct"),
+    ((wave, [Slider("freq", [1, 2])]), {"fixed": {"freq": 3}}, "fixed"),
+    ((wave, [Slider("freq", [1, 2])]), {"max_bytes": 100}, "max_bytes"),
+    ((wave, [Slider("freq", [1, 2])]), {"max_frames": 1}, "max_frames"),
+    ((wave, [Slider("freq", [1, 2])]), {"live_dpi": -1}, "live_dpi"),
+    ((wave, [Slider("freq", [1, 2])]), {"mode": "movie"}, "mode"),
+])
+def test_interactive_figure_rejects_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        interactive_figure(*args, **kwargs)
+
+
+def test_fn_must_return_figure_and_readouts():
+    with pytest.raises(ValueError, match="pair"):
+        interactive_figure(lambda freq: Figure(), [Slider("freq", [1, 2])], mode="live")
+    with pytest.raises(ValueError, match="Figure"):
+        interactive_figure(lambda freq: ("fig", {}), [Slider("freq", [1, 2])], mode="live")
+
+
+# ----- static mode -----------------------------------------------------------
+
+def test_static_one_slider_frames_follow_grid_and_link_index():
+    import ipywidgets as w
+
+    calls = []
+
+    def fn(freq, amp):
+        calls.append((freq, amp))
+        return wave(freq, amp)
+
+    f = interactive_figure(fn, [Slider("freq", [1, 2, 3, 4], default=2)], fixed={"amp": 0.5}, mode="static")
+    assert f.mode == "static" and f.live_only == []
+    assert [fr.params for fr in f.frames] == [{"freq": v} for v in (1, 2, 3, 4)]
+    assert {(v, 0.5) for v in (1, 2, 3, 4)} <= set(calls)
+    assert len({fr.png for fr in f.frames}) == 4, "every frame must differ"
+    assert all("Hz" in fr.readout_html for fr in f.frames)
+
+    root = f.widget
+    assert ia.CSS_FIGURE in root._dom_classes
+    sliders = [c for c in root.children if isinstance(c, w.SelectionSlider)]
+    stacks = [c for c in root.children if isinstance(c, w.Stack)]
+    assert len(sliders) == 1 and len(stacks) == 1
+    assert ia.CSS_SLIDER in sliders[0]._dom_classes
+    assert sliders[0].index == 1 and stacks[0].selected_index == 1  # default freq=2
+    assert len(stacks[0].children) == 4
+    assert all(ia.CSS_FRAME in c.value and "data:image/png;base64," in c.value for c in stacks[0].children)
+    assert [(x.source, x.target) for x in f.links] == [((sliders[0], "index"), (stacks[0], "selected_index"))]
+    assert all(type(x).__name__ == "DirectionalLink" for x in f.links)
+
+
+def test_static_two_small_sliders_nest_stacks():
+    import ipywidgets as w
+
+    f = interactive_figure(wave, [Slider("freq", [1, 2, 3]), Slider("amp", [0.5, 1.0])], mode="static")
+    assert len(f.frames) == 6 and f.live_only == []
+    assert [fr.params for fr in f.frames][:2] == [{"freq": 1, "amp": 0.5}, {"freq": 1, "amp": 1.0}]
+    outer = next(c for c in f.widget.children if isinstance(c, w.Stack))
+    assert len(outer.children) == 3 and all(isinstance(c, w.Stack) and len(c.children) == 2 for c in outer.children)
+    s1, s2 = [c for c in f.widget.children if isinstance(c, w.SelectionSlider)]
+    assert sorted(id(x.target[0]) for x in f.links if x.source == (s2, "index")) == sorted(map(id, outer.children))
+    assert sum(x.source == (s1, "index") and x.target == (outer, "selected_index") for x in f.links) == 1
+    assert len(f.links) == 4
+
+
+def test_static_large_grid_makes_second_slider_live_only():
+    import ipywidgets as w
+
+    f = interactive_figure(wave, [Slider("freq", list(range(1, 11))), Slider("amp", [0.5, 1.0, 2.0])],
+                           mode="static", max_frames=12)
+    assert f.live_only == ["amp"]
+    assert len(f.frames) == 10
+    disabled = [c for c in f.widget.children if isinstance(c, w.SelectionSlider) and c.disabled]
+    assert len(disabled) == 1 and ia.CSS_LIVE_ONLY in disabled[0]._dom_classes
+    notes = [c for c in f.widget.children if isinstance(c, w.HTML) and ia.CSS_LIVE_ONLY in c.value]
+    assert notes and "kernel" in notes[0].value
+
+
+def test_static_payload_within_budget_and_estimate_close():
+    f = interactive_figure(wave, [Slider("freq", list(range(1, 13)))], mode="static")
+    exact = ia.embedded_state_bytes(f)
+    assert exact <= ia.DEFAULT_MAX_BYTES
+    assert f.payload_bytes <= ia.DEFAULT_MAX_BYTES
+    assert abs(f.payload_bytes - exact) / exact < 0.3, (f.payload_bytes, exact)
+    assert f.dpi in ia.STATIC_DPI_STEPS
+
+
+def test_static_budget_steps_dpi_down_then_refuses():
+    slider = [Slider("noise", list(range(1, 9)))]
+    roomy = interactive_figure(wave, slider, mode="static", max_bytes=4_000_000)
+    tight = interactive_figure(wave, slider, mode="static", max_bytes=max(roomy.payload_bytes // 2, 10_000))
+    assert tight.dpi < roomy.dpi
+    assert tight.payload_bytes <= tight.max_bytes
+    with pytest.raises(ValueError, match="max_bytes"):
+        interactive_figure(wave, slider, mode="static", max_bytes=10_000)
+
+
+# ----- live mode -------------------------------------------------------------
+
+def test_live_mode_redraws_on_change():
+    import ipywidgets as w
+
+    calls = []
+
+    def fn(freq, amp=1.0):
+        calls.append(freq)
+        return wave(freq, amp)
+
+    f = interactive_figure(fn, [Slider("freq", [1, 2, 3])], mode="live")
+    img = next(c for c in f.widget.children if isinstance(c, w.Image))
+    readout = next(c for c in f.widget.children if isinstance(c, w.HTML) and ia.CSS_READOUT in c.value)
+    first_png, first_text = img.value, readout.value
+    assert calls == [1]
+    f.set(freq=3)
+    assert calls == [1, 3]
+    assert img.value != first_png and readout.value != first_text and "3 Hz" in readout.value
+    assert f.last_update_s is not None and f.last_update_s > 0
+    with pytest.raises(ValueError, match="freq"):
+        f.set(freq=7)
+    static = interactive_figure(fn, [Slider("freq", [1, 2])], mode="static")
+    with pytest.raises(ValueError, match="static"):
+        static.set(freq=2)
+
+
+def test_display_bundle_is_the_widget_view():
+    f = interactive_figure(wave, [Slider("freq", [1, 2])], mode="live")
+    bundle = f._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == f.widget.model_id
+    assert "InteractiveFigure" in data["text/plain"]
