@@ -309,9 +309,12 @@ def test_book_blocks_have_labels_dropdown_solutions_and_computed_numbers():
     assert runtime.show("1-2", solutions=False).text.count("{solution}") == 0
 
 
+SOURCE = "aiinfra @ git+https://github.com/example/book@main"
+
+
 def test_student_notebook_holds_no_reference_values():
     for variants in (False, True):
-        text = json.dumps(notebooks.student_notebook("ch01", variants))
+        text = json.dumps(notebooks.student_notebook("ch01", variants, SOURCE))
         for ex in registry.chapter("ch01"):
             _, refs = _default(ex)
             for letter, ref in refs.items():
@@ -319,13 +322,13 @@ def test_student_notebook_holds_no_reference_values():
                     if type(v) is float and not float(v).is_integer():
                         for fmt in (".4g", ".3g", ".2f"):
                             assert format(v, fmt) not in text, (ex.id, letter, format(v, fmt))
-    on = notebooks.student_notebook("ch01", True)
+    on = notebooks.student_notebook("ch01", True, SOURCE)
     assert on["metadata"]["aiinfra"]["variants"] is True
     assert "DeepSeek-R1-Distill-Llama-70B has" not in json.dumps(on)   # statements come from prompt()
 
 
 def test_generated_notebooks_are_deterministic_and_current():
-    assert notebooks.dumps(notebooks.solution_notebook("ch01")) == notebooks.dumps(notebooks.solution_notebook("ch01"))
+    assert notebooks.dumps(notebooks.solution_notebook("ch01", False, SOURCE)) == notebooks.dumps(notebooks.solution_notebook("ch01", False, SOURCE))
     done = subprocess.run([sys.executable, str(REPO / "tools" / "build_exercises.py"), "--check"],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
@@ -341,6 +344,6 @@ def test_build_exercises_check_detects_a_stale_file(tmp_path):
 
 
 def test_solution_notebook_shows_the_reference_source():
-    text = json.dumps(notebooks.solution_notebook("ch01"))
+    text = json.dumps(notebooks.solution_notebook("ch01", False, SOURCE))
     assert "def ref_1_2_a(p)" in text and "def _bf16_bytes()" in text
     assert re.search(r"from aiinfra import memory", text)

@@ -12,34 +12,23 @@ src/aiinfra/exercises/chNN.py and rerun.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _repo_url() -> str:
-    """repository.url from _config.yml, so the Colab install line is not typed twice."""
-    from aiinfra.exercises.notebooks import DEFAULT_REPO_URL
-
-    cfg = REPO / "_config.yml"
-    if cfg.exists():
-        m = re.search(r"^repository:\s*\n(?:[ \t]+.*\n)*?[ \t]+url:\s*(\S+)", cfg.read_text(encoding="utf-8"), re.M)
-        if m:
-            return m.group(1).strip("'\"")
-    return DEFAULT_REPO_URL
+sys.path.insert(0, str(REPO / "tools"))
+from notebooks import pip_source  # noqa: E402
 
 
 def build(out: Path, variants: bool, chapters: list[str] | None = None) -> dict[Path, str]:
     """Path -> text of every file to generate."""
     from aiinfra.exercises import notebooks, registry
 
-    url = _repo_url()
+    source = pip_source()  # repository.url and .branch from _config.yml, typed once
     files = {}
     for ch in chapters or registry.chapters():
-        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.student_notebook(ch, variants, url))
-        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.solution_notebook(ch, variants, url))
+        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.student_notebook(ch, variants, source))
+        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.solution_notebook(ch, variants, source))
     return files
 
 

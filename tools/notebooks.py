@@ -21,6 +21,8 @@ import jupytext
 import nbformat
 import yaml
 
+from aiinfra import colab
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 BOOK = ROOT / "book"
@@ -38,19 +40,11 @@ def repository() -> tuple[str, str]:
 
 
 def pip_source() -> str:
-    url, branch = repository()
-    return f"aiinfra @ git+{url}@{branch}"
+    return colab.pip_source(*repository())
 
 
 def setup_cell_source() -> str:
-    return (
-        "# On Colab, install this book's library (numpy, sympy, matplotlib and ipywidgets are\n"
-        "# preinstalled there; --no-deps keeps Colab's own ipywidgets). Elsewhere, nothing to do.\n"
-        "import os, subprocess, sys\n"
-        "if \"google.colab\" in sys.modules:\n"
-        "    source = os.environ.get(\"AIINFRA_PIP_SOURCE\", " + repr(pip_source()) + ")\n"
-        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", \"--no-deps\", source], check=True)"
-    )
+    return "\n".join(colab.install_cell_lines(pip_source()))
 
 
 def setup_cell() -> nbformat.NotebookNode:

@@ -17,11 +17,11 @@ import json
 import textwrap
 import types
 
+from aiinfra import colab
 from aiinfra.exercises import registry, render
 from aiinfra.exercises.variants import namespace, params_for, references
 
 FORMAT_VERSION = 1
-DEFAULT_REPO_URL = "https://github.com/aiinfra-book/ai-infrastructure-by-the-numbers"
 
 
 def _cell_id(*parts: str) -> str:
@@ -57,12 +57,8 @@ def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _setup_source(chapter: str, variants: bool, repo_url: str, extra: str = "") -> str:
-    lines = [
-        "# Set-up: on Colab (or anywhere aiinfra is missing) this installs the book's library first.",
-        "import importlib.util, subprocess, sys",
-        'if importlib.util.find_spec("aiinfra") is None:',
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "aiinfra @ git+{repo_url}"], check=True)',
+def _setup_source(chapter: str, variants: bool, pip_source: str, extra: str = "") -> str:
+    lines = colab.install_cell_lines(pip_source) + [
         "",
         "from aiinfra.exercises import answer, check, configure, params, prompt, set_student",
         "",
@@ -107,13 +103,13 @@ def _intro_markdown(chapter: str, kind: str, variants: bool) -> str:
     return text
 
 
-def student_notebook(chapter: str, variants: bool = False, repo_url: str = DEFAULT_REPO_URL) -> dict:
+def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     """The notebook handed to students: statements, one ``answer(...)`` cell per part, ``check`` cells."""
     exercises = registry.chapter(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
     cells = [_md(_cell_id(chapter, "student", "intro"), _intro_markdown(chapter, "student", variants)),
-             _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, repo_url))]
+             _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, pip_source))]
     for ex in exercises:
         key = (chapter, "student", ex.id)
         if variants:
@@ -190,7 +186,7 @@ def _dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
     return imports, const_lines, helper_src
 
 
-def solution_notebook(chapter: str, variants: bool = False, repo_url: str = DEFAULT_REPO_URL) -> dict:
+def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     """The reference notebook: every part answered by its reference function, shown as source."""
     exercises = registry.chapter(chapter)
     if not isinstance(variants, bool):
@@ -200,7 +196,7 @@ def solution_notebook(chapter: str, variants: bool = False, repo_url: str = DEFA
     imports, consts, helpers = _dependencies(module, refs)
     extra = "\n".join(["# What the reference functions below use."] + imports + consts)
     cells = [_md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),
-             _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, repo_url, extra))]
+             _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, pip_source, extra))]
     if helpers:
         cells.append(_code(_cell_id(chapter, "solution", "helpers"), "\n\n\n".join(helpers)))
     for ex in exercises:
