@@ -24,8 +24,15 @@ vendor: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) tools/notebooks.py --write
 
+# The execution cache keys pages by their code only, so a change to the library (or its
+# shipped configs) clears it: every page then re-executes against the new code.
+LIBRARY_STAMP := _build/.library-stamp
+$(LIBRARY_STAMP): $(shell find src -name '*.py' -o -name '*.json') requirements.txt
+	rm -rf _build/.jupyter_cache
+	@mkdir -p _build && touch $@
+
 # Pages run in parallel into the execution cache first; the build then finds them all cached.
-book: $(STAMP) vendor
+book: $(STAMP) vendor $(LIBRARY_STAMP)
 	$(PY) tools/preexecute.py -j $(JOBS)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 

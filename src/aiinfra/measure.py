@@ -634,6 +634,22 @@ def measure_decode_step(n_params=None, batch=1, *, dtype="float32", budget_s=0.4
     return _DecodeSetup(be, n, dtype).run([(batch, 1)], _check.positive("budget_s", budget_s))[0]
 
 
+def _counts(name: str, values) -> list[int]:
+    """A non-empty sequence of whole numbers >= 1 (batch sizes, numbers of calls)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of whole numbers >= 1, got {values!r}")
+    return [_check.integer(name, v, minimum=1) for v in values]
+
+
+def _decode_runs(plan, n_params, dtype, budget_s, backend) -> list[Measurement]:
+    """Time the toy decode step for each (batch, calls) in ``plan`` in interleaved rounds."""
+    be = _backend(backend)
+    be.check_dtype(dtype)
+    total = _check.positive("budget_s", budget_s)
+    n = _default_decode_params(be, dtype) if n_params is None else _check.integer("n_params", n_params, minimum=4)
+    return _DecodeSetup(be, n, dtype).run(plan, total)
+
+
 def measure_decode_sweep(batches: Sequence[int], n_params=None, *, dtype="float32", budget_s=2.0,
                          backend=None) -> list[Measurement]:
     """The toy decode step at every batch size in ``batches``, sharing one weight matrix.
@@ -641,14 +657,7 @@ def measure_decode_sweep(batches: Sequence[int], n_params=None, *, dtype="float3
     ``budget_s`` is the total; the batches are timed in interleaved rounds
     (:func:`time_interleaved`), so a slow spell of the machine hits them all.
     """
-    be = _backend(backend)
-    be.check_dtype(dtype)
-    if isinstance(batches, (str, bytes)) or not isinstance(batches, Sequence) or len(batches) == 0:
-        raise ValueError(f"batches must be a non-empty sequence of whole numbers >= 1, got {batches!r}")
-    bs = [_check.integer("batches", b_, minimum=1) for b_ in batches]
-    total = _check.positive("budget_s", budget_s)
-    n = _default_decode_params(be, dtype) if n_params is None else _check.integer("n_params", n_params, minimum=4)
-    return _DecodeSetup(be, n, dtype).run([(b_, 1) for b_ in bs], total)
+    return _decode_runs([(b_, 1) for b_ in _counts("batches", batches)], n_params, dtype, budget_s, backend)
 
 
 def measure_call_overhead(*, size=8, calls=2000, op="sum", budget_s=0.3, backend=None) -> Measurement:
@@ -686,14 +695,7 @@ def measure_split_decode(pieces: Sequence[int], n_params=None, *, dtype="float32
     condition changed at a time. The variants are timed in interleaved
     rounds within ``budget_s`` in total.
     """
-    be = _backend(backend)
-    be.check_dtype(dtype)
-    if isinstance(pieces, (str, bytes)) or not isinstance(pieces, Sequence) or len(pieces) == 0:
-        raise ValueError(f"pieces must be a non-empty sequence of whole numbers >= 1, got {pieces!r}")
-    ks = [_check.integer("pieces", k, minimum=1) for k in pieces]
-    total = _check.positive("budget_s", budget_s)
-    n = _default_decode_params(be, dtype) if n_params is None else _check.integer("n_params", n_params, minimum=4)
-    return _DecodeSetup(be, n, dtype).run([(1, k) for k in ks], total)
+    return _decode_runs([(1, k) for k in _counts("pieces", pieces)], n_params, dtype, budget_s, backend)
 
 
 def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", budget_s=1.0,
@@ -709,9 +711,7 @@ def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", 
     """
     be = _backend(backend)
     be.check_dtype(dtype)
-    if isinstance(pieces, (str, bytes)) or not isinstance(pieces, Sequence) or len(pieces) == 0:
-        raise ValueError(f"pieces must be a non-empty sequence of whole numbers >= 1, got {pieces!r}")
-    ks = [_check.integer("pieces", k, minimum=1) for k in pieces]
+    ks = _counts("pieces", pieces)
     total = _check.positive("budget_s", budget_s)
     n_bytes = default_stream_bytes(be) if n_bytes is None else n_bytes
     n = _elements("n_bytes", n_bytes, dtype)
