@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from . import _check
+from . import _check, roofline
 from .symbols import B, F, F_1, G_out, Pi, R, R_W, R_state, T, b_W, beta, eta_B, eta_F, twin
 
 __all__ = [
@@ -92,11 +92,8 @@ def batched_decode_step_time_s(batch, flops_per_request, weight_bytes, state_byt
     f1 = np.asarray(_check.non_negative("flops_per_request", flops_per_request))
     rw = np.asarray(_check.non_negative("weight_bytes", weight_bytes))
     rs = np.asarray(_check.non_negative("state_bytes_per_request", state_bytes_per_request))
-    pi = np.asarray(_check.positive("flops_per_s", flops_per_s))
-    bw = np.asarray(_check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
-    ef = np.asarray(_check.fraction("eta_f", eta_f))
-    eb = np.asarray(_check.fraction("eta_b", eta_b))
-    t = np.maximum(b * f1 / (ef * pi), (rw + b * rs) / (eb * bw))
+    t = np.asarray(roofline.step_time_overlapped_s(b * f1, rw + b * rs, flops_per_s, bandwidth_bytes_per_s,
+                                                   eta_f, eta_b))
     if np.any(t <= 0):
         raise ValueError("flops_per_request, weight_bytes and state_bytes_per_request are all 0: a step must do some work")
     return _out(t)
@@ -149,11 +146,7 @@ def ttft_s(prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta
     q = np.asarray(_check.non_negative("queue_s", queue_s))
     f = np.asarray(_check.non_negative("prefill_flops", prefill_flops))
     r = np.asarray(_check.non_negative("prefill_bytes", prefill_bytes))
-    pi = np.asarray(_check.positive("flops_per_s", flops_per_s))
-    bw = np.asarray(_check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
-    ef = np.asarray(_check.fraction("eta_f", eta_f))
-    eb = np.asarray(_check.fraction("eta_b", eta_b))
-    return _out(q + np.maximum(f / (ef * pi), r / (eb * bw)))
+    return _out(q + roofline.step_time_overlapped_s(f, r, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b))
 
 
 @twin((T_e2e - T_ttft) / (G_out - 1),
