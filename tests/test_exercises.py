@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from aiinfra import units
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param, feedback, notebooks, registry, render, runtime
+from aiinfra.exercises import (Choice, Exercise, Free, Numeric, Param, feedback, notebooks, record, registry, render,
+                               runtime, sheet)
 from aiinfra.exercises.variants import namespace, params_for, references, student_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -234,11 +235,32 @@ def test_score_part_lists_give_partial_credit_and_choices_need_exact_types():
 
 @pytest.fixture
 def fresh(monkeypatch):
-    for var in (runtime.ENV_STUDENT, runtime.ENV_ANSWERS, runtime.ENV_VARIANTS):
+    for var in (record.ENV_STUDENT, record.ENV_ANSWERS_FD, record.ENV_VARIANTS, record.ENV_SHEET):
         monkeypatch.delenv(var, raising=False)
     runtime.reset()
     yield runtime
     runtime.reset()
+
+
+@pytest.fixture
+def answer_pipe(monkeypatch):
+    """The grader's end of the answers channel: returns a function that reads what was sent."""
+    import os
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    monkeypatch.setenv(record.ENV_ANSWERS_FD, str(w))
+
+    def sent() -> list[dict]:
+        try:
+            data = os.read(r, 1 << 20)
+        except BlockingIOError:
+            data = b""
+        return [json.loads(line) for line in data.decode().splitlines()]
+
+    yield sent
+    os.close(r)
+    os.close(w)
 
 
 def test_check_reports_each_slip(fresh):
@@ -262,16 +284,14 @@ def test_check_reports_each_slip(fresh):
     assert f"{r['a']:.4g}" not in text and "bits vs bytes" in text
 
 
-def test_answer_validates_ids_and_records_rejections(fresh, capsys, tmp_path, monkeypatch):
+def test_answer_validates_ids_and_records_rejections(fresh, capsys, answer_pipe):
     with pytest.raises(ValueError, match="exercise_id"):
         fresh.answer("1-99", "a", 1.0)
     with pytest.raises(ValueError, match="has no part"):
         fresh.answer("1-2", "z", 1.0)
-    out = tmp_path / "answers.jsonl"
-    monkeypatch.setenv(runtime.ENV_ANSWERS, str(out))
     fresh.answer("1-2", "a", np.float64(141.1))
     assert "numpy" in capsys.readouterr().out
-    line = json.loads(out.read_text().splitlines()[-1])
+    line = answer_pipe()[-1]
     assert line["exercise"] == "1-2" and "rejected" in line
 
 
@@ -347,3 +367,50 @@ def test_solution_notebook_shows_the_reference_source():
     text = json.dumps(notebooks.solution_notebook("ch01", False, SOURCE))
     assert "def ref_1_2_a(p)" in text and "def _bf16_bytes()" in text
     assert re.search(r"from aiinfra import memory", text)
+
+
+# --- the graded kernel: a sheet instead of the definitions ---------------------------------------
+
+def _sheet_file(tmp_path, student, variants):
+    path = tmp_path / "sheet.json"
+    path.write_bytes(sheet.dumps(sheet.build("ch01", student, variants)))
+    return path
+
+
+def test_graded_kernel_reads_the_sheet_records_and_gives_no_verdict(fresh, answer_pipe, tmp_path, monkeypatch):
+    ex = registry.get("1-3")
+    home = namespace(ex, params_for(ex, "alice", True))
+    monkeypatch.setenv(record.ENV_SHEET, str(_sheet_file(tmp_path, "alice", True)))
+    got = fresh.params("1-3")
+    assert got == home and type(got["batches"]) is tuple            # tuples survive the JSON trip
+    assert fresh.prompt("1-3").text == render.statement_markdown(ex, home, heading=f"### Exercise {render.title_text(ex)}")
+    fresh.set_student("alice")
+    fresh.answer("1-3", "f", 2.5)
+    fresh.answer("1-1", "g", "text \udcff")                         # a lone surrogate travels as an escape
+    assert answer_pipe() == [{"student": "alice"}, {"exercise": "1-3", "part": "f", "value": 2.5},
+                             {"exercise": "1-1", "part": "g", "value": "text \udcff"}]
+    report = fresh.check("1-3")
+    assert report.results == [] and report.score == 0 and "grader scores" in report.text
+    with pytest.raises(ValueError, match="exercise_id must be one of"):
+        fresh.answer("2-1", "a", 1.0)                               # not in this assignment
+    with pytest.raises(ValueError, match="has no part"):
+        fresh.answer("1-3", "z", 1.0)
+    fresh.configure("ch02", variants=True)                          # accepted and ignored while graded
+    with pytest.raises(ValueError, match="chapter"):
+        fresh.configure("chapter one")
+
+
+@pytest.mark.parametrize("variants", [False, True])
+def test_sheets_round_trip_and_hold_no_reference(variants):
+    for ch in registry.chapters():
+        data = json.loads(sheet.dumps(sheet.build(ch, "bob", variants)))
+        text = json.dumps(data)
+        for ex in registry.chapter(ch):
+            ns = namespace(ex, params_for(ex, "bob", variants))
+            assert {k: record.decode_value(v) for k, v in data["exercises"][ex.id]["params"].items()} == ns
+            assert data["exercises"][ex.id]["parts"] == [p.part for p in ex.parts]
+            for letter, ref in references(ex, ns).items():
+                for v in (ref if type(ref) is list else [ref]):
+                    shown = format(v, ".4g") if type(v) is float else ""
+                    if "." in shown and len(shown) >= 4 and v not in ns.values():
+                        assert shown not in text, (ex.id, letter, v)

@@ -10,6 +10,7 @@ import string
 from typing import Any, Mapping
 
 from aiinfra.exercises._format import Exercise
+from aiinfra.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
 from aiinfra.exercises.variants import namespace, params_for, references
 
 
@@ -118,20 +119,3 @@ def book_markdown(target_exercises, solutions: bool = True) -> str:
                 f"{solution_markdown(ex, ns, refs)}::::\n"
             )
     return "\n".join(blocks)
-
-
-class MystBlocks:
-    """What :func:`aiinfra.exercises.show` returns: rendered by myst-nb as MyST."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-class Markdown(MystBlocks):
-    """Plain Markdown for notebooks (Jupyter, Colab)."""

@@ -1,22 +1,31 @@
 """What a notebook calls: ``configure``, ``set_student``, ``params``, ``prompt``, ``answer``, ``check``.
 
+Two modes, one API:
+
+* **At home** (Colab, JupyterLab, the book) everything is computed here from
+  the exercise definitions: ``params()`` and ``prompt()`` for this student,
+  and ``check()`` recomputes the references with :mod:`aiinfra` and prints a
+  verdict per part (never the expected value).
+* **While graded** (``aiinfra-grade`` sets ``$AIINFRA_SHEET``), the
+  definitions and references are out of reach (hidden by the sandbox):
+  ``params()`` and ``prompt()`` read the grader's sheet, ``answer()`` validates
+  the ids against it and records, and ``check()`` only says that the grader
+  scores the answers. See :mod:`aiinfra.exercises.record`.
+
 State lives in this module, inside the kernel. ``answer()`` keeps a plain-JSON
-record per part and, when the grader has set ``AIINFRA_ANSWERS_FILE``, also
-appends it to that file as one JSON line. That file is the only thing the
-grader reads back from a kernel; the scores are computed in the grader.
+record per part and, in a graded run, sends it to the grader as one JSON line.
+The scores are computed in the grader.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
-from aiinfra.exercises import feedback, registry, render
-from aiinfra.exercises.variants import namespace, params_for, references, student_id
+from aiinfra.exercises import feedback, record
+from aiinfra.exercises.record import ENV_STUDENT, ENV_VARIANTS, Markdown, student_id
 
-ENV_STUDENT = "AIINFRA_STUDENT_ID"
-ENV_ANSWERS = "AIINFRA_ANSWERS_FILE"
-ENV_VARIANTS = "AIINFRA_VARIANTS"
+__all__ = ["ENV_STUDENT", "ENV_VARIANTS", "answer", "check", "configure", "current_student", "params", "prompt",
+           "recorded", "reset", "set_student", "show"]
 
 _state: dict[str, Any] = {"student": None, "variants": {}, "answers": {}}
 
@@ -26,20 +35,18 @@ def reset() -> None:
     _state.update(student=None, variants={}, answers={})
 
 
-def _emit(record: dict) -> None:
-    path = os.environ.get(ENV_ANSWERS)
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, allow_nan=False) + "\n")
-
-
 def configure(chapter: str, variants: bool = False) -> None:
     """Say which chapter this notebook is and whether per-student variants are on.
 
     The generated notebooks call this in their first cell; the grader ignores
     it and uses the instructor's assignment settings instead.
     """
-    registry.chapter(chapter)
+    from aiinfra.exercises import registry
+
+    if record.sheet() is None:
+        registry.chapter(chapter)
+    else:
+        registry._chapter_id(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
     _state["variants"][chapter] = variants
@@ -55,7 +62,7 @@ def set_student(sid: str) -> None:
         _state["student"] = None
         return
     _state["student"] = student_id(sid)
-    _emit({"student": _state["student"]})
+    record.emit({"student": _state["student"]})
 
 
 def current_student() -> str | None:
@@ -84,20 +91,49 @@ def _student_for(ex) -> str | None:
     return sid
 
 
+def _home_namespace(exercise_id: str):
+    from aiinfra.exercises import registry
+    from aiinfra.exercises.variants import namespace, params_for
+
+    ex = registry.get(exercise_id)
+    return ex, namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
+
+
 def params(exercise_id: str) -> dict[str, Any]:
     """This student's parameters for one exercise, with the values the statement derives from them."""
-    ex = registry.get(exercise_id)
-    return namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
+    sheet = record.sheet()
+    if sheet is not None:
+        entry = record.sheet_exercise(sheet, exercise_id)
+        return {k: record.decode_value(v) for k, v in entry["params"].items()}
+    return _home_namespace(exercise_id)[1]
 
 
-def prompt(exercise_id: str) -> render.Markdown:
+def prompt(exercise_id: str) -> Markdown:
     """The statement of one exercise with this student's parameters (plain Markdown)."""
-    ex = registry.get(exercise_id)
-    ns = params(exercise_id)
-    return render.Markdown(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"))
+    sheet = record.sheet()
+    if sheet is not None:
+        return Markdown(record.sheet_exercise(sheet, exercise_id)["prompt"])
+    from aiinfra.exercises import render
+
+    ex, ns = _home_namespace(exercise_id)
+    return Markdown(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"))
 
 
 _NOT_ANSWERED = Ellipsis
+
+
+def _part_key(exercise_id, part) -> tuple[str, str]:
+    """(exercise id, part letter) after validation against the sheet or the definitions."""
+    sheet = record.sheet()
+    if sheet is None:
+        from aiinfra.exercises import registry
+
+        ex = registry.get(exercise_id)
+        return ex.id, ex.part(part).part
+    parts = record.sheet_exercise(sheet, exercise_id)["parts"]
+    if not isinstance(part, str) or part not in parts:
+        raise ValueError(f"exercise {exercise_id} has no part {part!r}; its parts are {parts}")
+    return exercise_id, part
 
 
 def answer(exercise_id: str, part: str, value) -> None:
@@ -108,15 +144,14 @@ def answer(exercise_id: str, part: str, value) -> None:
     NaN, an infinity, a numpy scalar or any other object is recorded as
     rejected, with the reason printed now.
     """
-    ex = registry.get(exercise_id)
-    prt = ex.part(part)
+    ex_id, letter = _part_key(exercise_id, part)
     if value is _NOT_ANSWERED:
         return
-    record = {"exercise": ex.id, "part": prt.part, **feedback.encode_answer(value)}
-    _state["answers"][(ex.id, prt.part)] = record
-    _emit(record)
-    if "rejected" in record:
-        print(f"{ex.id}({prt.part}) not accepted: {record['rejected']}")
+    rec = {"exercise": ex_id, "part": letter, **feedback.encode_answer(value)}
+    _state["answers"][(ex_id, letter)] = rec
+    record.emit(rec)
+    if "rejected" in rec:
+        print(f"{ex_id}({letter}) not accepted: {rec['rejected']}")
 
 
 def recorded() -> dict[tuple[str, str], dict]:
@@ -126,8 +161,11 @@ def recorded() -> dict[tuple[str, str], dict]:
 
 _MARK = {"correct": "✅", "manual": "📝", "missing": "⬜", "partial": "🟨"}
 
+GRADING_NOTE = ("check() gives no verdicts while the notebook is being graded: the grader scores the "
+                "recorded answers itself.")
 
-class CheckReport(render.Markdown):
+
+class CheckReport(Markdown):
     """The verdicts of :func:`check`; shown as a Markdown list in a notebook."""
 
     def __init__(self, results: list[feedback.PartResult], text: str):
@@ -143,8 +181,14 @@ def check(target: str) -> CheckReport:
     """Immediate feedback on the recorded answers of one exercise (``"1-2"``) or a chapter (``"ch01"``).
 
     The references are recomputed here with :mod:`aiinfra` for this student's
-    parameters, exactly as the grader does; they are never printed.
+    parameters, exactly as the grader does; they are never printed. While
+    graded, there are no references here and the report says so.
     """
+    if record.sheet() is not None:
+        return CheckReport([], GRADING_NOTE + "\n")
+    from aiinfra.exercises import registry
+    from aiinfra.exercises.variants import namespace, params_for, references
+
     results = []
     lines = []
     for ex in registry.resolve(target):
@@ -160,12 +204,14 @@ def check(target: str) -> CheckReport:
     return CheckReport(results, "\n".join(lines) + "\n")
 
 
-def show(target: str, solutions: bool = True) -> render.MystBlocks:
+def show(target: str, solutions: bool = True):
     """The book's exercise blocks (MyST) for a chapter (``"ch01"``) or one exercise (``"1-2"``).
 
     In a chapter page: a cell tagged ``remove-input`` holding
     ``show("ch01")``. Solutions sit in dropdowns unless ``solutions=False``.
     """
+    from aiinfra.exercises import registry, render
+
     if not isinstance(solutions, bool):
         raise ValueError(f"solutions must be True or False, got {solutions!r}")
     return render.MystBlocks(render.book_markdown(registry.resolve(target), solutions=solutions))

@@ -14,18 +14,7 @@ import math
 from typing import Any, Mapping
 
 from aiinfra.exercises._format import Exercise
-
-MAX_ID_CHARS = 128
-
-
-def student_id(value) -> str:
-    """Validate a student id: a non-empty printable string of at most 128 characters."""
-    if not isinstance(value, str) or type(value) is not str:
-        raise ValueError(f"student_id must be a string, got {type(value).__name__}")
-    sid = value.strip()
-    if not 1 <= len(sid) <= MAX_ID_CHARS or not sid.isprintable():
-        raise ValueError(f"student_id must be 1..{MAX_ID_CHARS} printable characters, got {value!r}")
-    return sid
+from aiinfra.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
 
 
 def _pick(sid: str, exercise_id: str, name: str, n: int) -> int:

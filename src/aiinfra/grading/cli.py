@@ -8,8 +8,11 @@
 SUBMISSIONS holds either one notebook per student (``alice.ipynb``) or one
 folder per student (``alice/ch01.ipynb`` plus any files it reads). The name
 is the student id: it picks the variant parameters, whatever id the notebook
-itself sets. Output (``--out``, default ``./grades``): ``gradebook.sqlite``,
+itself sets. Every entry gets exactly one gradebook row, with a reason when it
+cannot be graded. Output (``--out``, default ``./grades``): ``gradebook.sqlite``,
 ``grades.csv``, ``feedback/<student>.md``, ``gradescope/<student>/results.json``.
+Each kernel runs in the sandbox of :mod:`aiinfra.grading.sandbox`; the first
+lines on stderr and the last lines of the summary say what it guarantees.
 """
 from __future__ import annotations
 
@@ -17,65 +20,20 @@ import argparse
 import hashlib
 import json
 import multiprocessing.connection
+import os
 import sys
 import time
 from collections import deque
 from pathlib import Path
 
-from aiinfra.exercises.variants import student_id as _valid_student_id
-from aiinfra.grading import export
-from aiinfra.grading.extract import Extraction, Limits
-from aiinfra.grading.gradebook import Gradebook
-from aiinfra.grading.score import Assignment, score_submission
+from . import bounded, export
+from .extract import Extraction, kill_uid, new_fallback_root
+from .gradebook import Gradebook, Lock
+from .sandbox import UID_BASE, Limits, make_plan
+from .score import Assignment, score_submission
+from .submissions import content_hash, discover
 
-IGNORED = ("__MACOSX",)
-
-
-def discover(folder: Path, chapter: str) -> tuple[list[dict], list[str]]:
-    """Submissions in ``folder``: dicts with student, notebook (or None), whole_folder, problem."""
-    subs, skipped = [], []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in IGNORED:
-            continue
-        student = entry.stem if entry.is_file() else entry.name
-        try:
-            student = _valid_student_id(student)
-        except ValueError:
-            skipped.append(f"{entry.name}: not a usable student id")
-            continue
-        if entry.is_symlink():
-            skipped.append(f"{entry.name}: a symbolic link")
-            continue
-        if entry.is_file() and entry.suffix != ".ipynb":
-            skipped.append(f"{entry.name}: not an .ipynb file")
-            continue
-        if any(s["student"] == student for s in subs):
-            skipped.append(f"{entry.name}: a second submission for student {student!r}")
-            continue
-        if entry.is_file():
-            subs.append({"student": student, "notebook": entry, "whole_folder": False, "problem": None})
-        elif entry.is_dir():
-            nbs = sorted(p for p in entry.iterdir() if p.suffix == ".ipynb" and p.is_file()
-                         and not p.is_symlink() and not p.name.startswith("."))
-            preferred = [p for p in nbs if p.stem == chapter]
-            nb = (preferred or nbs or [None])[0]
-            problem = None if nb else "no .ipynb file in the submission folder"
-            subs.append({"student": student, "notebook": nb, "whole_folder": True, "problem": problem,
-                         "folder": entry})
-    return subs, skipped
-
-
-def content_hash(sub: dict) -> str:
-    h = hashlib.sha256()
-    if sub["whole_folder"]:
-        for p in sorted(sub["folder"].rglob("*")):
-            if p.is_file() and not p.is_symlink():
-                h.update(str(p.relative_to(sub["folder"])).encode() + b"\0")
-                with open(p, "rb") as fh:
-                    h.update(hashlib.sha256(fh.read(64 * 2**20)).digest())
-    elif sub["notebook"] is not None:
-        h.update(sub["notebook"].read_bytes())
-    return h.hexdigest()
+RUN_DIR = ".aiinfra-run"
 
 
 def load_assignment(spec: str, variants: bool | None) -> Assignment:
@@ -84,7 +42,8 @@ def load_assignment(spec: str, variants: bool | None) -> Assignment:
     if spec.endswith(".ipynb"):
         if not path.is_file():
             raise ValueError(f"assignment notebook {spec!r} does not exist")
-        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("aiinfra", {})
+        nb = bounded.loads(path.read_bytes(), max_bytes=50 * 2**20, max_depth=64, what=spec)
+        meta = nb.get("metadata", {}).get("aiinfra", {}) if isinstance(nb, dict) else {}
         if not isinstance(meta, dict) or "chapter" not in meta:
             raise ValueError(f"{spec} has no metadata.aiinfra.chapter: build it with tools/build_exercises.py")
         return Assignment(meta["chapter"], bool(meta.get("variants")) if variants is None else variants)
@@ -114,47 +73,102 @@ class Progress:
 def _limits(args) -> Limits:
     return Limits(cell_timeout_s=args.cell_timeout, total_timeout_s=args.timeout,
                   memory_bytes=int(args.memory_mb * 2**20), output_bytes=int(args.output_kb * 1024),
+                  disk_bytes=int(args.disk_mb * 2**20), max_processes=args.max_processes,
                   isolate_network=not args.allow_network)
 
 
-def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, limits: Limits, workers: int,
-          progress: Progress, force: bool = False) -> dict:
-    """Grade every submission that is new or changed; returns counts."""
+# --- leftovers of a grader that was killed -----------------------------------------------------
+
+def prepare_run_dir(run_dir: Path, plan_root: bool) -> list[str]:
+    """Clean what a killed grader left in ``run_dir`` (we hold the gradebook lock), then start afresh."""
+    cleaned = []
+    owner = run_dir / "owner.json"
+    if run_dir.exists():
+        try:
+            info = bounded.loads(owner.read_bytes(), max_bytes=2**20, max_depth=4, what="owner.json")
+        except (OSError, ValueError):
+            info = {}
+        if plan_root and os.geteuid() == 0:
+            for uid in info.get("uids", []):
+                if isinstance(uid, int) and UID_BASE <= uid < UID_BASE + 64 * 100_000:
+                    kill_uid(uid)
+        fallback = info.get("fallback_root")
+        if isinstance(fallback, str) and Path(fallback).name.startswith("aiinfra-grade-"):
+            bounded.remove_tree(fallback)
+            cleaned.append(fallback)
+        bounded.remove_tree(str(run_dir))
+        cleaned.append(str(run_dir))
+    run_dir.mkdir(mode=0o700, parents=True)
+    return cleaned
+
+
+def _write_owner(run_dir: Path, plan, fallback_root: str | None, workers: int) -> None:
+    uids = [plan.uid(s) for s in range(workers)] if plan.drop_uid else []
+    (run_dir / "owner.json").write_text(json.dumps({"pid": os.getpid(), "uids": uids, "fallback_root": fallback_root}))
+
+
+# --- grading -------------------------------------------------------------------------------------
+
+def _problem_hash(sub: dict) -> str:
+    return hashlib.sha256(b"aiinfra-problem/" + sub["raw_name"] + (sub["problem"] or "").encode()).hexdigest()
+
+
+def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, plan, run_dir: Path, workers: int,
+          progress: Progress, force: bool = False, fallback_root: str | None = None) -> dict:
+    """Grade every submission that is new or changed; returns counts. One submission's failure is its own."""
     fp = assignment.fingerprint()
     todo = deque()
     skipped = 0
     for sub in subs:
-        sub["sha256"] = content_hash(sub)
+        try:
+            sub["sha256"] = content_hash(sub, plan.limits)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            sub["problem"] = f"the submission cannot be read ({bounded.clean_text(why)})"
+            sub["sha256"] = _problem_hash(sub)
         if not force and gb.is_current(assignment.chapter, sub["student"], sub["sha256"], fp):
             skipped += 1
             progress.step(f"{sub['student']}: unchanged, skipped")
             continue
         todo.append(sub)
 
+    counts = {"graded": 0, "skipped": skipped, "failed": 0}
+
     def finish(sub, extracted):
-        score = score_submission(extracted, assignment, sub["student"])
-        path = str(sub["notebook"] or sub.get("folder"))
-        gb.record(assignment.chapter, path, sub["sha256"], fp, score, extracted)
-        progress.step(f"{sub['student']}: {score.auto_score:g}/{score.auto_max:g} ({score.status})")
+        try:
+            score = score_submission(extracted, assignment, sub["student"])
+            gb.record(assignment.chapter, sub["path"], sub["sha256"], fp, score, extracted)
+            label = f"{score.auto_score:g}/{score.auto_max:g} ({score.status})"
+        except Exception as exc:  # this submission's error, never the batch's
+            counts["failed"] += 1
+            why = f"the grader failed on this submission: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"
+            try:
+                score = score_submission({"status": "error", "errors": [why]}, assignment, sub["student"])
+                gb.record(assignment.chapter, sub["path"], "", fp, score, {})
+            except Exception as exc2:
+                print(f"aiinfra-grade: could not record {sub['student']!r}: {exc2}", file=sys.stderr)
+            label = why
+        counts["graded"] += 1
+        progress.step(f"{sub['student']}: {label}")
 
     running: dict[int, tuple[dict, Extraction]] = {}
     free = list(range(workers))
-    graded = 0
+    seq = 0
     while todo or running:
         while todo and free:
             sub = todo.popleft()
             if sub["problem"]:
                 finish(sub, {"status": "invalid", "errors": [sub["problem"]]})
-                graded += 1
                 continue
             slot = free.pop(0)
-            job = Extraction(sub["notebook"], sub["student"], assignment.variants, limits, slot, sub["whole_folder"])
+            seq += 1
             try:
+                job = Extraction(sub, sub["student"], assignment.variants, assignment.sheet(sub["student"]), plan,
+                                 str(run_dir), slot, seq, fallback_root)
                 job.start()
-            except OSError as exc:
+            except Exception as exc:
                 free.append(slot)
-                finish(sub, {"status": "invalid", "errors": [f"the submission could not be copied: {exc}"]})
-                graded += 1
+                finish(sub, {"status": "error", "errors": [f"the submission could not be started: {exc}"]})
                 continue
             running[slot] = (sub, job)
         if not running:
@@ -167,9 +181,12 @@ def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, limits: Limit
             if job.poll():
                 del running[slot]
                 free.append(slot)
-                finish(sub, job.finish())
-                graded += 1
-    return {"graded": graded, "skipped": skipped}
+                try:
+                    extracted = job.finish()
+                except Exception as exc:
+                    extracted = {"status": "error", "errors": [f"the grader worker could not be collected: {exc}"]}
+                finish(sub, extracted)
+    return counts
 
 
 def export_all(gb: Gradebook, assignment: Assignment, out: Path) -> dict:
@@ -184,13 +201,19 @@ def summary_table(gb: Gradebook, assignment: Assignment) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         note = r["reason"].split("; ", 1)[-1] if r["status"] != "ok" else r["reason"]
-        lines.append(f"{r['student'][:20]:<20} {r['score']:>7.4g} {r['max_score']:>5g} {r['manual_pending']:>6g}  "
+        name = "".join(c if c.isprintable() else "?" for c in r["student"])
+        lines.append(f"{name[:20]:<20} {r['score']:>7.4g} {r['max_score']:>5g} {r['manual_pending']:>6g}  "
                      f"{r['status']:<8} {note[:70]}")
     if rows:
         mean = sum(r["score"] for r in rows) / len(rows)
         lines.append("-" * len(head))
         lines.append(f"{len(rows)} submissions, mean score {mean:.3g}")
     return "\n".join(lines)
+
+
+def _banner(lines: list[str]) -> str:
+    bar = "=" * 78
+    return "\n".join([bar, *lines, bar])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,12 +227,20 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--workers", type=int, default=2, help="submissions run at once (default 2)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default 30)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per submission (default 120)")
-    ap.add_argument("--memory-mb", type=float, default=2048.0, help="kernel address-space limit in MiB (default 2048)")
+    ap.add_argument("--memory-mb", type=float, default=2048.0,
+                    help="memory of a submission, all its processes together, in MiB (default 2048)")
+    ap.add_argument("--disk-mb", type=float, default=256.0, help="its writable /tmp, in MiB (default 256)")
+    ap.add_argument("--max-processes", type=int, default=128, help="its processes and threads (default 128)")
     ap.add_argument("--output-kb", type=float, default=1024.0, help="cell output kept per submission, KiB")
     ap.add_argument("--allow-network", action="store_true", help="do not isolate the kernel from the network")
+    ap.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+                    help="auto: bubblewrap where it works, else a loud fallback; bwrap: refuse without it; "
+                         "none: no namespaces (loudly)")
+    ap.add_argument("--bwrap", help="path of the bwrap program (default: found on PATH)")
     ap.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default ./grades)")
     ap.add_argument("--gradebook", type=Path, help="SQLite file (default OUT/gradebook.sqlite)")
     ap.add_argument("--force", action="store_true", help="re-grade unchanged submissions too")
+    ap.add_argument("--wait", action="store_true", help="if another grader uses the gradebook, wait for it")
     ap.add_argument("--export-only", action="store_true", help="only rewrite the exports from the gradebook")
     ap.add_argument("--manual", nargs=4, action="append", metavar=("STUDENT", "EXERCISE", "PART", "POINTS"),
                     help="record hand-graded points of a free-response part (implies --export-only)")
@@ -230,27 +261,64 @@ def main(argv=None) -> int:
         print(f"aiinfra-grade: {exc}", file=sys.stderr)
         return 2
     out = args.out
+    gb_path = args.gradebook or out / "gradebook.sqlite"
+    try:
+        lock = Lock(gb_path, wait=args.wait)
+    except RuntimeError as exc:
+        print(f"aiinfra-grade: {exc}", file=sys.stderr)
+        return 75
+    with lock:
+        return _run(args, assignment, limits, out, gb_path)
+
+
+def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path) -> int:
     t0 = time.monotonic()
-    with Gradebook(args.gradebook or out / "gradebook.sqlite") as gb:
-        counts = {"graded": 0, "skipped": 0}
+    counts = {"graded": 0, "skipped": 0, "failed": 0}
+    plan = None
+    grading = not args.export_only and not args.manual
+    with Gradebook(gb_path) as gb:
         for student, exercise, part, points in args.manual or []:
             try:
                 gb.set_manual(assignment.chapter, student, exercise, part, float(points))
             except ValueError as exc:
                 print(f"aiinfra-grade: {exc}", file=sys.stderr)
                 return 2
-        if not args.export_only and not args.manual:
-            subs, skipped = discover(args.submissions, assignment.chapter)
-            for s in skipped:
-                print(f"ignored {s}", file=sys.stderr)
-            progress = Progress(len(subs), enabled=not args.quiet)
-            counts = grade(subs, assignment, gb, limits, args.workers, progress, force=args.force)
+        if grading:
+            run_dir = gb_path.resolve().parent / RUN_DIR
+            cleaned = prepare_run_dir(run_dir, True)
+            for c in cleaned:
+                print(f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}", file=sys.stderr)
+            fallback_root = None
+            try:
+                plan = make_plan(limits, [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
+                                 str(run_dir), args.workers, args.sandbox, args.bwrap)
+                if plan.mode == "none":
+                    fallback_root = new_fallback_root()
+                _write_owner(run_dir, plan, fallback_root, args.workers)
+                print(_banner(plan.summary_lines()) if plan.warnings else plan.summary_lines()[0], file=sys.stderr)
+                subs, passed = discover(args.submissions, assignment.chapter)
+                for name in passed:
+                    print(f"passed over {name!r} (operating-system litter)", file=sys.stderr)
+                progress = Progress(len(subs), enabled=not args.quiet)
+                counts = grade(subs, assignment, gb, plan, run_dir, args.workers, progress, force=args.force,
+                               fallback_root=fallback_root)
+            except ValueError as exc:
+                print(f"aiinfra-grade: {exc}", file=sys.stderr)
+                return 2
+            finally:
+                if plan is not None and plan.cgroups:
+                    plan.cgroups.close()
+                if fallback_root:
+                    bounded.remove_tree(fallback_root)
+                bounded.remove_tree(str(run_dir))
         files = export_all(gb, assignment, out)
         print(summary_table(gb, assignment))
     elapsed = time.monotonic() - t0
     print(f"graded {counts['graded']}, skipped {counts['skipped']} unchanged, in {elapsed:.1f} s; "
           f"wrote {files['csv']}, {len(files['feedback'])} feedback files, "
           f"{len(files['gradescope'])} Gradescope results")
+    if plan is not None:
+        print("\n".join(plan.summary_lines()))
     return 0
 
 

@@ -1,20 +1,46 @@
-"""Exports read from the gradebook: ``grades.csv``, Markdown feedback, Gradescope ``results.json``."""
+"""Exports read from the gradebook: ``grades.csv``, Markdown feedback, Gradescope ``results.json``.
+
+Whatever a student id or an answer holds, the exports stay well formed: file
+names are unique per student (:func:`safe_name`), CSV cells cannot start a
+spreadsheet formula (:func:`csv_cell`), Markdown quotes cannot inject HTML, and
+text is written as valid UTF-8 (a lone surrogate becomes U+FFFD).
+"""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
+import unicodedata
 from pathlib import Path
 
-from aiinfra.grading.gradebook import Gradebook
+from .bounded import clean_text
+from .gradebook import Gradebook
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+_PLAIN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def safe_name(student: str) -> str:
-    """A file name for a student id: unsafe characters become '_', never empty, never hidden."""
-    name = _UNSAFE.sub("_", student)[:100].lstrip(".")
-    return name or "_"
+    """A file name for a student id: unique per id, ASCII, never hidden, the same on every run.
+
+    A lower-case id made of ``a-z0-9._-`` is its own name; any other id becomes
+    an ASCII slug plus ``~`` and 12 hex digits of its SHA-256, so two ids never
+    share a file, even on a case-insensitive disk.
+    """
+    if _PLAIN.match(student) and student.split(".")[0] not in _RESERVED and not student.endswith("."):
+        return student
+    slug = unicodedata.normalize("NFKD", clean_text(student)).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9._-]+", "_", slug).strip("._-")[:40] or "_"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}~{digest}"
+
+
+def csv_cell(value) -> str:
+    """A text cell a spreadsheet shows as text: a leading ``= + - @`` (or tab, CR) gets a ``'`` in front."""
+    text = clean_text(str(value))
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def _part_label(p: dict) -> str:
@@ -31,27 +57,30 @@ def write_csv(gb: Gradebook, assignment: str, path: Path) -> Path:
             if _part_label(p) not in labels:
                 labels.append(_part_label(p))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with open(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
         w = csv.writer(fh)
         w.writerow(["student", "score", "max_score", "auto_score", "auto_max", "manual_pending", "status", "reason"]
                    + labels)
         for sub in subs:
             pts = {_part_label(p): (p["manual_points"] if p["kind"] == "free" else p["points"]) for p in sub["parts"]}
-            w.writerow([sub["student"], f"{sub['score']:g}", f"{sub['max_score']:g}", f"{sub['auto_score']:g}",
-                        f"{sub['auto_max']:g}", f"{sub['manual_pending']:g}", sub["status"], sub["reason"]]
+            w.writerow([csv_cell(sub["student"]), f"{sub['score']:g}", f"{sub['max_score']:g}",
+                        f"{sub['auto_score']:g}", f"{sub['auto_max']:g}", f"{sub['manual_pending']:g}",
+                        csv_cell(sub["status"]), csv_cell(sub["reason"])]
                        + ["" if pts.get(lb) is None else f"{pts[lb]:g}" for lb in labels])
     return path
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Student-controlled text inside Markdown: no HTML, no table breaks, one line."""
+    text = clean_text(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("\n", " ").replace("\r", " ")
 
 
 def feedback_markdown(sub: dict, assignment: str) -> str:
-    lines = [f"# Feedback: {assignment}, {sub['student']}", "",
+    lines = [f"# Feedback: {assignment}, {_md_escape(sub['student'])}", "",
              f"**Score: {sub['score']:g} / {sub['max_score']:g}**"
              + (f" ({sub['manual_pending']:g} points still to be graded by hand)" if sub["manual_pending"] else ""),
-             "", f"Run: {sub['reason']}", ""]
+             "", f"Run: {_md_escape(sub['reason'])}", ""]
     current = None
     for p in sub["parts"]:
         if p["exercise"] != current:
@@ -63,7 +92,7 @@ def feedback_markdown(sub: dict, assignment: str) -> str:
             pts = f"{p['points']:g}"
         lines.append(f"| ({p['part']}) | {pts} / {p['max_points']:g} | {_md_escape(p['reason'])} |")
         if p["kind"] == "free" and isinstance(p["answer"], str):
-            quoted = "\n".join("> " + line for line in p["answer"][:4000].splitlines())
+            quoted = "\n".join("> " + _md_escape(line) for line in p["answer"][:4000].splitlines())
             lines += ["", f"Your answer to ({p['part']}):", "", quoted, ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -73,7 +102,8 @@ def write_feedback(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
     out = []
     for s in gb.students(assignment):
         path = folder / f"{safe_name(s)}.md"
-        path.write_text(feedback_markdown(gb.submission(assignment, s), assignment), encoding="utf-8")
+        path.write_text(feedback_markdown(gb.submission(assignment, s), assignment), encoding="utf-8",
+                        errors="replace")
         out.append(path)
     return out
 
@@ -100,7 +130,7 @@ def write_gradescope(gb: Gradebook, assignment: str, folder: Path) -> list[Path]
     for s in gb.students(assignment):
         path = folder / safe_name(s) / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(gradescope_results(gb.submission(assignment, s)), indent=1) + "\n",
-                        encoding="utf-8")
+        path.write_text(json.dumps(gradescope_results(gb.submission(assignment, s)), indent=1,
+                                   ensure_ascii=False) + "\n", encoding="utf-8", errors="replace")
         out.append(path)
     return out

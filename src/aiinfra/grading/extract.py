@@ -1,15 +1,18 @@
-"""Run one submission in a sandboxed kernel and bring back its answers as plain JSON.
+"""Run one submission in its sandbox and bring back what it recorded, as plain JSON.
 
-:class:`Extraction` forks a worker process (its own session) that copies the
-submission into a fresh temporary folder, starts an IPython kernel through
-:mod:`aiinfra.grading.sandbox` (memory limit, no network, unprivileged uid
-when the grader is root) and executes the code cells one by one with nbclient.
+:class:`Extraction` forks a worker (its own session; it dies with the grader)
+that reads the submission within bounds, stages it with the sheet and a spec
+for :mod:`~aiinfra.grading.kernel`, starts the kernel in the sandbox of
+:mod:`~aiinfra.grading.sandbox` and executes the code cells one by one with
+nbclient. The worker binds the kernel's sockets itself, in a folder the
+sandbox sees read-only, and refuses any kernel message above a size cap
+before decoding it (ZeroMQ's ``MAXMSGSIZE``).
 
 The execution rule: cells run top to bottom; the first cell that raises, times
 out or kills its kernel stops the run, and every answer recorded before that
-point counts. Answers reach the grader only through the JSON-lines file that
-``answer()`` appends to (``AIINFRA_ANSWERS_FILE``); nothing else the kernel
-does is read back, and no scoring happens here.
+point counts. Answers reach the grader only through a pipe that ``answer()``
+writes to; the worker stops reading it the moment the run stops and then kills
+the sandbox, so nothing written later counts. No scoring happens here.
 """
 from __future__ import annotations
 
@@ -19,49 +22,68 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import resource
-import shutil
+import secrets
 import signal
-import stat
-import sys
+import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # Imported here, before any fork, so that every worker starts warm.
 import nbformat
+import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.connect import channel_socket_types
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-from aiinfra import _check
+from . import bounded
+from .sandbox import Limits, Plan, write_identity_files
 
-MAX_ANSWER_FILE_BYTES = 2 * 2**20
-MAX_RESULT_BYTES = 4 * 2**20
-UID_BASE = 200_000
+MAX_ANSWER_BYTES = 2 * 2**20
+MAX_ANSWER_LINE_BYTES = 256 * 2**10
+MAX_RESULT_BYTES = 8 * 2**20
+MAX_STDERR_KEPT = 8 * 2**10
+MAX_NOTEBOOK_DEPTH = 64
+PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "hb_port": 4, "control_port": 5}
+PR_SET_PDEATHSIG = 1
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one submission (seconds, bytes)."""
+# --- the grader's end of the kernel's sockets ------------------------------------------------
 
-    cell_timeout_s: float = 30.0
-    total_timeout_s: float = 120.0
-    memory_bytes: int = 2 * 2**30
-    output_bytes: int = 1 * 2**20
-    max_notebook_bytes: int = 20 * 2**20
-    max_folder_bytes: int = 50 * 2**20
-    isolate_network: bool = True
-    drop_privileges: bool = True
-    startup_timeout_s: float = 30.0
+class _BindingMixin:
+    """Bind (not connect) each channel, refuse oversized messages, and watch for dropped peers."""
 
-    def __post_init__(self):
-        _check.positive("cell_timeout_s", self.cell_timeout_s)
-        _check.positive("total_timeout_s", self.total_timeout_s)
-        _check.at_least("memory_bytes", self.memory_bytes, 64 * 2**20)
-        _check.at_least("output_bytes", self.output_bytes, 1024)
-        _check.positive("startup_timeout_s", self.startup_timeout_s)
+    max_message_bytes = 2 * 2**20
+    monitors: list = []
+
+    def _create_connected_socket(self, channel, identity=None):
+        sock = self.context.socket(channel_socket_types[channel])
+        sock.linger = 0
+        if identity:
+            sock.identity = identity
+        sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        url = self._make_url(channel)
+        sock.bind(url)
+        os.chmod(url[len("ipc://"):], 0o666)  # the sandbox uid connects; the folder is the grader's
+        _BindingMixin.monitors.append(sock.get_monitor_socket(zmq.EVENT_DISCONNECTED))
+        return sock
+
+
+class SandboxClient(_BindingMixin, AsyncKernelClient):
+    def start_channels(self, shell=True, iopub=True, stdin=True, hb=True, control=True):
+        super().start_channels(shell=shell, iopub=iopub, stdin=stdin, hb=False, control=False)
+
+
+class SandboxKernelManager(_BindingMixin, AsyncKernelManager):
+    def client(self, **kwargs):
+        self.client_factory = SandboxClient
+        return super().client(**kwargs)
+
+    def _connect_control_socket(self):
+        """Unused: the kernel is stopped by killing its sandbox."""
 
 
 class _CappedClient(NotebookClient):
@@ -79,90 +101,155 @@ class _CappedClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-def _uid_for(slot: int) -> int:
-    return UID_BASE + (os.getpid() % 100_000) * 64 + slot
+# --- reading the submission --------------------------------------------------------------------
 
-
-def _copy_submission(notebook: Path, whole_folder: bool, dest: Path, limits: Limits) -> Path:
-    """Copy the notebook (and, for a per-student folder, its siblings) into ``dest``."""
-    dest.mkdir()
-    if whole_folder:
-        total = 0
-        for src in sorted(notebook.parent.rglob("*")):
-            if src.is_symlink() or not (src.is_file() or src.is_dir()):
-                continue
-            rel = src.relative_to(notebook.parent)
-            if src.is_dir():
-                (dest / rel).mkdir(parents=True, exist_ok=True)
-                continue
-            total += src.stat().st_size
-            if total > limits.max_folder_bytes:
-                break
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest / rel)
-    target = dest / notebook.name
-    if not target.exists():
-        shutil.copyfile(notebook, target)
-    return target
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    os.chown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
-
-
-def _read_notebook(path: Path, limits: Limits):
-    """(notebook, None) or (None, reason) for a file that cannot be run."""
-    size = path.stat().st_size
-    if size > limits.max_notebook_bytes:
-        return None, f"the notebook is {size} bytes, above the {limits.max_notebook_bytes}-byte limit"
-    raw = path.read_bytes()
+def parse_notebook(raw: bytes, limits: Limits):
+    """(notebook of its code cells, None) or (None, reason)."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not a notebook: the file is not UTF-8 text"
+        data = bounded.loads(raw, max_bytes=limits.max_notebook_bytes, max_depth=MAX_NOTEBOOK_DEPTH,
+                             what="the notebook")
     except ValueError as exc:
-        return None, f"not a notebook: malformed JSON ({str(exc)[:120]})"
+        return None, f"not a notebook: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         return None, "not a notebook: the JSON has no list of cells"
-    try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    except Exception as exc:  # nbformat raises many kinds of errors for odd documents
-        return None, f"not a notebook: {type(exc).__name__}: {str(exc)[:120]}"
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code":
-            if not isinstance(cell.get("source"), str):
-                return None, "not a notebook: a code cell has no source text"
-            cell["outputs"] = []
+    if data.get("nbformat") != 4:
+        return None, f"not a notebook in format 4 (nbformat is {str(data.get('nbformat'))[:20]})"
+    sources = []
+    for cell in data["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source")
+        if isinstance(src, list) and all(isinstance(s, str) for s in src):
+            src = "".join(src)
+        if not isinstance(src, str):
+            return None, "not a notebook: a code cell has no source text"
+        sources.append(bounded.clean_text(src))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     return nb, None
 
 
-async def _execute(nb, ws: dict, env: dict, limits: Limits, uid: int | None) -> dict:
+def read_submission(sub: dict, limits: Limits) -> tuple[bytes, list, list[str]]:
+    """(notebook bytes, [(parts, bytes)] of the files to stage, notes). Raises ValueError or OSError."""
+    if not sub["whole_folder"]:
+        fd = os.open(sub["notebook"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            raw = bounded.read_fd(fd, limits.max_notebook_bytes)
+        finally:
+            os.close(fd)
+        return raw, [((Path(sub["notebook"]).name,), raw)], []
+    files = []
+
+    def keep(parts, fd):
+        files.append((parts, bounded.read_fd(fd, limits.max_folder_bytes)))
+
+    tree = bounded.walk(str(sub["folder"]), max_depth=limits.max_folder_depth, max_entries=limits.max_folder_entries,
+                        max_bytes=limits.max_folder_bytes, reader=keep)
+    name = Path(sub["notebook"]).name
+    raw = next((data for parts, data in files if parts == (name,)), None)
+    if raw is None:
+        raise ValueError(f"the notebook {bounded.clean_text(name)} could not be read within the folder limits")
+    return raw, files, [f"in the submission folder: {n}" for n in tree.notes]
+
+
+def parse_answers(raw: bytes, truncated: bool = False) -> tuple[dict, str | None, list[str]]:
+    """The answer lines: ((exercise, part) -> last record, reported student id, problems)."""
+    records: dict = {}
+    student = None
+    problems = [f"answers beyond the first {MAX_ANSWER_BYTES} bytes were ignored"] if truncated else []
+    bad = 0
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = bounded.loads(line, max_bytes=MAX_ANSWER_LINE_BYTES, max_depth=4, what="an answer line")
+        except ValueError:
+            bad += 1
+            continue
+        if type(rec) is not dict:
+            bad += 1
+        elif set(rec) == {"student"} and type(rec["student"]) is str:
+            student = bounded.clean_text(rec["student"][:128])
+        elif type(rec.get("exercise")) is str and type(rec.get("part")) is str:
+            rec = {k: bounded.clean_text(v) if type(v) is str else v for k, v in rec.items()}
+            records[(rec["exercise"][:16], rec["part"][:4])] = rec
+        else:
+            bad += 1
+    if bad:
+        problems.append(f"{bad} unreadable answer line(s) were ignored")
+    return records, student, problems
+
+
+# --- staging and running -----------------------------------------------------------------------
+
+def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, files: list, sheet: dict,
+           key: str, student: str, variants: bool, answers_fd: int) -> None:
+    os.makedirs(os.path.join(stage, "files"), mode=0o700)
+    manifest = []
+    for n, (parts, data) in enumerate(files):
+        name = f"f{n}"
+        with open(os.path.join(stage, "files", name), "xb") as fh:
+            fh.write(data)
+        manifest.append([list(parts), name])
+    write_identity_files(stage, uid)
+    inside = plan.paths(stage, ipc, work)
+    env = {"HOME": inside["home"], "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg",
+           "MPLCONFIGDIR": os.path.join(inside["home"], ".mpl"), "IPYTHONDIR": os.path.join(inside["home"], ".ipython"),
+           "JUPYTER_RUNTIME_DIR": os.path.join(inside["home"], ".runtime"), "PYTHONDONTWRITEBYTECODE": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2",
+           "PYDEVD_DISABLE_FILE_VALIDATION": "1", "TMPDIR": "/tmp" if plan.mode == "bwrap" else inside["work"],
+           "AIINFRA_STUDENT_ID": student, "AIINFRA_VARIANTS": "1" if variants else "0",
+           "AIINFRA_ANSWERS_FD": str(answers_fd), "AIINFRA_SHEET": os.path.join(inside["home"], ".aiinfra-sheet.json")}
+    connection = {"transport": "ipc", "ip": os.path.join(inside["ipc"], "k"), "key": key,
+                  "signature_scheme": "hmac-sha256", **PORTS}
+    spec = {"files": manifest, "rlimits": plan.rlimits(), "uid": uid, "gid": uid, "userns": plan.userns,
+            "pdeathsig": plan.mode == "none", "work": inside["work"], "home": inside["home"], "env": env,
+            "connection": connection, "sheet": sheet}
+    with open(os.path.join(stage, "spec.json"), "x", encoding="utf-8") as fh:
+        json.dump(spec, fh)
+
+
+class _Pipe:
+    """A pipe the worker drains while the run lasts, keeping at most ``cap`` bytes."""
+
+    def __init__(self, cap: int):
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.r, False)
+        self.cap, self.data, self.truncated = cap, bytearray(), False
+
+    def drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.r, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            room = self.cap - len(self.data)
+            self.data += chunk[:max(room, 0)]
+            self.truncated |= len(chunk) > room
+
+
+async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str) -> dict:
     started = time.monotonic()
     deadline = started + limits.total_timeout_s
-    sandbox = [sys.executable, "-m", "aiinfra.grading.sandbox", "--memory-bytes", str(limits.memory_bytes),
-               "--connection-file", "{connection_file}", "--status", ws["status"]]
-    if limits.isolate_network:
-        sandbox.append("--no-network")
-    if uid is not None:
-        sandbox += ["--uid", str(uid), "--gid", str(uid)]
-        for path in sorted({sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}):
-            sandbox += ["--reach", path]
-    sandbox += ["--", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km = AsyncKernelManager(transport="ipc", ip=ws["ipc"], connection_file=ws["connection"])
-    km._kernel_spec = KernelSpec(argv=sandbox, display_name="aiinfra sandbox", language="python", env={})
-    client = _CappedClient(nb, km=km, timeout=limits.cell_timeout_s, allow_errors=False,
-                           interrupt_on_timeout=False, shutdown_kernel="immediate",
+    client = _CappedClient(nb, km=km, timeout=limits.cell_timeout_s, allow_errors=False, interrupt_on_timeout=False,
+                           shutdown_kernel="immediate", iopub_timeout=2, raise_on_iopub_timeout=False,
                            startup_timeout=min(limits.startup_timeout_s, limits.total_timeout_s),
-                           resources={"metadata": {"path": ws["work"]}}, record_timing=False)
+                           record_timing=False, kernel_name="aiinfra-sandbox")
     client.output_cap = limits.output_bytes
     client.output_truncated = False
     code_cells = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
     out = {"status": "ok", "errors": [], "cells_total": len(code_cells), "cells_run": 0}
+    loop = asyncio.get_running_loop()
+    loop.add_reader(answers.r, answers.drain)
+    loop.add_reader(stderr.r, stderr.drain)
+    alive_at_stop = False
     try:
-        async with client.async_setup_kernel(env=env, cwd=ws["work"], cleanup_kc=True):
+        async with client.async_setup_kernel(cwd=cwd, env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
+                                             stderr=stderr.w, pass_fds=(answers.w,)):
+            os.close(answers.w)
+            os.close(stderr.w)
+            answers.w = stderr.w = -1
             for n, index in enumerate(code_cells, 1):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -174,16 +261,15 @@ async def _execute(nb, ws: dict, env: dict, limits: Limits, uid: int | None) -> 
                     await client.async_execute_cell(nb.cells[index], index)
                     out["cells_run"] = n
                 except CellTimeoutError:
-                    total = remaining < limits.cell_timeout_s
-                    which = f"total time limit of {limits.total_timeout_s:g} s" if total else \
-                        f"cell time limit of {limits.cell_timeout_s:g} s"
+                    which = f"total time limit of {limits.total_timeout_s:g} s" if remaining < limits.cell_timeout_s \
+                        else f"cell time limit of {limits.cell_timeout_s:g} s"
                     out.update(status="timeout")
                     out["errors"].append(f"code cell {n} ran past the {which}; the run stopped there")
                     break
                 except CellExecutionError as exc:
                     out.update(status="error")
-                    ename = getattr(exc, "ename", "") or "error"
-                    evalue = (getattr(exc, "evalue", "") or "")[:200]
+                    ename = bounded.clean_text(str(getattr(exc, "ename", "") or "error"))[:80]
+                    evalue = bounded.clean_text(str(getattr(exc, "evalue", "") or ""))[:200]
                     out["errors"].append(f"code cell {n} raised {ename}: {evalue}; the run stopped there")
                     break
                 except DeadKernelError:
@@ -191,22 +277,45 @@ async def _execute(nb, ws: dict, env: dict, limits: Limits, uid: int | None) -> 
                     out["errors"].append(f"the kernel died in code cell {n} (exit, crash or memory limit); "
                                          "the run stopped there")
                     break
+            # the stop: take what was recorded up to now, then nothing more
+            answers.drain()
+            loop.remove_reader(answers.r)
+            alive_at_stop = await km.is_alive()
     except DeadKernelError:
         if out["status"] == "ok":
             out.update(status="dead")
             out["errors"].append("the kernel died")
-    except RuntimeError as exc:
+    except (RuntimeError, TimeoutError, zmq.ZMQError) as exc:
         if out["status"] == "ok":
             out.update(status="error")
-            out["errors"].append(f"the kernel could not be run: {str(exc)[:200]}")
+            why = stderr.data.decode("utf-8", "replace").strip().splitlines()
+            detail = why[-1] if why else str(exc)
+            out["errors"].append(f"the kernel could not be run: {bounded.clean_text(detail)[:300]}")
+    finally:
+        for fd in (answers.r, stderr.r):
+            loop.remove_reader(fd)
     out["output_truncated"] = bool(client.output_truncated)
     if client.output_truncated:
         out["errors"].append(f"output above {limits.output_bytes} bytes was discarded")
+    dropped = _dropped_connections() if alive_at_stop else 0
+    if dropped:
+        out["errors"].append(f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
+                             "(or a closed kernel socket) were dropped unread")
     return out
 
 
+def _dropped_connections() -> int:
+    n = 0
+    for mon in _BindingMixin.monitors:
+        sync = zmq.Socket.shadow(mon.underlying)
+        while sync.poll(0):
+            sync.recv_multipart()
+            n += 1
+    return n
+
+
 def _reap_and_measure(wait_s: float = 1.0) -> float:
-    """Reap the finished kernel (so its CPU time is counted) and return this worker's CPU seconds."""
+    """Reap the finished sandbox (so its CPU time is counted) and return this worker's CPU seconds."""
     end = time.monotonic() + wait_s
     while True:
         try:
@@ -221,156 +330,121 @@ def _reap_and_measure(wait_s: float = 1.0) -> float:
     return round(sum(u.ru_utime + u.ru_stime for u in usage), 3)
 
 
-def _child(conn, notebook: str, ws: dict, env: dict, limits: Limits, uid: int | None) -> None:
+def _close_inherited(keep: set[int]) -> None:
+    """The worker keeps only its result pipe and stdio (not the gradebook, not its lock)."""
+    fds = [int(x) for x in os.listdir("/proc/self/fd") if int(x) > 2 and int(x) not in keep]
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _run(job: dict) -> dict:
+    plan: Plan = job["plan"]
+    limits = plan.limits
+    try:
+        raw, files, notes = read_submission(job["sub"], limits)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return {"status": "invalid", "errors": [f"the submission could not be read: {bounded.clean_text(why)}"]}
+    if len(raw) > limits.max_notebook_bytes:
+        return {"status": "invalid", "errors": [f"the notebook is above the {limits.max_notebook_bytes}-byte limit"]}
+    nb, why = parse_notebook(raw, limits)
+    if nb is None:
+        return {"status": "invalid", "errors": [why]}
+    stage, ipc, work, uid = job["stage"], job["ipc"], job["work"], job["uid"]
+    answers, stderr = _Pipe(MAX_ANSWER_BYTES), _Pipe(MAX_STDERR_KEPT)
+    _stage(plan, stage, ipc, work, uid, files, job["sheet"], job["key"], job["student"], job["variants"], answers.w)
+    slot = plan.cgroups.slots[job["slot"]] if plan.cgroups else None
+    if slot:
+        slot.prepare(limits.memory_bytes, limits.max_processes)
+    km = SandboxKernelManager(transport="ipc", ip=os.path.join(ipc, "k"),
+                              connection_file=os.path.join(stage, "host-kernel.json"))
+    for name, port in PORTS.items():
+        setattr(km, name, port)
+    km.session.key = job["key"].encode()
+    km._kernel_spec = KernelSpec(argv=plan.command(stage, ipc, slot.procs_files if slot else []),
+                                 display_name="aiinfra sandbox", language="python", env={})
+    _BindingMixin.max_message_bytes = max(limits.output_bytes, 64 * 2**10) + 64 * 2**10
+    try:
+        result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage))
+    finally:
+        if slot:
+            result_usage = slot.usage()
+            slot.kill()
+        else:
+            result_usage = {}
+    records, reported, problems = parse_answers(bytes(answers.data), answers.truncated)
+    result["answers"] = [records[k] for k in sorted(records)]
+    result["reported_student"] = reported
+    result["errors"] += notes + problems
+    if result_usage.get("oom_kills"):
+        result["errors"].append(f"the sandbox reached its memory cap of {limits.memory_bytes} bytes "
+                                f"({result_usage['oom_kills']} process(es) killed)")
+    result["usage"] = result_usage
+    return result
+
+
+def _child(conn, job: dict) -> None:
     os.setsid()
     try:
-        nb, why = _read_notebook(Path(notebook), limits)
-        if nb is None:
-            result = {"status": "invalid", "errors": [why], "cells_total": 0, "cells_run": 0}
-        else:
-            result = asyncio.run(_execute(nb, ws, env, limits, uid))
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != job["grader_pid"]:
+            os._exit(1)
+        _close_inherited({conn.fileno()})
+        result = _run(job)
     except BaseException as exc:  # report, never hang the grader
-        result = {"status": "error", "errors": [f"grader worker failed: {type(exc).__name__}: {str(exc)[:200]}"],
-                  "cells_total": 0, "cells_run": 0}
+        result = {"status": "error", "errors": [f"grader worker failed: {type(exc).__name__}: "
+                                                f"{bounded.clean_text(str(exc))[:200]}"]}
     result["cpu_s"] = _reap_and_measure()
     try:
-        conn.send_bytes(json.dumps(result).encode())
+        data = json.dumps(result).encode()
+        conn.send_bytes(data if len(data) <= MAX_RESULT_BYTES else
+                        json.dumps({"status": "error", "errors": ["the worker's report was too large"]}).encode())
         conn.close()
     finally:
         os._exit(0)
 
 
-def _reject_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def read_answers(path: Path) -> tuple[dict, str | None, list[str]]:
-    """Parse the answers file: ((exercise, part) -> last record, reported student id, problems)."""
-    records: dict = {}
-    student = None
-    problems: list[str] = []
-    try:  # the kernel owns this folder: refuse symlinks, FIFOs and devices instead of following them
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return records, student, problems
-    except OSError as exc:
-        return records, student, [f"the answers file could not be read safely ({exc.strerror})"]
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return records, student, ["the answers file is not a regular file; it was ignored"]
-        raw = fh.read(MAX_ANSWER_FILE_BYTES + 1)
-    if len(raw) > MAX_ANSWER_FILE_BYTES:
-        problems.append(f"answers beyond the first {MAX_ANSWER_FILE_BYTES} bytes were ignored")
-        raw = raw[:MAX_ANSWER_FILE_BYTES]
-    bad = 0
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line, parse_constant=_reject_constant)
-        except ValueError:
-            bad += 1
-            continue
-        if type(rec) is not dict:
-            bad += 1
-        elif set(rec) == {"student"} and type(rec["student"]) is str:
-            student = rec["student"][:128]
-        elif type(rec.get("exercise")) is str and type(rec.get("part")) is str:
-            records[(rec["exercise"][:16], rec["part"][:4])] = rec
-        else:
-            bad += 1
-    if bad:
-        problems.append(f"{bad} unreadable line(s) in the answers file were ignored")
-    return records, student, problems
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-
-
-def _kill_uid(uid: int) -> None:
-    """Kill every process of the sandbox uid (stragglers the kernel may have spawned)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
-        os._exit(0)
-    os.waitpid(pid, 0)
-
-
 class Extraction:
     """One submission's run: ``start()``, wait on ``waitables``, then ``finish()``."""
 
-    def __init__(self, notebook: Path, student_id: str, variants: bool, limits: Limits, slot: int = 0,
-                 whole_folder: bool = False):
-        self.notebook = Path(notebook)
-        self.student_id = student_id
-        self.variants = variants
-        self.limits = limits
-        self.slot = slot
-        self.whole_folder = whole_folder
-        self.proc = None
-        self.conn = None
-        self.result_bytes = None
-        self.started = None
-        self.base = None
-        self.uid = None
-
-    def _workspace(self) -> dict:
-        base = Path(tempfile.mkdtemp(prefix="aiinfra-grade-"))
-        self.base = base
-        os.chmod(base, 0o711)
-        for name in ("ctl", "io", "ipc", "home"):
-            (base / name).mkdir()
-        (base / "ctl").chmod(0o755)
-        work = base / "work"
-        nb = _copy_submission(self.notebook, self.whole_folder, work, self.limits)
-        ws = {"base": str(base), "work": str(work), "notebook": str(nb), "ipc": str(base / "ipc" / "k"),
-              "connection": str(base / "ctl" / "kernel.json"), "status": str(base / "ctl" / "sandbox.json"),
-              "answers": str(base / "io" / "answers.jsonl"), "home": str(base / "home")}
-        if self.uid is not None:
-            for name in ("io", "ipc", "home"):
-                os.chown(base / name, self.uid, self.uid)
-            _chown_tree(work, self.uid, self.uid)
-        return ws
-
-    def _env(self, ws: dict) -> dict:
-        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "TZ") if k in os.environ}
-        env.update({
-            "HOME": ws["home"], "IPYTHONDIR": os.path.join(ws["home"], ".ipython"),
-            "MPLCONFIGDIR": os.path.join(ws["home"], ".mpl"), "MPLBACKEND": "Agg",
-            "JUPYTER_RUNTIME_DIR": os.path.join(ws["home"], ".runtime"), "PYTHONDONTWRITEBYTECODE": "1",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-            "AIINFRA_STUDENT_ID": self.student_id, "AIINFRA_ANSWERS_FILE": ws["answers"],
-            "AIINFRA_VARIANTS": "1" if self.variants else "0",
-        })
-        return env
+    def __init__(self, sub: dict, student: str, variants: bool, sheet: dict, plan: Plan, run_dir: str,
+                 slot: int = 0, seq: int = 0, fallback_root: str | None = None):
+        self.sub, self.student, self.variants, self.sheet = sub, student, variants, sheet
+        self.plan, self.slot = plan, slot
+        self.stage = os.path.join(run_dir, f"{slot}-{seq}")
+        self.ipc = os.path.join(run_dir if plan.mode == "bwrap" else fallback_root, f"{slot}-{seq}-ipc")
+        self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
+        self.proc = self.conn = self.result_bytes = self.started = None
 
     def start(self) -> None:
         self.started = time.monotonic()
-        if self.limits.drop_privileges and os.geteuid() == 0:
-            self.uid = _uid_for(self.slot)
-        self.ws = self._workspace()
+        uid = self.plan.uid(self.slot)
+        os.mkdir(self.stage, 0o700)
+        os.mkdir(self.ipc, 0o711)
+        if self.work:
+            os.mkdir(self.work, 0o700)
+            if uid is not None:
+                os.chown(self.work, uid, uid)
+        job = {"sub": self.sub, "plan": self.plan, "stage": self.stage, "ipc": self.ipc, "work": self.work,
+               "uid": uid, "slot": self.slot, "sheet": self.sheet, "key": secrets.token_hex(32),
+               "student": self.student, "variants": self.variants, "grader_pid": os.getpid()}
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
         self.conn = recv
-        self.proc = ctx.Process(target=_child, args=(send, self.ws["notebook"], self.ws, self._env(self.ws),
-                                                     self.limits, self.uid), daemon=False)
+        self.proc = ctx.Process(target=_child, args=(send, job), daemon=False)
         self.proc.start()
         send.close()
 
     @property
     def deadline(self) -> float:
         # the worker enforces the limits itself; this is the backstop for a wedged worker
-        return self.started + self.limits.total_timeout_s + self.limits.startup_timeout_s + 10.0
+        lim = self.plan.limits
+        return self.started + lim.total_timeout_s + lim.startup_timeout_s + 15.0
 
     @property
     def waitables(self) -> list:
@@ -385,58 +459,55 @@ class Extraction:
                 self.result_bytes = b""
         return self.result_bytes is not None or not self.proc.is_alive() or time.monotonic() > self.deadline
 
-    def _sandbox_status(self) -> dict:
-        try:
-            with open(os.path.join(self.ws["status"]), encoding="utf-8") as fh:
-                status = json.load(fh)
-            return status if isinstance(status, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
     def finish(self) -> dict:
-        """Collect the result, kill anything left, read the answers, delete the temporary folder."""
+        """Collect the result, kill anything left, delete the staged copy."""
         overrun = self.result_bytes is None and self.proc.is_alive()
         if overrun:
-            _kill_group(self.proc.pid)
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self.proc.join(5)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join()
-        sandbox = self._sandbox_status()
-        if isinstance(sandbox.get("pid"), int) and sandbox["pid"] > 1:
-            _kill_group(sandbox["pid"])
-        if self.uid is not None:
-            _kill_uid(self.uid)
+        if self.plan.cgroups:
+            self.plan.cgroups.slots[self.slot].kill()
+        if self.plan.drop_uid and self.plan.mode == "none":
+            kill_uid(self.plan.uid(self.slot))
         try:
             result = json.loads(self.result_bytes.decode()) if self.result_bytes else None
         except ValueError:
             result = None
         if not isinstance(result, dict):
             why = "the grader worker overran its deadline and was killed" if overrun else "the grader worker died"
-            result = {"status": "timeout" if overrun else "error", "errors": [why], "cells_total": 0, "cells_run": 0}
-        records, reported, problems = read_answers(Path(self.ws["answers"]))
-        result["errors"] = list(result.get("errors", [])) + problems
-        result["answers"] = [records[k] for k in sorted(records)]
-        result["reported_student"] = reported
+            result = {"status": "timeout" if overrun else "error", "errors": [why]}
+        result.setdefault("errors", [])
+        result.setdefault("answers", [])
         result["elapsed_s"] = round(time.monotonic() - self.started, 3)
-        notes = [n for n in sandbox.get("notes", []) if isinstance(n, str)]
-        result["sandbox"] = {"network_isolated": bool(sandbox.get("network_isolated")),
-                             "privileges_dropped": bool(sandbox.get("privileges_dropped")),
-                             "memory_bytes": self.limits.memory_bytes, "notes": notes}
+        result["sandbox"] = {**self.plan.facts, **result.pop("usage", {})}
         self.conn.close()
-        shutil.rmtree(self.base, ignore_errors=True)
+        for path in (self.stage, self.ipc, self.work):
+            if path:
+                bounded.remove_tree(path)
         return result
 
 
-def extract(notebook: Path, student_id: str, variants: bool, limits: Limits = Limits(), slot: int = 0,
-            whole_folder: bool = False) -> dict:
-    """Run one submission to completion and return its extraction result (blocking)."""
-    job = Extraction(notebook, student_id, variants, limits, slot, whole_folder)
-    job.start()
-    while not job.poll():
-        multiprocessing.connection.wait(job.waitables, timeout=max(0.05, job.deadline - time.monotonic()))
-    return job.finish()
+def kill_uid(uid: int) -> None:
+    """Kill every process of a sandbox uid (fallback mode: detached processes have no namespace to die with)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
 
 
-def limits_dict(limits: Limits) -> dict:
-    return asdict(limits)
+def new_fallback_root() -> str:
+    root = tempfile.mkdtemp(prefix="aiinfra-grade-")
+    os.chmod(root, 0o711)
+    return root

@@ -4,14 +4,70 @@ Each graded submission is committed in its own transaction (WAL journal), so
 a crash mid-run loses at most the submission being graded. A submission is
 skipped on the next run when its content hash and the assignment fingerprint
 are unchanged. Manual points for free-response parts are kept in
-``parts.manual_points`` (NULL = "needs manual grading").
+``parts.manual_points`` (NULL = "needs manual grading"). Every text that goes
+in is cleaned first (a lone surrogate or NUL becomes U+FFFD), so whatever a
+submission managed to record can always be exported. :class:`Lock` keeps a
+second grader away from a gradebook in use.
 """
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
+
+from .bounded import clean_text
+
+
+def _clean(value):
+    """Text, recursively, as it may be stored: see :func:`aiinfra.grading.bounded.clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+class Lock:
+    """An exclusive lock on ``<gradebook>.lock`` for the whole run (released by the kernel if we die).
+
+    A second grader on the same gradebook refuses with a message naming the
+    holder, or waits for it with ``wait=True``.
+    """
+
+    def __init__(self, gradebook: Path, wait: bool = False, stream=sys.stderr):
+        self.path = Path(str(gradebook) + ".lock")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 64, 0).decode("ascii", "replace").strip() or "?"
+            if not wait:
+                os.close(self.fd)
+                raise RuntimeError(f"another aiinfra-grade (pid {holder}) is using {gradebook}; "
+                                   "let it finish, or pass --wait to queue behind it") from None
+            print(f"aiinfra-grade: waiting for the aiinfra-grade (pid {holder}) that is using {gradebook}",
+                  file=stream, flush=True)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -78,15 +134,17 @@ class Gradebook:
     def record(self, assignment: str, path: str, content_sha256: str, fingerprint: str, score, extracted: dict) -> None:
         """Replace the rows of one submission, in one transaction."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        path, reason, extracted = clean_text(path), clean_text(score.reason), _clean(extracted)
         with self.db:
             self.db.execute("DELETE FROM parts WHERE assignment=? AND student=?", (assignment, score.student))
             self.db.executemany(
                 "INSERT INTO parts VALUES (?,?,?,?,?,?,?,?,?,?,NULL)",
                 [(assignment, score.student, r.exercise, r.part, r.kind, r.points, r.max_points, r.status,
-                  r.reason, None if r.answer is None else json.dumps(r.answer)) for r in score.parts])
+                  clean_text(r.reason), None if r.answer is None else json.dumps(_clean(r.answer)))
+                 for r in score.parts])
             self.db.execute(
                 "INSERT OR REPLACE INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (assignment, score.student, path, content_sha256, fingerprint, score.status, score.reason,
+                (assignment, score.student, path, content_sha256, fingerprint, score.status, reason,
                  score.auto_score, score.auto_max, score.manual_max, extracted.get("elapsed_s"),
                  extracted.get("cpu_s"), json.dumps(extracted.get("sandbox", {})), now))
 
@@ -120,7 +178,7 @@ class Gradebook:
         cols = [d[0] for d in cur.description]
         parts = [dict(zip(cols, r)) for r in cur.fetchall()]
         for p in parts:
-            p["answer"] = None if p["answer"] is None else json.loads(p["answer"])
+            p["answer"] = None if p["answer"] is None else _clean(json.loads(p["answer"]))
         manual = sum(p["manual_points"] or 0.0 for p in parts if p["kind"] == "free")
         pending = sum(p["max_points"] for p in parts if p["kind"] == "free" and p["manual_points"] is None)
         sub.update(parts=parts, score=sub["auto_score"] + manual, max_score=sub["auto_max"] + sub["manual_max"],

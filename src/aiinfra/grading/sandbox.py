@@ -1,157 +1,367 @@
-"""Kernel launcher: apply the limits, then ``exec`` the real kernel.
+"""Where a submission's kernel runs, and what that guarantees.
 
-Run as ``python -m aiinfra.grading.sandbox [options] -- KERNEL ARGV...``. In order:
+With bubblewrap (``bwrap``, Debian package ``bubblewrap``) each kernel gets
+fresh mount, PID, IPC, UTS and network namespaces and a user namespace, a
+read-only view of the interpreter and the packages it needs (the system's
+``/usr``, the Python installation, its site-packages and the ``aiinfra``
+package, wherever they live) and one writable place: a size-capped tmpfs at
+``/tmp``. The repository, the submissions folder, the output folder and the
+gradebook are never mounted (or are covered by an empty read-only tmpfs where
+they lie inside a mounted tree), and the exercise definitions and references
+inside every mounted copy of the package are covered too, so ``check()`` and
+the answer key are unreachable there. The kernel is PID 1 of its namespace, so
+when it dies everything it started dies with it; ``--die-with-parent`` chains
+this to the grader worker and the grader.
 
-1. ``RLIMIT_AS`` (the memory limit), ``RLIMIT_FSIZE`` (largest file the
-   kernel may write), ``RLIMIT_CORE`` = 0 and ``RLIMIT_NPROC``;
-2. a new, empty network namespace (``unshare(CLONE_NEWNET)``; the kernel
-   talks to the grader over Unix-domain sockets, which still work) when the
-   platform allows it, else a note saying it did not;
-3. when running as root, hand the connection file to ``--uid`` and drop to
-   that uid/gid (so the kernel cannot write the gradebook or other students'
-   folders), else a note. If the Python installation sits below a folder
-   that uid cannot enter (e.g. ``/root/.pyenv``), a private mount namespace
-   hides that folder behind an empty tmpfs and binds back only the
-   installation (``--reach``), so the kernel can start without seeing the
-   rest; if that is impossible the kernel keeps the grader's uid, with a note;
-4. ``PR_SET_PDEATHSIG`` = SIGKILL, so the kernel dies with its grader worker;
-5. write what was achieved to ``--status`` (JSON) and ``exec`` the kernel.
+As root, bubblewrap mounts with root's rights (so an installation inside a
+private folder is reachable), the kernel then drops to a uid of its own, sets
+``no_new_privs`` and enters a fresh user namespace. As another user,
+bubblewrap builds the user namespace itself. :class:`Plan` records what was
+achieved; a batch that runs with less (no bubblewrap, no namespaces, no
+cgroups) says so on stderr, in the summary and in every gradebook row.
 """
 from __future__ import annotations
 
-import argparse
-import ctypes
-import ctypes.util
 import json
 import os
-import resource
-import signal
+import shutil
+import subprocess
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
-CLONE_NEWNET = 0x40000000
-CLONE_NEWNS = 0x00020000
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-MNT_DETACH = 2
-PR_SET_PDEATHSIG = 1
+from .bounded import remove_tree
+from .cgroups import Cgroups, open_cgroups
 
-
-def _libc():
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _set_limit(which: int, value: int, notes: list[str], name: str) -> None:
-    try:
-        soft, hard = resource.getrlimit(which)
-        new = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (new, new))
-    except (ValueError, OSError) as exc:
-        notes.append(f"{name} not set: {exc}")
+UID_BASE = 200_000
+INSIDE_STAGE = "/run/aiinfra/stage"
+INSIDE_IPC = "/run/aiinfra/ipc"
+INSIDE_WORK = "/tmp/work"
+INSIDE_HOME = "/tmp/home"
+#: What the kernel may load from the exercises package: the recording side only.
+EXERCISE_FILES_KEPT = ("__init__.py", "_format.py", "registry.py", "runtime.py", "record.py", "feedback.py")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+LAUNCHER = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"'
 
 
-def _blocked_ancestor(path: str) -> str | None:
-    """The highest folder above ``path`` that others may not enter (no o+x), or None."""
-    parts = os.path.realpath(path).split(os.sep)
-    for i in range(2, len(parts)):
-        folder = os.sep.join(parts[:i]) or os.sep
-        if not os.stat(folder).st_mode & 0o001:
-            return folder
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one submission (seconds, bytes, counts)."""
+
+    cell_timeout_s: float = 30.0
+    total_timeout_s: float = 120.0
+    memory_bytes: int = 2 * 2**30
+    output_bytes: int = 1 * 2**20
+    disk_bytes: int = 256 * 2**20
+    max_processes: int = 128
+    max_open_files: int = 1024
+    max_notebook_bytes: int = 20 * 2**20
+    max_folder_bytes: int = 50 * 2**20
+    max_folder_entries: int = 1000
+    max_folder_depth: int = 16
+    isolate_network: bool = True
+    startup_timeout_s: float = 30.0
+
+    def __post_init__(self):
+        for name, low in (("cell_timeout_s", 0), ("total_timeout_s", 0), ("startup_timeout_s", 0),
+                          ("memory_bytes", 64 * 2**20 - 1), ("output_bytes", 1023), ("disk_bytes", 2**20 - 1),
+                          ("max_processes", 7), ("max_open_files", 63)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > low:
+                raise ValueError(f"{name} must be a number > {low}, got {value!r}")
+
+
+def _real(path) -> str:
+    return os.path.realpath(path)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _repository(package_dir: str) -> str | None:
+    """The checkout that holds the package (a folder with .git or pyproject.toml above it), if any."""
+    p = Path(package_dir).parent
+    while p != p.parent:
+        if p.name in ("site-packages", "dist-packages"):
+            return None
+        if (p / ".git").exists() or (p / "pyproject.toml").exists():
+            return str(p)
+        p = p.parent
     return None
 
 
-def _make_reachable(libc, paths: list[str], scratch: str) -> str | None:
-    """Make ``paths`` reachable for an unprivileged uid; returns a reason on failure."""
-    def mount(src, dst, fstype, flags, data):
-        if libc.mount(src, dst, fstype, flags, data) != 0:
-            raise OSError(ctypes.get_errno(), f"mount {dst}: {os.strerror(ctypes.get_errno())}")
+def kernel_sys_path(python: str) -> list[str]:
+    """The import path of ``python -I`` (what the kernel will search), realpaths of existing folders."""
+    out = subprocess.run([python, "-I", "-c", "import sys, json; print(json.dumps(sys.path))"],
+                         capture_output=True, text=True, timeout=60, cwd="/", check=True)
+    return [_real(p) for p in json.loads(out.stdout) if p and os.path.isdir(p)]
 
-    by_ancestor: dict[str, list[str]] = {}
-    for p in paths:
-        anc = _blocked_ancestor(p)
-        if anc:
-            by_ancestor.setdefault(anc, []).append(os.path.realpath(p))
-    if not by_ancestor:
-        return None
+
+@dataclass
+class Plan:
+    """The sandbox every kernel of one batch gets, decided and self-checked once."""
+
+    mode: str                       # "bwrap" or "none"
+    bwrap: str | None
+    python: str
+    package: str                    # top package name, "aiinfra"
+    package_dir: str
+    kernel_module: str
+    root: bool
+    drop_uid: bool
+    userns: bool
+    limits: Limits
+    binds: list[str] = field(default_factory=list)
+    masks: list[str] = field(default_factory=list)
+    exercise_dirs: list[str] = field(default_factory=list)
+    cgroups: Cgroups | None = None
+    warnings: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+
+    # --- the kernel command ---------------------------------------------------------------
+
+    def uid(self, slot: int) -> int | None:
+        return UID_BASE + (os.getpid() % 100_000) * 64 + slot if self.drop_uid else None
+
+    def _python_code(self) -> str:
+        return (f"import sys; sys.path.insert(0, {str(Path(self.package_dir).parent)!r}); "
+                f"from {self.kernel_module} import main; main()")
+
+    def bwrap_args(self, stage: str, ipc: str | None) -> list[str]:
+        a = [self.bwrap, "--die-with-parent", "--as-pid-1", "--new-session", "--unshare-pid", "--unshare-ipc",
+             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv",
+             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LC_ALL", "C.UTF-8"]
+        if self.limits.isolate_network:
+            a.append("--unshare-net")
+        if self.root:
+            a += ["--cap-drop", "ALL"]
+            if self.drop_uid:
+                a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            a += ["--unshare-user", "--disable-userns"]
+        a += ["--perms", "1777", "--size", str(self.limits.disk_bytes), "--tmpfs", "/tmp"]
+        for d in SYSTEM_DIRS:
+            if os.path.islink(d):
+                a += ["--symlink", os.readlink(d), d]
+            elif os.path.isdir(d):
+                a += ["--ro-bind", d, d]
+        for d in ("/etc", "/run", "/run/aiinfra"):  # folders bwrap would create with mode 0700
+            a += ["--perms", "0755", "--dir", d]
+        for f in ETC_FILES:
+            a += ["--ro-bind-try", f, f]
+        a += ["--ro-bind", os.path.join(stage, "passwd"), "/etc/passwd",
+              "--ro-bind", os.path.join(stage, "group"), "/etc/group"]
+        mounted = self.binds + self.masks + [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        ops = [(p, "bind") for p in self.binds] + [(p, "mask") for p in self.masks]
+        for path in self.binds + self.masks:
+            for anc in list(Path(path).parents)[:-1]:
+                anc = str(anc)
+                if anc != "/tmp" and not any(_inside(anc, m) for m in mounted) and (anc, "dir") not in ops:
+                    ops.append((anc, "dir"))
+        for path, kind in sorted(ops, key=lambda o: (o[0].count("/"), o[1])):
+            if kind == "dir":
+                a += ["--perms", "0755", "--dir", path]
+            elif kind == "bind":
+                a += ["--ro-bind", path, path]
+            else:
+                a += ["--perms", "0755", "--tmpfs", path]
+        for d in self.exercise_dirs:
+            a += ["--perms", "0755", "--tmpfs", d]
+            for name in EXERCISE_FILES_KEPT:
+                if os.path.isfile(os.path.join(d, name)):
+                    a += ["--ro-bind", os.path.join(d, name), os.path.join(d, name)]
+        a += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", stage, INSIDE_STAGE]
+        if ipc:
+            a += ["--ro-bind", ipc, INSIDE_IPC]
+        for d in self.masks + self.exercise_dirs:
+            a += ["--remount-ro", d]
+        a += ["--remount-ro", "/", "--chdir", "/"]
+        return a
+
+    def command(self, stage: str, ipc: str | None, procs_files: list[str], probe: bool = False) -> list[str]:
+        """argv of the kernel process (the stage path is the host's)."""
+        code = self._python_code().replace("import main; main()", "import probe; probe()") if probe \
+            else self._python_code()
+        inner_stage = INSIDE_STAGE if self.mode == "bwrap" else stage
+        cmd = [self.python, "-I", "-c", code, inner_stage]
+        if self.mode == "bwrap":
+            cmd = self.bwrap_args(stage, ipc) + ["--"] + cmd
+        if procs_files:
+            cmd = ["/bin/sh", "-c", LAUNCHER, "sh", *procs_files, "--"] + cmd
+        return cmd
+
+    def paths(self, stage: str, ipc: str, work: str | None) -> dict:
+        """Where the kernel finds its stage, sockets, work folder and home (its own view)."""
+        if self.mode == "bwrap":
+            return {"stage": INSIDE_STAGE, "ipc": INSIDE_IPC, "work": INSIDE_WORK, "home": INSIDE_HOME}
+        return {"stage": stage, "ipc": ipc, "work": os.path.join(work, "work"), "home": os.path.join(work, "home")}
+
+    def rlimits(self) -> dict:
+        lim = self.limits
+        out = {"as": lim.memory_bytes, "fsize": lim.disk_bytes, "core": 0, "nofile": lim.max_open_files}
+        if self.drop_uid:
+            out["nproc"] = lim.max_processes  # the uid is this slot's own, so the count is this submission's
+        return out
+
+    def summary_lines(self) -> list[str]:
+        f = self.facts
+        lines = [f"sandbox: {f['isolation']}; kernel uid: {f['kernel_uid']}; caps: {f['caps']}; "
+                 f"writable: {f['writable']}"]
+        return lines + [f"WARNING: {w}" for w in self.warnings]
+
+
+def write_identity_files(stage: str, uid: int | None) -> None:
+    """/etc/passwd and /etc/group as the kernel sees them: root and the sandbox user."""
+    u = uid if uid is not None else os.getuid()
+    Path(stage, "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                     f"student:x:{u}:{u}:student:{INSIDE_HOME}:/usr/sbin/nologin\n")
+    Path(stage, "group").write_text(f"root:x:0:\nstudent:x:{u}:\n")
+
+
+def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
+    """Run the probe kernel (no cgroup) in a sandbox built like the real ones."""
+    procs = []
     try:
-        if libc.unshare(CLONE_NEWNS) != 0:
-            return f"no private mount namespace ({os.strerror(ctypes.get_errno())})"
-        mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-        for n, (anc, targets) in enumerate(sorted(by_ancestor.items())):
-            stashes = []
-            for k, target in enumerate(targets):
-                stash = os.path.join(scratch, f"reach-{n}-{k}")
-                os.mkdir(stash)
-                mount(target.encode(), stash.encode(), None, MS_BIND | MS_REC, None)
-                stashes.append((stash, target))
-            mount(b"tmpfs", anc.encode(), b"tmpfs", 0, b"mode=0755,size=1m")
-            for stash, target in stashes:
-                os.makedirs(target, exist_ok=True)
-                mount(stash.encode(), target.encode(), None, MS_BIND | MS_REC, None)
-                libc.umount2(stash.encode(), MNT_DETACH)
-    except OSError as exc:
-        return f"could not expose {sorted(by_ancestor)} to the kernel uid ({exc})"
-    return None
+        done = subprocess.run(plan.command(stage, None, procs, probe=True), capture_output=True, timeout=120,
+                              cwd=stage, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    err = done.stderr.decode("utf-8", "replace").strip()
+    if done.returncode != 0:
+        return None, err.splitlines()[-1] if err else f"exit status {done.returncode}"
+    try:
+        return json.loads(done.stdout.decode().strip().splitlines()[-1]), err
+    except (ValueError, IndexError):
+        return None, f"unreadable probe output {done.stdout[:200]!r}"
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--" not in argv:
-        raise SystemExit("usage: python -m aiinfra.grading.sandbox [options] -- kernel argv")
-    cut = argv.index("--")
-    ap = argparse.ArgumentParser(prog="aiinfra.grading.sandbox")
-    ap.add_argument("--memory-bytes", type=int, required=True)
-    ap.add_argument("--file-bytes", type=int, default=256 * 2**20)
-    ap.add_argument("--nproc", type=int, default=64)
-    ap.add_argument("--uid", type=int, default=-1)
-    ap.add_argument("--gid", type=int, default=-1)
-    ap.add_argument("--no-network", action="store_true")
-    ap.add_argument("--connection-file", required=True)
-    ap.add_argument("--status", required=True)
-    ap.add_argument("--reach", action="append", default=[], help="a path the kernel uid must be able to read")
-    args = ap.parse_args(argv[:cut])
-    kernel = argv[cut + 1:]
-    if not kernel:
-        raise SystemExit("no kernel command after --")
-    notes: list[str] = []
-    status = {"pid": os.getpid(), "memory_bytes": args.memory_bytes, "network_isolated": False,
-              "uid": os.getuid(), "privileges_dropped": False}
+def _probe_spec(plan: Plan, slot_uid: int | None, needed: list[str], hidden: list[str]) -> dict:
+    return {"files": [], "rlimits": plan.rlimits(), "uid": slot_uid, "gid": slot_uid, "userns": plan.userns,
+            "pdeathsig": plan.mode == "none", "probe": {"needed": needed, "hidden": hidden}}
 
-    _set_limit(resource.RLIMIT_AS, args.memory_bytes, notes, "memory limit")
-    _set_limit(resource.RLIMIT_FSIZE, args.file_bytes, notes, "file size limit")
-    _set_limit(resource.RLIMIT_CORE, 0, notes, "core limit")
 
-    libc = _libc()
-    if args.no_network:
-        if libc.unshare(CLONE_NEWNET) == 0:
-            status["network_isolated"] = True
+def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, requested: str = "auto",
+              bwrap: str | None = None, package_dir: str | None = None) -> Plan:
+    """Decide the sandbox for a batch and check it once: the kernel can load what it needs and no more.
+
+    ``requested``: ``auto`` (bubblewrap where it works, else a loud fallback),
+    ``bwrap`` (refuse to grade without it) or ``none`` (no namespaces, loudly).
+    Raises ValueError when the requested isolation cannot be had or the
+    answer key is visible inside the sandbox.
+    """
+    from .. import exercises
+
+    exercises_dir = _real(os.path.dirname(exercises.__file__))
+    package_dir = _real(package_dir or Path(exercises_dir).parent)
+    package = Path(package_dir).name
+    rel_exercises = os.path.relpath(exercises_dir, package_dir)
+    python = sys.executable
+    root = os.geteuid() == 0
+    plan = Plan(mode="none", bwrap=None, python=python, package=package, package_dir=package_dir,
+                kernel_module=f"{__name__.rsplit('.', 1)[0]}.kernel", root=root, drop_uid=root, userns=root,
+                limits=limits)
+    bwrap_path = bwrap if bwrap is not None else shutil.which("bwrap")
+    why_not = None
+    if requested != "none":
+        if bwrap_path and os.access(bwrap_path, os.X_OK):
+            plan.mode, plan.bwrap = "bwrap", bwrap_path
         else:
-            notes.append(f"network left on: unshare(CLONE_NEWNET) failed ({os.strerror(ctypes.get_errno())})")
+            why_not = f"bubblewrap not found ({bwrap_path or 'bwrap is not on PATH'}; Debian package 'bubblewrap')"
+    # what the kernel needs, read-only
+    sys_path = kernel_sys_path(python)
+    prefixes = {_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    repo = _repository(package_dir)
+    needed = sorted(prefixes | {package_dir})
+    for p in sys_path:
+        if repo and _inside(p, repo) and not any(_inside(p, x) for x in prefixes):
+            continue  # e.g. <repo>/src of an editable install: only the package itself is mounted
+        needed.append(p)
+    binds: list[str] = []
+    for p in sorted(set(needed), key=lambda x: (x.count("/"), x)):
+        if not any(_inside(p, b) for b in binds + list(SYSTEM_DIRS)):
+            binds.append(p)
+    plan.binds = binds
+    forbid = sorted({_real(f) for f in forbidden + ([repo] if repo else []) if f and os.path.exists(f)})
+    for f in forbid:
+        if any(b == f for b in binds):
+            raise ValueError(f"cannot isolate the kernel: {f} is both needed by the kernel and forbidden to it")
+    plan.masks = [f for f in forbid if any(_inside(f, b) and f != b for b in binds + list(SYSTEM_DIRS))]
+    top_dirs = {str(Path(package_dir).parent)} | set(sys_path)
+    plan.exercise_dirs = sorted({os.path.join(d, package, rel_exercises) for d in top_dirs
+                                 if os.path.isdir(os.path.join(d, package, rel_exercises))} | {exercises_dir})
+    hidden = sorted(os.path.join(d, n) for d in plan.exercise_dirs for n in os.listdir(d)
+                    if n not in EXERCISE_FILES_KEPT)
+    for f in forbid:  # a few entries of every forbidden folder stand for its content
+        if os.path.isdir(f):
+            entries = sorted(os.path.join(f, n) for n in os.listdir(f))
+            hidden += [e for e in entries if not any(_inside(b, e) for b in binds)][:5]
+    needed_files = [os.path.join(exercises_dir, "runtime.py"), os.path.join(exercises_dir, "record.py"), python]
 
-    if args.uid >= 0 and os.geteuid() == 0:
-        why = _make_reachable(libc, args.reach, os.path.dirname(os.path.abspath(args.status)))
-        if why:
-            notes.append(f"kernel runs as the grader's uid: {why}")
-            args.uid = -1
-    if args.uid >= 0:
-        if os.geteuid() == 0:
-            os.chown(args.connection_file, args.uid, args.gid)
-            with open(args.status, "w", encoding="utf-8") as fh:  # written while still root: the kernel cannot edit it
-                json.dump({**status, "uid": args.uid, "privileges_dropped": True, "notes": notes}, fh)
-            os.setgroups([])
-            os.setgid(args.gid)
-            os.setuid(args.uid)
-            status.update(uid=args.uid, privileges_dropped=True)
-            _set_limit(resource.RLIMIT_NPROC, args.nproc, notes, "process limit")
-        else:
-            notes.append("kernel runs as the grader's user (not root, so no uid switch)")
-    if not status["privileges_dropped"]:
-        with open(args.status, "w", encoding="utf-8") as fh:
-            json.dump({**status, "notes": notes}, fh)
+    def attempt(drop: bool, userns: bool = True) -> tuple[dict | None, str]:
+        plan.drop_uid, plan.userns = root and drop, root and drop and userns
+        stage = os.path.join(run_dir, "probe")
+        remove_tree(stage)
+        os.makedirs(stage, mode=0o755)
+        uid = plan.uid(0)
+        write_identity_files(stage, uid)
+        Path(stage, "spec.json").write_text(json.dumps(_probe_spec(plan, uid, needed_files, hidden)))
+        try:
+            return _probe(plan, stage)
+        finally:
+            remove_tree(stage)
 
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    os.execv(kernel[0], kernel)
+    report, err = attempt(True)
+    if report is None and root and "unshare(CLONE_NEWUSER)" in err:
+        plan.warnings.append(f"the kernel gets no user namespace of its own ({err})")
+        report, err = attempt(True, userns=False)
+    if report is None and plan.mode == "bwrap":
+        if requested == "bwrap":
+            raise ValueError(f"bubblewrap cannot build the sandbox here: {err}")
+        why_not = f"bubblewrap cannot build the sandbox here ({err})"
+        plan.mode, plan.bwrap = "none", None
+        report, err = attempt(True)
+    if report is not None and root and not all(report["readable"].values()):
+        unreadable = [p for p, ok in report["readable"].items() if not ok]
+        report, err = attempt(False)
+        plan.warnings.append(f"the kernel runs as root (no capabilities{' left' if plan.mode == 'bwrap' else ''}), "
+                             f"because {', '.join(unreadable)} cannot be read by an unprivileged uid")
+    if report is None:
+        raise ValueError(f"the kernel cannot start in any sandbox: {err}")
+    if not all(report["readable"].values()):
+        raise ValueError(f"the kernel cannot read {[p for p, ok in report['readable'].items() if not ok]}")
+    visible = [p for p, present in report["present"].items() if present]
+    if plan.mode == "bwrap" and visible:
+        raise ValueError(f"sandbox self-check failed: the kernel would see {visible[:5]}")
+    plan.warnings += [f"kernel start-up: {n}" for n in report.get("notes", [])]
+    if plan.mode == "none":
+        plan.warnings.insert(0, "NO SANDBOX NAMESPACES: " + (why_not or "--sandbox none was given") +
+                             ". Kernels share the grader's file system, processes, IPC and network: a notebook can "
+                             "read every file its uid can (other submissions, the exercise definitions, the "
+                             "answer key), and its detached processes are only killed by uid or cgroup.")
+    plan.cgroups, why = open_cgroups(workers)
+    if plan.cgroups is None:
+        plan.warnings.append(f"NO CGROUPS: {why}. Memory is capped per process only ({limits.memory_bytes} bytes "
+                             "of address space each), so several processes together can exceed it"
+                             + ("; processes are capped per sandbox uid." if plan.drop_uid else
+                                "; the number of processes is not capped."))
+    plan.facts = _facts(plan, report)
+    return plan
 
 
-if __name__ == "__main__":
-    main()
+def _facts(plan: Plan, report: dict) -> dict:
+    if plan.mode == "bwrap":
+        ns = "user, mount, PID, IPC, UTS" + (", network" if plan.limits.isolate_network else "")
+        iso = f"bubblewrap ({ns} namespaces)"
+        writable = f"/tmp only ({plan.limits.disk_bytes} bytes, tmpfs)"
+    else:
+        iso = "none (no namespaces)"
+        writable = "its work folder and whatever its uid may write"
+    uid = "a uid of its own per worker" if plan.drop_uid else ("root" if plan.root else "the grader's user")
+    caps = "none" if plan.mode == "bwrap" or plan.drop_uid or not plan.root else "all (root)"
+    cg = plan.cgroups.describe() if plan.cgroups else "none"
+    return {"mode": plan.mode, "isolation": iso, "kernel_uid": uid, "caps": caps, "writable": writable,
+            "cgroups": cg, "memory_bytes": plan.limits.memory_bytes, "max_processes": plan.limits.max_processes,
+            "network_isolated": plan.mode == "bwrap" and plan.limits.isolate_network,
+            "answer_key_hidden": plan.mode == "bwrap", "warnings": list(plan.warnings)}

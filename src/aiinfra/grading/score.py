@@ -12,11 +12,12 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from aiinfra.exercises import feedback, registry
-from aiinfra.exercises.variants import namespace, params_for, references
+from ..exercises import feedback, registry, sheet
+from ..exercises.variants import namespace, params_for, references
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,35 @@ class Assignment:
         """Changes whenever a definition, a reference function or the grader changes (forces a re-grade)."""
         import importlib
 
-        module = importlib.import_module(f"aiinfra.exercises.{self.chapter}")
+        module = importlib.import_module(f"{registry.__name__.rsplit('.', 1)[0]}.{self.chapter}")
         h = hashlib.sha256()
         h.update(json.dumps([GRADER_VERSION, self.chapter, self.variants]).encode())
         h.update(inspect.getsource(module).encode())
         h.update(inspect.getsource(feedback).encode())
         return h.hexdigest()
+
+    def _who(self, student: str) -> str | None:
+        """Whose parameters: with variants off every student has the defaults (computed once)."""
+        return student if self.variants else None
+
+    def references(self, student: str) -> dict:
+        """Exercise id -> part -> reference, for this student's parameters."""
+        return _references(self, self._who(student))
+
+    def sheet(self, student: str) -> dict:
+        """What the student's graded kernel is handed (:mod:`aiinfra.exercises.sheet`)."""
+        return _sheet(self, self._who(student))
+
+
+@lru_cache(maxsize=256)
+def _references(assignment: Assignment, who: str | None) -> dict:
+    return {ex.id: references(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+            for ex in assignment.exercises}
+
+
+@lru_cache(maxsize=256)
+def _sheet(assignment: Assignment, who: str | None) -> dict:
+    return sheet.build(assignment.chapter, who, assignment.variants)
 
 
 @dataclass
@@ -81,9 +105,9 @@ def score_submission(extracted: dict, assignment: Assignment, student: str) -> S
     errors = [e for e in extracted.get("errors", []) if isinstance(e, str)]
     stop_note = errors[0] if status != "ok" and errors else ""
     parts = []
+    all_refs = assignment.references(student)
     for ex in assignment.exercises:
-        ns = namespace(ex, params_for(ex, student, assignment.variants))
-        refs = references(ex, ns)
+        refs = all_refs[ex.id]
         for p in ex.parts:
             r = feedback.score_part(ex.id, p, records.get((ex.id, p.part)), refs.get(p.part))
             if r.status == "missing" and stop_note:

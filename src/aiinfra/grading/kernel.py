@@ -1,0 +1,179 @@
+"""The first code that runs inside a sandbox: set the limits, drop privileges, start the kernel.
+
+Started by :mod:`~aiinfra.grading.sandbox` as ``python -I -c <import this; main()> STAGE``
+with ``/`` as working directory, so nothing of the submission is on the import
+path while the interpreter starts. With bubblewrap this process is PID 1 of the
+sandbox: when it ends, the kernel tears down the PID namespace and every
+process the notebook started dies with it. In order:
+
+1. read the stage the grader prepared (``spec.json``, the submission's files,
+   the connection file) while still allowed to;
+2. set the hard resource limits (address space, file size, open files, no core
+   dumps, and processes per uid where the uid is the sandbox's own);
+3. as root: drop to the sandbox uid and gid, no supplementary groups; then set
+   ``no_new_privs`` and, where asked, enter a fresh user namespace (owning
+   nothing) and clear the capabilities it granted;
+4. write the submission into the work folder, chdir there and start an IPython
+   kernel whose sockets *connect* to the grader (the grader binds them in a
+   folder it owns and the sandbox sees read-only), without a heartbeat thread.
+
+``answer()`` reaches the grader through the inherited pipe named in
+``$AIINFRA_ANSWERS_FD`` (:mod:`aiinfra.exercises.record`).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWUSER = 0x10000000
+_CAP_VERSION_3 = 0x20080522
+_LIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE,
+           "nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _fail(libc_call: int, what: str) -> None:
+    if libc_call != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _read_stage(stage: str) -> tuple[dict, list[tuple[list[str], bytes]]]:
+    with open(os.path.join(stage, "spec.json"), encoding="utf-8") as fh:
+        spec = json.load(fh)
+    files = []
+    for parts, name in spec["files"]:
+        with open(os.path.join(stage, "files", name), "rb") as fh:
+            files.append((parts, fh.read()))
+    return spec, files
+
+
+def _set_limits(limits: dict) -> None:
+    for name, value in limits.items():
+        which = _LIMITS[name]
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _enter_user_namespace(libc) -> None:
+    """A fresh user namespace mapping only our own uid and gid; its capabilities are cleared at once."""
+    uid, gid = os.geteuid(), os.getegid()
+    _fail(libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"), ("gid_map", f"{gid} {gid} 1\n")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
+            fh.write(text)
+    data = (_CapData * 2)()
+    _fail(libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+
+
+def drop_privileges(spec: dict, notes: list[str]) -> None:
+    """Steps 2 and 3 of the module docstring."""
+    _set_limits(spec["rlimits"])
+    libc = _libc()
+    uid, gid = spec.get("uid"), spec.get("gid")
+    if uid is not None and os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    _fail(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    if spec.get("pdeathsig"):
+        _fail(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+        if os.getppid() == 1:
+            os._exit(1)
+    if spec.get("userns"):
+        # a uid change made the process non-dumpable, which makes /proc/self/*_map root's
+        _fail(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
+        _enter_user_namespace(libc)
+
+
+def _write_files(work: str, files: list[tuple[list[str], bytes]]) -> None:
+    os.makedirs(work, mode=0o700, exist_ok=True)
+    for parts, data in files:
+        folder = os.path.join(work, *parts[:-1])
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with open(os.path.join(folder, parts[-1]), "xb") as fh:
+            fh.write(data)
+
+
+def _kernel_app_class():
+    from ipykernel.kernelapp import IPKernelApp
+
+    class SandboxKernelApp(IPKernelApp):
+        """An IPython kernel that connects to sockets the grader has bound, and runs no heartbeat."""
+
+        _deferred = None
+
+        def _try_bind_socket(self, s, port):
+            url = f"ipc://{self.ip}-{port}"
+            if s is getattr(self, "shell_socket", None):
+                self._deferred = (s, url)  # after init_control, so its debug socket stays unconnected
+            else:
+                s.connect(url)
+            return port
+
+        def init_sockets(self):
+            super().init_sockets()
+            sock, url = self._deferred
+            sock.connect(url)
+
+        def init_heartbeat(self):
+            self.heartbeat = None
+
+    return SandboxKernelApp
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stage = argv[0]  # arguments after it (nbclient's) are ignored
+    spec, files = _read_stage(stage)
+    notes: list[str] = []
+    drop_privileges(spec, notes)
+    home, work = spec["home"], spec["work"]
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    _write_files(work, files)
+    connection = os.path.join(home, ".kernel.json")
+    with open(connection, "w", encoding="utf-8") as fh:
+        json.dump(spec["connection"], fh)
+    with open(spec["env"]["AIINFRA_SHEET"], "w", encoding="utf-8") as fh:
+        json.dump(spec["sheet"], fh)
+    os.environ.clear()
+    os.environ.update(spec["env"])
+    os.chdir(work)
+    site = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
+    sys.path.insert(site, work)  # the student's own modules, as IPython would add the cwd
+    for note in notes:
+        print(f"aiinfra sandbox: {note}", file=sys.stderr)
+    app = _kernel_app_class().instance()
+    app.initialize(["-f", connection, "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"])
+    app.start()
+
+
+def probe(argv: list[str] | None = None) -> None:
+    """Run once per batch in a sandbox built like the real ones: print what a kernel there can read."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    spec, _ = _read_stage(argv[0])
+    notes: list[str] = []
+    drop_privileges(spec, notes)
+    report = {"uid": os.getuid(), "notes": notes,
+              "readable": {p: os.access(p, os.R_OK) for p in spec["probe"]["needed"]},
+              "present": {p: os.path.lexists(p) for p in spec["probe"]["hidden"]}}
+    print(json.dumps(report))
