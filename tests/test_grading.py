@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -13,9 +15,10 @@ import pytest
 
 from aiinfra.exercises import registry
 from aiinfra.exercises.variants import namespace, params_for, references
-from aiinfra.grading import cli, export
-from aiinfra.grading.extract import Limits, read_answers
-from aiinfra.grading.gradebook import Gradebook
+from aiinfra.grading import bounded, cli, export
+from aiinfra.grading.extract import parse_answers, parse_notebook
+from aiinfra.grading.gradebook import Gradebook, Lock
+from aiinfra.grading.sandbox import Limits
 from aiinfra.grading.score import Assignment, score_submission
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,18 +67,66 @@ def test_assignment_and_limits_are_validated():
     assert Assignment("ch01").fingerprint() != Assignment("ch01", True).fingerprint()
 
 
-def test_read_answers_is_strict(tmp_path):
-    f = tmp_path / "answers.jsonl"
-    f.write_text('{"exercise": "1-2", "part": "a", "value": 1.0}\n'
-                 '{"exercise": "1-2", "part": "a", "value": NaN}\n'
-                 'not json\n'
-                 '{"student": "mallory"}\n'
-                 '{"exercise": "1-2", "part": "b", "value": 2.0}\n')
-    records, student, problems = read_answers(f)
+def test_parse_answers_is_strict():
+    raw = (b'{"exercise": "1-2", "part": "a", "value": 1.0}\n'
+           b'{"exercise": "1-2", "part": "a", "value": NaN}\n'
+           b'not json\n'
+           b'{"student": "mallory"}\n'
+           b'{"exercise": "1-2", "part": "c", "value": ' + b"[" * 5000 + b"]" * 5000 + b'}\n'
+           b'{"exercise": "1-2", "part": "d", "value": "' + b"x" * 300_000 + b'"}\n'
+           b'\xff\xfe\n'
+           b'{"exercise": "1-1", "part": "g", "value": "caf\\udce9"}\n'
+           b'{"exercise": "1-2", "part": "b", "value": 2.0}\n')
+    records, student, problems = parse_answers(raw)
     assert records[("1-2", "a")]["value"] == 1.0      # the NaN line was not accepted
     assert records[("1-2", "b")]["value"] == 2.0
+    assert records[("1-1", "g")]["value"] == "caf\ufffd"  # a lone surrogate is replaced
+    assert ("1-2", "c") not in records and ("1-2", "d") not in records
     assert student == "mallory"
-    assert "2 unreadable" in problems[0]
+    assert problems == ["5 unreadable answer line(s) were ignored"]
+    assert parse_answers(b"", truncated=True)[2] == ["answers beyond the first 2097152 bytes were ignored"]
+
+
+def test_bounded_json_depth_and_size():
+    assert bounded.json_depth('{"a": "[[[[", "b": [[1], {"c": []}]}') == 4
+    with pytest.raises(ValueError, match="nested deeper than 64"):
+        bounded.loads("[" * 65 + "]" * 65, max_bytes=1000, max_depth=64)
+    assert bounded.loads("[" * 64 + "]" * 64, max_bytes=1000, max_depth=64) is not None
+    with pytest.raises(ValueError, match="above the 10-byte limit"):
+        bounded.loads(b"[1, 2, 3, 4]", max_bytes=10, max_depth=4)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        bounded.loads("[Infinity]", max_bytes=100, max_depth=4)
+
+
+def test_parse_notebook_keeps_code_cells_only(tmp_path):
+    lim = Limits()
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "evil"}},
+          "cells": [{"cell_type": "markdown", "source": "# hi"},
+                    {"cell_type": "code", "source": ["x = 1\n", "y = 2"], "outputs": [{"junk": 1}]}]}
+    parsed, why = parse_notebook(json.dumps(nb).encode(), lim)
+    assert why is None and [c.source for c in parsed.cells] == ["x = 1\ny = 2"] and parsed.cells[0].outputs == []
+    assert "format 4" in parse_notebook(b'{"cells": [], "nbformat": 3}', lim)[1]
+    assert "no source text" in parse_notebook(b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": 7}]}', lim)[1]
+    assert "nested deeper" in parse_notebook(b'{"nbformat": 4, "cells": ' + b"[" * 100 + b"]" * 100 + b"}", lim)[1]
+
+
+def test_iterative_walk_and_remove_handle_deep_trees(tmp_path):
+    root = tmp_path / "deep"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(1500):                               # deeper than pathlib's own recursion allows
+        os.mkdir("d", dir_fd=fd)
+        fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.close(os.open("f.txt", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    os.close(fd)
+    (root / "top.txt").write_text("y")
+    (root / "link").symlink_to("/etc/passwd")
+    tree = bounded.walk(str(root), max_depth=8, max_entries=100, max_bytes=10)
+    assert [parts for parts, _ in tree.files] == [("top.txt",)]
+    assert tree.notes == ["1 item(s) deeper than 8 levels were left out", "1 item(s) links, devices or pipes were left out"]
+    bounded.remove_tree(str(root))
+    assert not root.exists()
 
 
 def _score(student="alice"):
@@ -124,7 +175,20 @@ def test_exports(tmp_path):
         assert set(t) == {"name", "score", "max_score", "output", "visibility"}
     md = (tmp_path / "feedback" / "alice.md").read_text()
     assert "needs manual grading" in md and "> my reasoning" in md
-    assert export.safe_name("../../etc/passwd") == "_.._etc_passwd"
+
+
+def test_file_names_and_cells_are_safe_and_unique():
+    assert export.safe_name("alice") == "alice" and export.safe_name("s-1.2_b") == "s-1.2_b"
+    names = {export.safe_name(s) for s in ("Alice", "alice", "ALICE", "../../etc/passwd", "学生一", "学生二", "con",
+                                           ".hidden", "a" * 200, "x~deadbeef0000")}
+    assert len(names) == 10
+    for n in names:
+        assert re.fullmatch(r"[a-z0-9._-]+(~[0-9a-f]{12})?", n) and not n.startswith(".") and len(n) <= 64
+    assert export.safe_name("../../etc/passwd").startswith("etc_passwd~")
+    assert export.safe_name("Alice") == export.safe_name("Alice")       # stable
+    for bad in ("=1+2", "+1", "-1", "@SUM(A1)", "\t=x", "\r=x"):
+        assert export.csv_cell(bad) == "'" + bad
+    assert export.csv_cell("fine") == "fine" and export.csv_cell("a\udcffb") == "a\ufffdb"
 
 
 def _run_cli(*args):
@@ -165,8 +229,10 @@ def test_handout_metadata_sets_variants_and_a_changed_submission_is_regraded(tmp
     subs = tmp_path / "subs"
     subs.mkdir()
     nb = json.loads((REPO / "solutions" / "ch01.ipynb").read_text())
-    setup = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    setup["source"] += '\nimport os\nos.environ["AIINFRA_VARIANTS"] = "0"  # ignore the variants'
+    defaults = {ex.id: repr(namespace(ex, params_for(ex, None, False))) for ex in registry.chapter("ch01")}
+    for cell in nb["cells"]:  # the worked solution, computed with everyone's default parameters
+        source = "".join(cell["source"])
+        cell["source"] = re.sub(r'params\("(\d+-\d+)"\)', lambda m: defaults[m.group(1)], source)
     (subs / "carol.ipynb").write_text(json.dumps(nb))
     out = tmp_path / "out"
     done = _run_cli(subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--out", out, *FAST)
@@ -191,19 +257,25 @@ def test_cli_rejects_bad_arguments(tmp_path):
     assert cli.main([str(tmp_path), "--assignment", "ch01", "--workers", "0"]) == 2
 
 
-def test_read_answers_refuses_fifos_and_symlinks(tmp_path):
-    import os
+def test_the_gradebook_lock_refuses_a_second_holder(tmp_path):
+    path = tmp_path / "gb.sqlite"
+    with Lock(path):
+        with pytest.raises(RuntimeError, match=rf"another aiinfra-grade \(pid {os.getpid()}\) is using"):
+            Lock(path)
+    with Lock(path):                                   # released with the first
+        pass
 
-    fifo = tmp_path / "fifo.jsonl"
-    os.mkfifo(fifo)
-    records, _, problems = read_answers(fifo)      # must not block
-    assert records == {} and "not a regular file" in problems[0]
-    secret = tmp_path / "secret.txt"
-    secret.write_text('{"exercise": "1-2", "part": "a", "value": 1.0}\n')
-    link = tmp_path / "link.jsonl"
-    link.symlink_to(secret)
-    records, _, problems = read_answers(link)
-    assert records == {} and "could not be read safely" in problems[0]
+
+def test_the_gradebook_stores_lone_surrogates_as_replacement_characters(tmp_path):
+    a, s = _score("zoe")
+    s.parts[0] = s.parts[0].__class__(**{**s.parts[0].as_dict(), "answer": "x\udcff", "reason": "r\ud800"})
+    with Gradebook(tmp_path / "gb.sqlite") as gb:
+        gb.record("ch01", "bad\udce9.ipynb", "h", "fp", s, {"errors": ["e\udcff"]})
+        sub = gb.submission("ch01", "zoe")
+        files = cli.export_all(gb, a, tmp_path)
+    assert sub["path"] == "bad\ufffd.ipynb" and sub["parts"][0]["answer"] == "x\ufffd"
+    assert sub["parts"][0]["reason"] == "r\ufffd"
+    assert files["csv"].read_text(encoding="utf-8").count("\n") == 2
 
 
 def test_cli_manual_points_update_the_exports(tmp_path):
@@ -218,7 +290,7 @@ def test_cli_manual_points_update_the_exports(tmp_path):
     assert cli.main(args + ["--manual", "dana", "1-1", "g", "5"]) == 2
 
 
-def test_discover_layouts_duplicates_and_empty_folders(tmp_path):
+def test_discover_gives_every_entry_a_row(tmp_path):
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / "notes.ipynb").write_text("{}")
     (tmp_path / "alice" / "ch01.ipynb").write_text("{}")
@@ -226,9 +298,18 @@ def test_discover_layouts_duplicates_and_empty_folders(tmp_path):
     (tmp_path / "bob.txt").write_text("hello")
     (tmp_path / "carol").mkdir()
     (tmp_path / ".hidden.ipynb").write_text("{}")
-    subs, skipped = cli.discover(tmp_path, "ch01")
+    (tmp_path / "._alice.ipynb").write_text("{}")
+    (tmp_path / ".DS_Store").write_text("x")
+    (tmp_path / " dan.ipynb").write_text("{}")
+    subs, passed = cli.discover(tmp_path, "ch01")
     by = {s["student"]: s for s in subs}
-    assert set(by) == {"alice", "carol"}
-    assert by["alice"]["notebook"].name == "ch01.ipynb" and by["alice"]["whole_folder"]
+    assert set(passed) == {"._alice.ipynb", ".DS_Store"}
+    assert len(subs) == 6
+    assert by["alice"]["notebook"].name == "ch01.ipynb" and by["alice"]["whole_folder"] and not by["alice"]["problem"]
     assert by["carol"]["problem"] == "no .ipynb file in the submission folder"
-    assert any("second submission" in s for s in skipped) and any("bob.txt" in s for s in skipped)
+    assert by["bob.txt"]["problem"] == "not an .ipynb file (bob.txt)"
+    assert by[".hidden"]["problem"] is None                      # a valid id, graded like any other
+    dup = next(s for k, s in by.items() if k.startswith("alice~"))
+    assert dup["problem"] == "a second submission for student 'alice' (alice is graded)"
+    spaced = next(s for k, s in by.items() if k.startswith("_dan~"))
+    assert "not a usable student id" in spaced["problem"]

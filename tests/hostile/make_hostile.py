@@ -18,6 +18,19 @@ SETUP = 'from aiinfra.exercises import answer, check, set_student\nfrom aiinfra 
 GOOD_H = 'answer("1-2", "h", units.bytes_per_s_from_gbit_per_s(400) / units.GB)'
 GOOD_I = 'answer("1-2", "i", 1e3 * units.GB / units.bytes_per_s_from_gbit_per_s(400))'
 
+# forks a detached process that sends a correct (i) straight to the answers channel 1.5 s later
+DETACHED_WRITER = ("import json, os, time\n"
+                   "fd = int(os.environ['AIINFRA_ANSWERS_FD'])\n"
+                   "late = json.dumps({'exercise': '1-2', 'part': 'i', "
+                   "'value': 1e3 * units.GB / units.bytes_per_s_from_gbit_per_s(400)}) + '\\n'\n"
+                   "if os.fork() == 0:\n"
+                   "    os.setsid()\n"
+                   "    if os.fork() == 0:\n"
+                   "        time.sleep(1.5)\n"
+                   "        os.write(fd, late.encode())\n"
+                   "    os._exit(0)\n"
+                   "os.wait()\n")
+
 CASES: dict[str, list[str]] = {
     # a run that raises midway: (h) counts, (i) is never reached
     "raises_midway": [SETUP, GOOD_H, "1 / 0", GOOD_I],
@@ -90,6 +103,55 @@ CASES: dict[str, list[str]] = {
                          "        attempts.append((path, type(exc).__name__))\n"
                          "print(attempts)",
                          GOOD_H],
+    # --- a batch that must never crash -----------------------------------------------------------
+    # an answer line nested 100,000 levels deep, written straight to the answers channel; the next answer counts
+    "nested_answer_line": [SETUP, GOOD_H,
+                           "import os\nline = b'{\"exercise\": \"1-2\", \"part\": \"i\", \"value\": '"
+                           " + b'[' * 100000 + b']' * 100000 + b'}\\n'\n"
+                           "os.write(int(os.environ['AIINFRA_ANSWERS_FD']), line)", GOOD_I],
+    # 3,000 nested folders in the work folder
+    "deep_tree": [SETUP, GOOD_H,
+                  "import os\nbase = os.getcwd()\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+                  "os.chdir(base)", GOOD_I],
+    # a free-text answer holding lone surrogates
+    "surrogate_answer": [SETUP, GOOD_H, 'answer("1-1", "g", "caf\\udce9 and \\ud800 alone")'],
+    # --- nothing may outlive the sandbox ---------------------------------------------------------
+    "litter": [SETUP,
+               "import ctypes, os, subprocess\n"
+               "written = []\n"
+               "for d in ('/tmp', '/var/tmp', '/dev/shm', '/run/lock'):\n"
+               "    try:\n"
+               "        with open(os.path.join(d, 'aiinfra-hostile-litter'), 'w') as fh:\n"
+               "            fh.write('x')\n"
+               "        written.append(d)\n"
+               "    except OSError:\n"
+               "        pass\n"
+               "shmid = ctypes.CDLL(None).shmget(0x41494E46, 4096, 0o1666)\n"
+               "subprocess.Popen(['sleep', '31415'], start_new_session=True)\n"
+               "if os.fork() == 0:\n"
+               "    os.setsid()\n"
+               "    if os.fork() == 0:\n"
+               "        os.execvp('sleep', ['sleep', '31416'])\n"
+               "    os._exit(0)\n"
+               "os.wait()\n"
+               "answer('1-1', 'g', f'written {written}; shared memory id {shmid}')",
+               GOOD_H],
+    # --- limits that limit -----------------------------------------------------------------------
+    # five processes of ~150 MiB each: each is under the per-process limit, together they are not
+    "forked_memory": [SETUP, GOOD_H,
+                      "import subprocess, sys\n"
+                      "hog = 'b = b\"x\" * (150 * 2**20); import time; time.sleep(4)'\n"
+                      "procs = [subprocess.Popen([sys.executable, '-c', hog]) for _ in range(5)]\n"
+                      "codes = [p.wait() for p in procs]"],
+    # fill /tmp far past its cap
+    "disk_hog": [SETUP, GOOD_H,
+                 "for i in range(1000):\n    with open(f'/tmp/fill{i}', 'wb') as fh:\n"
+                 "        fh.write(b'x' * (8 * 2**20))", GOOD_I],
+    # one 40 MB output message: refused by the grader before it is decoded
+    "huge_message": [SETUP, 'import sys\nsys.stdout.write("y" * (40 * 2**20))\nsys.stdout.flush()', GOOD_H],
+    # a detached process writes a correct answer 1.5 s after the kernel died / after the run stopped
+    "writer_after_death": [SETUP, GOOD_H, DETACHED_WRITER + "os._exit(1)", GOOD_I],
+    "writer_after_error": [SETUP, GOOD_H, DETACHED_WRITER + "raise RuntimeError('stop here')", GOOD_I],
 }
 
 

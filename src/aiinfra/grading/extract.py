@@ -182,7 +182,8 @@ def parse_answers(raw: bytes, truncated: bool = False) -> tuple[dict, str | None
 # --- staging and running -----------------------------------------------------------------------
 
 def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, files: list, sheet: dict,
-           key: str, student: str, variants: bool, answers_fd: int) -> None:
+           key: str, student: str, variants: bool, answers_fd: int) -> dict:
+    """Write what the kernel's first code reads (:mod:`~aiinfra.grading.kernel`); returns its environment."""
     os.makedirs(os.path.join(stage, "files"), mode=0o700)
     manifest = []
     for n, (parts, data) in enumerate(files):
@@ -202,10 +203,12 @@ def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, 
     connection = {"transport": "ipc", "ip": os.path.join(inside["ipc"], "k"), "key": key,
                   "signature_scheme": "hmac-sha256", **PORTS}
     spec = {"files": manifest, "rlimits": plan.rlimits(), "uid": uid, "gid": uid, "userns": plan.userns,
-            "pdeathsig": plan.mode == "none", "work": inside["work"], "home": inside["home"], "env": env,
+            "namespaces": plan.mode == "bwrap",
+            "work": inside["work"], "home": inside["home"], "env": env,
             "connection": connection, "sheet": sheet}
     with open(os.path.join(stage, "spec.json"), "x", encoding="utf-8") as fh:
         json.dump(spec, fh)
+    return env
 
 
 class _Pipe:
@@ -229,7 +232,8 @@ class _Pipe:
             self.truncated |= len(chunk) > room
 
 
-async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str) -> dict:
+async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str,
+                   env: dict) -> dict:
     started = time.monotonic()
     deadline = started + limits.total_timeout_s
     client = _CappedClient(nb, km=km, timeout=limits.cell_timeout_s, allow_errors=False, interrupt_on_timeout=False,
@@ -245,7 +249,7 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     loop.add_reader(stderr.r, stderr.drain)
     alive_at_stop = False
     try:
-        async with client.async_setup_kernel(cwd=cwd, env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
+        async with client.async_setup_kernel(cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                                              stderr=stderr.w, pass_fds=(answers.w,)):
             os.close(answers.w)
             os.close(stderr.w)
@@ -300,7 +304,7 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     dropped = _dropped_connections() if alive_at_stop else 0
     if dropped:
         out["errors"].append(f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
-                             "(or a closed kernel socket) were dropped unread")
+                             "were discarded unread (or the kernel closed a socket)")
     return out
 
 
@@ -355,7 +359,8 @@ def _run(job: dict) -> dict:
         return {"status": "invalid", "errors": [why]}
     stage, ipc, work, uid = job["stage"], job["ipc"], job["work"], job["uid"]
     answers, stderr = _Pipe(MAX_ANSWER_BYTES), _Pipe(MAX_STDERR_KEPT)
-    _stage(plan, stage, ipc, work, uid, files, job["sheet"], job["key"], job["student"], job["variants"], answers.w)
+    env = _stage(plan, stage, ipc, work, uid, files, job["sheet"], job["key"], job["student"], job["variants"],
+                 answers.w)
     slot = plan.cgroups.slots[job["slot"]] if plan.cgroups else None
     if slot:
         slot.prepare(limits.memory_bytes, limits.max_processes)
@@ -364,11 +369,11 @@ def _run(job: dict) -> dict:
     for name, port in PORTS.items():
         setattr(km, name, port)
     km.session.key = job["key"].encode()
-    km._kernel_spec = KernelSpec(argv=plan.command(stage, ipc, slot.procs_files if slot else []),
+    km._kernel_spec = KernelSpec(argv=plan.command(stage, ipc, slot.procs_files if slot else [], env),
                                  display_name="aiinfra sandbox", language="python", env={})
     _BindingMixin.max_message_bytes = max(limits.output_bytes, 64 * 2**10) + 64 * 2**10
     try:
-        result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage))
+        result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage, env))
     finally:
         if slot:
             result_usage = slot.usage()

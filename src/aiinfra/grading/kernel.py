@@ -2,17 +2,23 @@
 
 Started by :mod:`~aiinfra.grading.sandbox` as ``python -I -c <import this; main()> STAGE``
 with ``/`` as working directory, so nothing of the submission is on the import
-path while the interpreter starts. With bubblewrap this process is PID 1 of the
-sandbox: when it ends, the kernel tears down the PID namespace and every
-process the notebook started dies with it. In order:
+path while the interpreter starts. In order:
 
 1. read the stage the grader prepared (``spec.json``, the submission's files,
    the connection file) while still allowed to;
 2. set the hard resource limits (address space, file size, open files, no core
-   dumps, and processes per uid where the uid is the sandbox's own);
-3. as root: drop to the sandbox uid and gid, no supplementary groups; then set
-   ``no_new_privs`` and, where asked, enter a fresh user namespace (owning
-   nothing) and clear the capabilities it granted;
+   dumps, and processes per uid where the uid is the sandbox's own), then fork:
+   this process stays behind as PID 1 of the sandbox (:func:`_init`), with its
+   uid and without capabilities, reaping orphans. When the kernel ends, it ends
+   too, and the PID namespace goes with it: every process the notebook started
+   dies at that moment. Because it keeps bubblewrap's uid, bubblewrap's death
+   signal reaches it (a signal from a capability-less root to the sandbox uid
+   would be refused), so the chain grader -> worker -> bubblewrap -> sandbox
+   holds when the grader is killed;
+3. in the child, as root: drop to the sandbox uid and gid, no supplementary
+   groups; then set ``no_new_privs`` and, where asked, enter a fresh user
+   namespace (owning nothing) and clear the capabilities it granted; last, ask
+   for SIGKILL when PID 1 dies (what matters without namespaces);
 4. write the submission into the work folder, chdir there and start an IPython
    kernel whose sockets *connect* to the grader (the grader binds them in a
    folder it owns and the sandbox sees read-only), without a heartbeat thread.
@@ -86,23 +92,43 @@ def _enter_user_namespace(libc) -> None:
 
 
 def drop_privileges(spec: dict, notes: list[str]) -> None:
-    """Steps 2 and 3 of the module docstring."""
-    _set_limits(spec["rlimits"])
+    """Step 3 of the module docstring (the limits are already set)."""
     libc = _libc()
+    parent = os.getppid()
     uid, gid = spec.get("uid"), spec.get("gid")
     if uid is not None and os.geteuid() == 0:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     _fail(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    if spec.get("pdeathsig"):
-        _fail(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
-        if os.getppid() == 1:
-            os._exit(1)
     if spec.get("userns"):
         # a uid change made the process non-dumpable, which makes /proc/self/*_map root's
         _fail(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
         _enter_user_namespace(libc)
+    _fail(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")  # cleared by a uid change
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init(kernel_pid: int, keep_caps: bool) -> None:
+    """PID 1's whole life: reap children, and end (taking the namespace with it) when the kernel ends.
+
+    It keeps the uid it started with, so the death signal of bubblewrap (or of
+    the grader worker) reaches it; it holds no capabilities inside bubblewrap.
+    """
+    libc = _libc()
+    if not keep_caps:
+        _fail(libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), (_CapData * 2)()), "capset")
+    _fail(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+        if pid == kernel_pid:
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
 def _write_files(work: str, files: list[tuple[list[str], bytes]]) -> None:
@@ -145,6 +171,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     stage = argv[0]  # arguments after it (nbclient's) are ignored
     spec, files = _read_stage(stage)
+    _set_limits(spec["rlimits"])
+    kernel = os.fork()
+    if kernel:
+        _init(kernel, keep_caps=not spec["namespaces"])
     notes: list[str] = []
     drop_privileges(spec, notes)
     home, work = spec["home"], spec["work"]
@@ -158,11 +188,12 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.clear()
     os.environ.update(spec["env"])
     os.chdir(work)
+    app_class = _kernel_app_class()  # imported before the student's folder joins the path
     site = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(site, work)  # the student's own modules, as IPython would add the cwd
     for note in notes:
         print(f"aiinfra sandbox: {note}", file=sys.stderr)
-    app = _kernel_app_class().instance()
+    app = app_class.instance()
     app.initialize(["-f", connection, "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"])
     app.start()
 
@@ -172,6 +203,7 @@ def probe(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     spec, _ = _read_stage(argv[0])
     notes: list[str] = []
+    _set_limits(spec["rlimits"])
     drop_privileges(spec, notes)
     report = {"uid": os.getuid(), "notes": notes,
               "readable": {p: os.access(p, os.R_OK) for p in spec["probe"]["needed"]},

@@ -9,9 +9,10 @@ package, wherever they live) and one writable place: a size-capped tmpfs at
 gradebook are never mounted (or are covered by an empty read-only tmpfs where
 they lie inside a mounted tree), and the exercise definitions and references
 inside every mounted copy of the package are covered too, so ``check()`` and
-the answer key are unreachable there. The kernel is PID 1 of its namespace, so
-when it dies everything it started dies with it; ``--die-with-parent`` chains
-this to the grader worker and the grader.
+the answer key are unreachable there. PID 1 of the namespace is a small init
+(:mod:`~aiinfra.grading.kernel`) that ends when the kernel ends, so everything
+the notebook started dies with the kernel; ``--die-with-parent`` chains this to
+the grader worker, which dies with the grader.
 
 As root, bubblewrap mounts with root's rights (so an installation inside a
 private folder is reachable), the kernel then drops to a uid of its own, sets
@@ -92,6 +93,19 @@ def _repository(package_dir: str) -> str | None:
     return None
 
 
+def _closed_ancestor(path: str) -> str | None:
+    """The highest folder above ``path`` that other users may not enter (no o+x), if any."""
+    parts = _real(path).split(os.sep)
+    for i in range(2, len(parts)):
+        folder = os.sep.join(parts[:i])
+        try:
+            if not os.stat(folder).st_mode & 0o001:
+                return folder
+        except OSError:
+            return None
+    return None
+
+
 def kernel_sys_path(python: str) -> list[str]:
     """The import path of ``python -I`` (what the kernel will search), realpaths of existing folders."""
     out = subprocess.run([python, "-I", "-c", "import sys, json; print(json.dumps(sys.path))"],
@@ -129,10 +143,11 @@ class Plan:
         return (f"import sys; sys.path.insert(0, {str(Path(self.package_dir).parent)!r}); "
                 f"from {self.kernel_module} import main; main()")
 
-    def bwrap_args(self, stage: str, ipc: str | None) -> list[str]:
+    def bwrap_args(self, stage: str, ipc: str | None, env: dict) -> list[str]:
         a = [self.bwrap, "--die-with-parent", "--as-pid-1", "--new-session", "--unshare-pid", "--unshare-ipc",
-             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv",
-             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LC_ALL", "C.UTF-8"]
+             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv"]
+        for k, v in sorted(env.items()):  # at exec time: glibc and BLAS read some of these once, at start-up
+            a += ["--setenv", k, v]
         if self.limits.isolate_network:
             a.append("--unshare-net")
         if self.root:
@@ -180,14 +195,14 @@ class Plan:
         a += ["--remount-ro", "/", "--chdir", "/"]
         return a
 
-    def command(self, stage: str, ipc: str | None, procs_files: list[str], probe: bool = False) -> list[str]:
-        """argv of the kernel process (the stage path is the host's)."""
+    def command(self, stage: str, ipc: str | None, procs_files: list[str], env: dict, probe: bool = False) -> list[str]:
+        """argv of the kernel process (the stage path is the host's); ``env`` is the kernel's environment."""
         code = self._python_code().replace("import main; main()", "import probe; probe()") if probe \
             else self._python_code()
         inner_stage = INSIDE_STAGE if self.mode == "bwrap" else stage
         cmd = [self.python, "-I", "-c", code, inner_stage]
         if self.mode == "bwrap":
-            cmd = self.bwrap_args(stage, ipc) + ["--"] + cmd
+            cmd = self.bwrap_args(stage, ipc, env) + ["--"] + cmd
         if procs_files:
             cmd = ["/bin/sh", "-c", LAUNCHER, "sh", *procs_files, "--"] + cmd
         return cmd
@@ -224,8 +239,9 @@ def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
     """Run the probe kernel (no cgroup) in a sandbox built like the real ones."""
     procs = []
     try:
-        done = subprocess.run(plan.command(stage, None, procs, probe=True), capture_output=True, timeout=120,
-                              cwd=stage, env={"PATH": "/usr/bin:/bin"})
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+        done = subprocess.run(plan.command(stage, None, procs, env, probe=True), capture_output=True, timeout=120,
+                              cwd=stage, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc)
     err = done.stderr.decode("utf-8", "replace").strip()
@@ -239,7 +255,7 @@ def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
 
 def _probe_spec(plan: Plan, slot_uid: int | None, needed: list[str], hidden: list[str]) -> dict:
     return {"files": [], "rlimits": plan.rlimits(), "uid": slot_uid, "gid": slot_uid, "userns": plan.userns,
-            "pdeathsig": plan.mode == "none", "probe": {"needed": needed, "hidden": hidden}}
+            "probe": {"needed": needed, "hidden": hidden}}
 
 
 def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, requested: str = "auto",
@@ -269,6 +285,8 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
             plan.mode, plan.bwrap = "bwrap", bwrap_path
         else:
             why_not = f"bubblewrap not found ({bwrap_path or 'bwrap is not on PATH'}; Debian package 'bubblewrap')"
+            if requested == "bwrap":
+                raise ValueError(why_not)
     # what the kernel needs, read-only
     sys_path = kernel_sys_path(python)
     prefixes = {_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
@@ -312,21 +330,30 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
         finally:
             remove_tree(stage)
 
-    report, err = attempt(True)
-    if report is None and root and "unshare(CLONE_NEWUSER)" in err:
-        plan.warnings.append(f"the kernel gets no user namespace of its own ({err})")
+    def settle() -> tuple[dict | None, str, list[str]]:
+        """The most isolated kernel that starts in this mode: own uid and user namespace, own uid, root."""
+        report, err = attempt(True)
+        if not root or (report is not None and all(report["readable"].values())):
+            return report, err, []
+        first = err if report is None else "cannot read " + ", ".join(p for p, ok in report["readable"].items() if not ok)
         report, err = attempt(True, userns=False)
+        if report is not None and all(report["readable"].values()):
+            return report, err, [f"the kernel gets no user namespace of its own ({first})"]
+        report, err = attempt(False)
+        caps = "no capabilities left" if plan.mode == "bwrap" else "all of root's capabilities"
+        closed = sorted({a for b in needed for a in [_closed_ancestor(b)] if a})
+        where = f"; {', '.join(closed)} cannot be entered by other users" if closed and plan.mode == "none" else ""
+        return report, err, [f"the kernel runs as root ({caps}), because an unprivileged uid cannot start it "
+                             f"here ({first}{where})"]
+
+    report, err, notes = settle()
     if report is None and plan.mode == "bwrap":
         if requested == "bwrap":
             raise ValueError(f"bubblewrap cannot build the sandbox here: {err}")
         why_not = f"bubblewrap cannot build the sandbox here ({err})"
         plan.mode, plan.bwrap = "none", None
-        report, err = attempt(True)
-    if report is not None and root and not all(report["readable"].values()):
-        unreadable = [p for p, ok in report["readable"].items() if not ok]
-        report, err = attempt(False)
-        plan.warnings.append(f"the kernel runs as root (no capabilities{' left' if plan.mode == 'bwrap' else ''}), "
-                             f"because {', '.join(unreadable)} cannot be read by an unprivileged uid")
+        report, err, notes = settle()
+    plan.warnings += notes
     if report is None:
         raise ValueError(f"the kernel cannot start in any sandbox: {err}")
     if not all(report["readable"].values()):

@@ -40,7 +40,7 @@ def _entry(folder: Path, name: str, chapter: str) -> dict:
                                                                       .decode("utf-8", "replace")),
            "notebook": None, "folder": None, "whole_folder": False, "problem": None}
     st = os.lstat(path)
-    stem = name[:-len(".ipynb")] if name.lower().endswith(".ipynb") and stat.S_ISREG(st.st_mode) else name
+    stem = name[:-len(".ipynb")] if name.lower().endswith(".ipynb") and not stat.S_ISDIR(st.st_mode) else name
     try:
         if shown != name:
             raise ValueError("not UTF-8")
