@@ -31,7 +31,7 @@ from aiinfra.grading.gradebook import Gradebook
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE / "hostile"))
-from make_hostile import GOOD_H, GOOD_I, SETUP, notebook  # noqa: E402
+from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402
 
 STATIC = sorted(p.stem for p in (HERE / "hostile").glob("*.ipynb"))
 LIMITS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "40", "--memory-mb", "512", "--output-kb", "256",

@@ -2,22 +2,28 @@
 
 Data flows one way:
 
-    submission --extract--> answers (plain JSON, exported by the kernel)
+    submission --extract--> answers (plain JSON lines, sent by the kernel through a pipe)
                --score----> part scores with reasons (grader process, grader's aiinfra)
                --gradebook-> SQLite
                --export---> grades.csv, feedback/<student>.md, gradescope/<student>/results.json
 
-* :mod:`~aiinfra.grading.extract` runs one notebook in its own kernel, in a
-  separate process, in a temporary copy of its folder, under the limits of
-  :mod:`~aiinfra.grading.sandbox` (memory, cell and total timeouts, output
-  cap, no network, unprivileged uid where the platform allows).
+* :mod:`~aiinfra.grading.submissions` turns every entry of the submissions
+  folder into one submission (with a problem where it cannot be graded).
+* :mod:`~aiinfra.grading.extract` runs one notebook in its own kernel, from a
+  forked worker, inside the sandbox of :mod:`~aiinfra.grading.sandbox`
+  (bubblewrap namespaces, :mod:`~aiinfra.grading.cgroups` caps, cell and total
+  timeouts, an output cap); :mod:`~aiinfra.grading.kernel` is the first code
+  that runs inside it.
 * :mod:`~aiinfra.grading.score` is pure and shares its per-part verdicts with
   the notebooks' ``check()`` (:mod:`aiinfra.exercises.feedback`).
-* :mod:`~aiinfra.grading.gradebook` commits one transaction per submission and
-  skips unchanged submissions on a re-run.
+* :mod:`~aiinfra.grading.gradebook` commits one transaction per submission,
+  skips unchanged submissions on a re-run and holds the run's lock.
 * :mod:`~aiinfra.grading.export` writes the CSV, the Markdown feedback and
   Gradescope's ``results.json``.
+* :mod:`~aiinfra.grading.bounded` reads everything untrusted within bounds.
 
 Execution rule: cells run in order; the first error, timeout or kernel death
 stops the run, and answers recorded before it still count.
+
+Keep this file free of imports: the sandbox imports ``kernel`` through it.
 """

@@ -79,7 +79,7 @@ def _limits(args) -> Limits:
 
 # --- leftovers of a grader that was killed -----------------------------------------------------
 
-def prepare_run_dir(run_dir: Path, plan_root: bool) -> list[str]:
+def prepare_run_dir(run_dir: Path) -> list[str]:
     """Clean what a killed grader left in ``run_dir`` (we hold the gradebook lock), then start afresh."""
     cleaned = []
     owner = run_dir / "owner.json"
@@ -88,7 +88,7 @@ def prepare_run_dir(run_dir: Path, plan_root: bool) -> list[str]:
             info = bounded.loads(owner.read_bytes(), max_bytes=2**20, max_depth=4, what="owner.json")
         except (OSError, ValueError):
             info = {}
-        if plan_root and os.geteuid() == 0:
+        if os.geteuid() == 0:
             for uid in info.get("uids", []):
                 if isinstance(uid, int) and UID_BASE <= uid < UID_BASE + 64 * 100_000:
                     kill_uid(uid)
@@ -285,13 +285,16 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
                 return 2
         if grading:
             run_dir = gb_path.resolve().parent / RUN_DIR
-            cleaned = prepare_run_dir(run_dir, True)
+            cleaned = prepare_run_dir(run_dir)
             for c in cleaned:
                 print(f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}", file=sys.stderr)
             fallback_root = None
             try:
                 plan = make_plan(limits, [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
                                  str(run_dir), args.workers, args.sandbox, args.bwrap)
+                for stale in plan.cgroups.cleaned if plan.cgroups else []:
+                    print(f"aiinfra-grade: removed the control group of a grader that did not finish: {stale}",
+                          file=sys.stderr)
                 if plan.mode == "none":
                     fallback_root = new_fallback_root()
                 _write_owner(run_dir, plan, fallback_root, args.workers)

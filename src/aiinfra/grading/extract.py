@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
-import multiprocessing.connection
 import os
 import resource
 import secrets
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -233,7 +233,7 @@ class _Pipe:
 
 
 async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str,
-                   env: dict) -> dict:
+                   env: dict, bwrap: bool) -> dict:
     started = time.monotonic()
     deadline = started + limits.total_timeout_s
     client = _CappedClient(nb, km=km, timeout=limits.cell_timeout_s, allow_errors=False, interrupt_on_timeout=False,
@@ -285,6 +285,7 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
             answers.drain()
             loop.remove_reader(answers.r)
             alive_at_stop = await km.is_alive()
+            _stop_sandbox(km, bwrap)
     except DeadKernelError:
         if out["status"] == "ok":
             out.update(status="dead")
@@ -306,6 +307,30 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
         out["errors"].append(f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
                              "were discarded unread (or the kernel closed a socket)")
     return out
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _stop_sandbox(km: SandboxKernelManager, bwrap: bool) -> None:
+    """End the run by killing the kernel: PID 1 reaps it and ends, taking the sandbox with it.
+
+    Each level then reaps the one below it, so the kernel's CPU time reaches
+    this worker (killing PID 1 itself would lose it).
+    """
+    proc = getattr(km.provisioner, "process", None)
+    if proc is None or proc.poll() is not None:
+        return
+    init = (_children(proc.pid) or [proc.pid])[0] if bwrap else proc.pid
+    try:
+        os.kill((_children(init) or [init])[0], signal.SIGKILL)
+        proc.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def _dropped_connections() -> int:
@@ -334,12 +359,16 @@ def _reap_and_measure(wait_s: float = 1.0) -> float:
     return round(sum(u.ru_utime + u.ru_stime for u in usage), 3)
 
 
-def _close_inherited(keep: set[int]) -> None:
-    """The worker keeps only its result pipe and stdio (not the gradebook, not its lock)."""
-    fds = [int(x) for x in os.listdir("/proc/self/fd") if int(x) > 2 and int(x) not in keep]
-    for fd in fds:
+def _close_inherited() -> None:
+    """The worker keeps no file of the grader open: not the gradebook, its journal or its lock.
+
+    Pipes stay: one of them tells the grader when this worker exits.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
         try:
-            os.close(fd)
+            if fd > 2 and stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
         except OSError:
             pass
 
@@ -373,7 +402,7 @@ def _run(job: dict) -> dict:
                                  display_name="aiinfra sandbox", language="python", env={})
     _BindingMixin.max_message_bytes = max(limits.output_bytes, 64 * 2**10) + 64 * 2**10
     try:
-        result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage, env))
+        result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage, env, plan.mode == "bwrap"))
     finally:
         if slot:
             result_usage = slot.usage()
@@ -399,7 +428,7 @@ def _child(conn, job: dict) -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != job["grader_pid"]:
             os._exit(1)
-        _close_inherited({conn.fileno()})
+        _close_inherited()
         result = _run(job)
     except BaseException as exc:  # report, never hang the grader
         result = {"status": "error", "errors": [f"grader worker failed: {type(exc).__name__}: "

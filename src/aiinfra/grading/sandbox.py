@@ -373,11 +373,11 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
                              "of address space each), so several processes together can exceed it"
                              + ("; processes are capped per sandbox uid." if plan.drop_uid else
                                 "; the number of processes is not capped."))
-    plan.facts = _facts(plan, report)
+    plan.facts = _facts(plan)
     return plan
 
 
-def _facts(plan: Plan, report: dict) -> dict:
+def _facts(plan: Plan) -> dict:
     if plan.mode == "bwrap":
         ns = "user, mount, PID, IPC, UTS" + (", network" if plan.limits.isolate_network else "")
         iso = f"bubblewrap ({ns} namespaces)"
