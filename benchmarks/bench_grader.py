@@ -5,9 +5,12 @@
 
 Prints submissions per minute for each worker count and the ratio of the
 grader's time per submission (1 worker) to one bare
-``jupyter nbconvert --to notebook --execute`` of the same notebook. Targets:
->= 60 submissions/min on 2 cores, at <= 1.3x bare. Not a test: timings
-depend on the machine and its load (the load average is printed).
+``jupyter nbconvert --to notebook --execute`` of the same notebook, and the
+sandbox the grader ran with. Targets: >= 60 submissions/min on 2 cores, at
+<= 1.3x bare. Not a test: timings depend on the machine and its load (the load
+average is printed). CPU seconds include the sandboxed kernels (each level of
+the sandbox reaps the one below it). To compare two versions, run them back to
+back, the other one through ``PYTHONPATH=<its checkout>/src``.
 """
 from __future__ import annotations
 
@@ -66,6 +69,9 @@ def grader_seconds(nb: Path, count: int, workers: int, chapter: str) -> tuple[fl
         grader_cpu = _child_cpu_s() - cpu0
         if done.returncode != 0 or f"graded {count}," not in done.stdout:
             raise SystemExit(f"grader failed:\n{done.stdout}\n{done.stderr}")
+        sandbox = [line for line in done.stdout.splitlines() if line.startswith(("sandbox:", "WARNING:"))]
+        if sandbox:
+            print("  " + "\n  ".join(sandbox))
         return elapsed, grader_cpu
 
 

@@ -458,6 +458,12 @@ def test_memory_is_capped_for_all_processes_together(graded):
     assert "reached its memory cap of 536870912 bytes" in row["reason"]
 
 
+def test_processes_are_capped(graded):
+    row = graded["rows"]["fork_bomb"]
+    forked = int(_part(row, "1-1", "g")["answer"].split()[1])
+    assert 0 < forked < 128 and row["status"] == "ok" and row["auto_score"] == 1
+
+
 def test_disk_is_capped(graded):
     row = graded["rows"]["disk_hog"]
     assert row["status"] == "error" and "No space left on device" in row["reason"] and row["auto_score"] == 1

@@ -143,6 +143,11 @@ CASES: dict[str, list[str]] = {
                       "hog = 'b = b\"x\" * (150 * 2**20); import time; time.sleep(4)'\n"
                       "procs = [subprocess.Popen([sys.executable, '-c', hog]) for _ in range(5)]\n"
                       "codes = [p.wait() for p in procs]"],
+    # a fork bomb: stopped by the cap on processes, and the cell goes on
+    "fork_bomb": [SETUP, GOOD_H,
+                  "import os, time\nkids = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
+                  "            time.sleep(20)\n            os._exit(0)\n        kids += 1\nexcept OSError:\n    pass\n"
+                  "answer('1-1', 'g', f'forked {kids}')"],
     # fill /tmp far past its cap
     "disk_hog": [SETUP, GOOD_H,
                  "for i in range(1000):\n    with open(f'/tmp/fill{i}', 'wb') as fh:\n"

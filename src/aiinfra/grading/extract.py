@@ -451,7 +451,10 @@ class Extraction:
         self.sub, self.student, self.variants, self.sheet = sub, student, variants, sheet
         self.plan, self.slot = plan, slot
         self.stage = os.path.join(run_dir, f"{slot}-{seq}")
-        self.ipc = os.path.join(run_dir if plan.mode == "bwrap" else fallback_root, f"{slot}-{seq}-ipc")
+        # the grader binds the kernel's sockets here: a folder only the grader may write, which (without
+        # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess
+        self.ipc = os.path.join(run_dir, f"{slot}-{seq}-ipc") if plan.mode == "bwrap" else \
+            os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
         self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
         self.proc = self.conn = self.result_bytes = self.started = None
 

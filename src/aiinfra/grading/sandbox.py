@@ -187,6 +187,8 @@ class Plan:
             for name in EXERCISE_FILES_KEPT:
                 if os.path.isfile(os.path.join(d, name)):
                     a += ["--ro-bind", os.path.join(d, name), os.path.join(d, name)]
+                for cached in _bytecode(d, name):  # spares every kernel compiling them again
+                    a += ["--ro-bind", cached, cached]
         a += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", stage, INSIDE_STAGE]
         if ipc:
             a += ["--ro-bind", ipc, INSIDE_IPC]
@@ -225,6 +227,16 @@ class Plan:
         lines = [f"sandbox: {f['isolation']}; kernel uid: {f['kernel_uid']}; caps: {f['caps']}; "
                  f"writable: {f['writable']}"]
         return lines + [f"WARNING: {w}" for w in self.warnings]
+
+
+def _bytecode(folder: str, module_file: str) -> list[str]:
+    """The compiled copies of one kept module in ``__pycache__`` (``runtime.cpython-311.pyc``...)."""
+    cache = os.path.join(folder, "__pycache__")
+    stem = module_file[:-len(".py")] + "."
+    try:
+        return sorted(os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(stem) and n.endswith(".pyc"))
+    except OSError:
+        return []
 
 
 def write_identity_files(stage: str, uid: int | None) -> None:
@@ -309,8 +321,13 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
     top_dirs = {str(Path(package_dir).parent)} | set(sys_path)
     plan.exercise_dirs = sorted({os.path.join(d, package, rel_exercises) for d in top_dirs
                                  if os.path.isdir(os.path.join(d, package, rel_exercises))} | {exercises_dir})
+    kept_bytecode = {c for d in plan.exercise_dirs for n in EXERCISE_FILES_KEPT for c in _bytecode(d, n)}
     hidden = sorted(os.path.join(d, n) for d in plan.exercise_dirs for n in os.listdir(d)
-                    if n not in EXERCISE_FILES_KEPT)
+                    if n not in EXERCISE_FILES_KEPT and n != "__pycache__")
+    hidden += sorted(os.path.join(d, "__pycache__", n) for d in plan.exercise_dirs
+                     for n in (os.listdir(os.path.join(d, "__pycache__"))
+                               if os.path.isdir(os.path.join(d, "__pycache__")) else [])
+                     if os.path.join(d, "__pycache__", n) not in kept_bytecode)
     for f in forbid:  # a few entries of every forbidden folder stand for its content
         if os.path.isdir(f):
             entries = sorted(os.path.join(f, n) for n in os.listdir(f))
