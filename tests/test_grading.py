@@ -18,7 +18,7 @@ from aiinfra.exercises.variants import namespace, params_for, references
 from aiinfra.grading import bounded, cli, export
 from aiinfra.grading.extract import parse_answers, parse_notebook
 from aiinfra.grading.gradebook import Gradebook, Lock
-from aiinfra.grading.sandbox import Limits
+from aiinfra.grading.sandbox import Limits, Plan, make_plan
 from aiinfra.grading.score import Assignment, score_submission
 
 REPO = Path(__file__).resolve().parent.parent
@@ -313,3 +313,34 @@ def test_discover_gives_every_entry_a_row(tmp_path):
     assert dup["problem"] == "a second submission for student 'alice' (alice is graded)"
     spaced = next(s for k, s in by.items() if k.startswith("_dan~"))
     assert "not a usable student id" in spaced["problem"]
+
+
+def test_sandbox_mounts_come_in_an_order_that_covers_what_is_forbidden():
+    plan = Plan(mode="bwrap", bwrap="bwrap", python=sys.executable, package="aiinfra", package_dir="/opt/x/aiinfra",
+                kernel_module="aiinfra.grading.kernel", root=True, drop_uid=True, userns=True, limits=Limits(),
+                binds=["/opt/x", "/opt/x/repo/deep/pkg"], masks=["/opt/x/repo"])
+    a = plan.bwrap_args("/stage", "/ipc", {"A": "1"})
+    at = {op: a.index(op[1], a.index(op[0])) for op in
+          [("--ro-bind", "/opt/x"), ("--tmpfs", "/opt/x/repo"), ("--dir", "/opt/x/repo/deep"),
+           ("--ro-bind", "/opt/x/repo/deep/pkg"), ("--remount-ro", "/opt/x/repo")]}
+    assert list(at.values()) == sorted(at.values())
+    assert a.index("/tmp", a.index("--tmpfs")) < a.index("/opt/x")        # /tmp first: binds may lie below it
+    assert a[-4:] == ["--remount-ro", "/", "--chdir", "/"]
+    assert ["--cap-drop", "ALL"] == a[a.index("--cap-drop"):a.index("--cap-drop") + 2]
+
+
+@pytest.mark.slow
+def test_a_forbidden_folder_inside_a_mounted_tree_is_covered_and_checked(tmp_path):
+    inside = Path(sys.prefix) / f"aiinfra-forbidden-{os.getpid()}"
+    (inside / "deeper").mkdir(parents=True)
+    (inside / "secret.txt").write_text("the answer key")
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    plan = None
+    try:
+        plan = make_plan(Limits(), [str(inside)], str(run), 1)   # raises if the kernel could see secret.txt
+        assert plan.mode == "bwrap" and plan.masks == [str(inside)]
+    finally:
+        shutil.rmtree(inside)
+        if plan is not None and plan.cgroups:
+            plan.cgroups.close()

@@ -512,21 +512,23 @@ def test_a_duplicate_gets_its_own_row(graded):
 def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
-    _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(6)", GOOD_H])
-    args = [subs, "--assignment", "ch01", "--out", out, "--quiet"]
-    first = subprocess.Popen([sys.executable, "-m", "aiinfra.grading.cli", *map(str, args)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(15)", GOOD_H])
+    args = [sys.executable, "-m", "aiinfra.grading.cli", subs, "--assignment", "ch01", "--out", out, "--quiet"]
+    first = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = out / "gradebook.sqlite.lock"
     deadline = time.monotonic() + 60
     while not (lock.exists() and lock.read_text().strip() == str(first.pid)):
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    refused = _cli(*args)
+    waiting = subprocess.Popen(list(map(str, args + ["--wait"])), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    refused = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=120)
+    assert first.poll() is None                                   # all of this happened while it graded
     assert refused.returncode == 75 and f"another aiinfra-grade (pid {first.pid})" in refused.stderr
-    waited = _cli(*args, "--wait")
     assert first.wait(timeout=120) == 0
-    assert waited.returncode == 0 and "waiting for the aiinfra-grade" in waited.stderr
-    assert "graded 0, skipped 1 unchanged" in waited.stdout
+    out_w, err_w = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0 and f"waiting for the aiinfra-grade (pid {first.pid})" in err_w
+    assert "graded 0, skipped 1 unchanged" in out_w
 
 
 # --- class 7: wherever the project lives --------------------------------------------------------------

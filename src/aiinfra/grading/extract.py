@@ -219,17 +219,25 @@ class _Pipe:
         os.set_blocking(self.r, False)
         self.cap, self.data, self.truncated = cap, bytearray(), False
 
-    def drain(self) -> None:
+    def drain(self) -> bool:
+        """Read what is there; False at end of file (every writer has gone)."""
         while True:
             try:
                 chunk = os.read(self.r, 1 << 16)
             except BlockingIOError:
-                return
+                return True
             if not chunk:
-                return
+                return False
             room = self.cap - len(self.data)
             self.data += chunk[:max(room, 0)]
             self.truncated |= len(chunk) > room
+
+    def follow(self, loop) -> None:
+        """Drain from the event loop while the run lasts (and stop watching at end of file)."""
+        def ready():
+            if not self.drain():
+                loop.remove_reader(self.r)
+        loop.add_reader(self.r, ready)
 
 
 async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str,
@@ -245,8 +253,8 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     code_cells = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
     out = {"status": "ok", "errors": [], "cells_total": len(code_cells), "cells_run": 0}
     loop = asyncio.get_running_loop()
-    loop.add_reader(answers.r, answers.drain)
-    loop.add_reader(stderr.r, stderr.drain)
+    answers.follow(loop)
+    stderr.follow(loop)
     alive_at_stop = False
     try:
         async with client.async_setup_kernel(cwd=cwd, env=env, stdout=subprocess.DEVNULL,
@@ -289,13 +297,11 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     except DeadKernelError:
         if out["status"] == "ok":
             out.update(status="dead")
-            out["errors"].append("the kernel died")
+            out["errors"].append("the kernel died" + _last_line(stderr, ": "))
     except (RuntimeError, TimeoutError, zmq.ZMQError) as exc:
         if out["status"] == "ok":
             out.update(status="error")
-            why = stderr.data.decode("utf-8", "replace").strip().splitlines()
-            detail = why[-1] if why else str(exc)
-            out["errors"].append(f"the kernel could not be run: {bounded.clean_text(detail)[:300]}")
+            out["errors"].append(f"the kernel could not be run: {_last_line(stderr) or bounded.clean_text(str(exc))}")
     finally:
         for fd in (answers.r, stderr.r):
             loop.remove_reader(fd)
@@ -307,6 +313,13 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
         out["errors"].append(f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
                              "were discarded unread (or the kernel closed a socket)")
     return out
+
+
+def _last_line(pipe: _Pipe, prefix: str = "") -> str:
+    """The last line the sandbox wrote to stderr (bubblewrap's or Python's complaint), if any."""
+    pipe.drain()
+    lines = pipe.data.decode("utf-8", "replace").strip().splitlines()
+    return prefix + bounded.clean_text(lines[-1])[:300] if lines else ""
 
 
 def _children(pid: int) -> list[int]:

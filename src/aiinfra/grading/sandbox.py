@@ -168,12 +168,18 @@ class Plan:
             a += ["--ro-bind-try", f, f]
         a += ["--ro-bind", os.path.join(stage, "passwd"), "/etc/passwd",
               "--ro-bind", os.path.join(stage, "group"), "/etc/group"]
-        mounted = self.binds + self.masks + [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        # the folders leading to each mount, made here (mode 0755) unless a read-only mount already has them;
+        # sorted by depth, each comes after the mask it lies in and before what is mounted in it
+        bound = self.binds + [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
         ops = [(p, "bind") for p in self.binds] + [(p, "mask") for p in self.masks]
+
+        def read_only(folder: str) -> bool:  # the innermost mount over it is a read-only bind
+            over = [m for m in bound + self.masks if _inside(folder, m)]
+            return bool(over) and max(over, key=len) in bound
+
         for path in self.binds + self.masks:
-            for anc in list(Path(path).parents)[:-1]:
-                anc = str(anc)
-                if anc != "/tmp" and not any(_inside(anc, m) for m in mounted) and (anc, "dir") not in ops:
+            for anc in map(str, list(Path(path).parents)[:-1]):
+                if anc != "/tmp" and anc not in self.masks and not read_only(anc) and (anc, "dir") not in ops:
                     ops.append((anc, "dir"))
         for path, kind in sorted(ops, key=lambda o: (o[0].count("/"), o[1])):
             if kind == "dir":
