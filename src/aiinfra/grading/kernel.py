@@ -91,7 +91,7 @@ def _enter_user_namespace(libc) -> None:
     _fail(libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
 
 
-def drop_privileges(spec: dict, notes: list[str]) -> None:
+def drop_privileges(spec: dict) -> None:
     """Step 3 of the module docstring (the limits are already set)."""
     libc = _libc()
     parent = os.getppid()
@@ -116,19 +116,20 @@ def _init(kernel_pid: int, keep_caps: bool) -> None:
     It keeps the uid it started with, so the death signal of bubblewrap (or of
     the grader worker) reaches it; it holds no capabilities inside bubblewrap.
     """
-    libc = _libc()
-    if not keep_caps:
-        _fail(libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), (_CapData * 2)()), "capset")
-    _fail(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            os._exit(1)
-        except InterruptedError:
-            continue
-        if pid == kernel_pid:
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    try:
+        libc = _libc()
+        if not keep_caps:
+            _fail(libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), (_CapData * 2)()), "capset")
+        _fail(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+        while True:
+            try:
+                pid, status = os.wait()
+            except InterruptedError:
+                continue
+            if pid == kernel_pid:
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    finally:
+        os._exit(1)  # never run the kernel's code here; ending takes the kernel with it
 
 
 def _write_files(work: str, files: list[tuple[list[str], bytes]]) -> None:
@@ -175,8 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     kernel = os.fork()
     if kernel:
         _init(kernel, keep_caps=not spec["namespaces"])
-    notes: list[str] = []
-    drop_privileges(spec, notes)
+    drop_privileges(spec)
     home, work = spec["home"], spec["work"]
     os.makedirs(home, mode=0o700, exist_ok=True)
     _write_files(work, files)
@@ -191,8 +191,6 @@ def main(argv: list[str] | None = None) -> None:
     app_class = _kernel_app_class()  # imported before the student's folder joins the path
     site = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(site, work)  # the student's own modules, as IPython would add the cwd
-    for note in notes:
-        print(f"aiinfra sandbox: {note}", file=sys.stderr)
     app = app_class.instance()
     app.initialize(["-f", connection, "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"])
     app.start()
@@ -202,10 +200,9 @@ def probe(argv: list[str] | None = None) -> None:
     """Run once per batch in a sandbox built like the real ones: print what a kernel there can read."""
     argv = list(sys.argv[1:] if argv is None else argv)
     spec, _ = _read_stage(argv[0])
-    notes: list[str] = []
     _set_limits(spec["rlimits"])
-    drop_privileges(spec, notes)
-    report = {"uid": os.getuid(), "notes": notes,
+    drop_privileges(spec)
+    report = {"uid": os.getuid(),
               "readable": {p: os.access(p, os.R_OK) for p in spec["probe"]["needed"]},
               "present": {p: os.path.lexists(p) for p in spec["probe"]["hidden"]}}
     print(json.dumps(report))

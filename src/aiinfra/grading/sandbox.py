@@ -384,7 +384,6 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
     visible = [p for p, present in report["present"].items() if present]
     if plan.mode == "bwrap" and visible:
         raise ValueError(f"sandbox self-check failed: the kernel would see {visible[:5]}")
-    plan.warnings += [f"kernel start-up: {n}" for n in report.get("notes", [])]
     if plan.mode == "none":
         plan.warnings.insert(0, "NO SANDBOX NAMESPACES: " + (why_not or "--sandbox none was given") +
                              ". Kernels share the grader's file system, processes, IPC and network: a notebook can "
