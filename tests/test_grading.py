@@ -344,3 +344,32 @@ def test_a_forbidden_folder_inside_a_mounted_tree_is_covered_and_checked(tmp_pat
         shutil.rmtree(inside)
         if plan is not None and plan.cgroups:
             plan.cgroups.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, version):
+    """The cgroupfs protocol on a plain folder tree (no kernel behind it): what is written, what is read."""
+    from aiinfra.grading.cgroups import Cgroups
+
+    bases = {"": tmp_path / "v2"} if version == 2 else {"memory": tmp_path / "mem", "pids": tmp_path / "pids"}
+    for base in bases.values():
+        (base / "aiinfra-grade-999999999" / "slot-0").mkdir(parents=True)     # left by a grader that is gone
+    cg = Cgroups(bases, version, workers=2)
+    assert sorted(cg.cleaned) == sorted(str(b / "aiinfra-grade-999999999") for b in bases.values())
+    slot = cg.slots[1]
+    slot.prepare(512 * 2**20, 64)
+    d = {c: b / f"aiinfra-grade-{os.getpid()}" / "slot-1" for c, b in bases.items()}
+    if version == 2:
+        assert (d[""].parent / "cgroup.subtree_control").read_text() == "+memory +pids"
+        assert (d[""] / "memory.max").read_text() == str(512 * 2**20) and (d[""] / "pids.max").read_text() == "64"
+        (d[""] / "memory.peak").write_text("1234\n")
+        (d[""] / "memory.events").write_text("low 0\noom_kill 2\n")
+        (d[""] / "pids.events").write_text("max 3\n")
+    else:
+        assert (d["memory"] / "memory.limit_in_bytes").read_text() == str(512 * 2**20)
+        assert (d["pids"] / "pids.max").read_text() == "64"
+        (d["memory"] / "memory.max_usage_in_bytes").write_text("1234\n")
+        (d["memory"] / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+        (d["pids"] / "pids.events").write_text("max 3\n")
+    assert slot.procs_files == [str(x / "cgroup.procs") for x in d.values()]
+    assert slot.usage() == {"memory_peak_bytes": 1234, "oom_kills": 2, "fork_refusals": 3}

@@ -119,14 +119,14 @@ class Slot:
             _write(pids / "pids.max", max_processes)
         else:
             d = self.dirs[""]
+            try:  # a fresh group: v2 counters (memory.peak) cannot be reset for other readers
+                d.rmdir()
+            except OSError:
+                pass
+            d.mkdir(exist_ok=True)
             _write(d / "memory.max", memory_bytes)
             if (d / "memory.swap.max").exists():
                 _write(d / "memory.swap.max", 0)
-            if (d / "memory.peak").exists():
-                try:
-                    _write(d / "memory.peak", 0)  # resettable since Linux 6.12
-                except OSError:
-                    pass
             _write(d / "pids.max", max_processes)
         self._events0 = self._events()
 
