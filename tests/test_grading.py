@@ -373,3 +373,18 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
         (d["pids"] / "pids.events").write_text("max 3\n")
     assert slot.procs_files == [str(x / "cgroup.procs") for x in d.values()]
     assert slot.usage() == {"memory_peak_bytes": 1234, "oom_kills": 2, "fork_refusals": 3}
+
+
+def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):
+    from aiinfra import exercises
+    from aiinfra.grading.sandbox import _hidden_imports
+
+    src = Path(exercises.__file__).parent
+    assert _hidden_imports(str(src)) == []
+    for f in src.glob("*.py"):
+        shutil.copy(f, tmp_path / f.name)
+    with open(tmp_path / "runtime.py", "a", encoding="utf-8") as fh:
+        fh.write("\nfrom aiinfra.exercises.variants import references\nfrom . import render\n"
+                 "import aiinfra.exercises.sheet\n\n\ndef later():\n    from aiinfra.exercises import ch01\n")
+    assert _hidden_imports(str(tmp_path)) == ["runtime.py imports variants", "runtime.py imports render",
+                                              "runtime.py imports sheet"]

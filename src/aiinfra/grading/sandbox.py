@@ -235,6 +235,35 @@ class Plan:
         return lines + [f"WARNING: {w}" for w in self.warnings]
 
 
+def _hidden_imports(exercises_dir: str) -> list[str]:
+    """Load-time imports of a kept module that the sandbox hides (they would break ``answer()``)."""
+    import ast
+
+    kept = {n[:-len(".py")] for n in EXERCISE_FILES_KEPT}
+    siblings = _modules(exercises_dir)
+    bad = []
+    for name in EXERCISE_FILES_KEPT:
+        targets = []
+        for node in ast.parse(Path(exercises_dir, name).read_text(encoding="utf-8")).body:  # module level only
+            if isinstance(node, ast.ImportFrom):
+                mod = (node.module or "").split(".") if node.module else []
+                if node.level == 1 or mod[-1:] == ["exercises"]:
+                    targets += mod[:1] if node.level == 1 and mod else [a.name for a in node.names]
+                elif "exercises" in mod:
+                    targets.append(mod[mod.index("exercises") + 1])
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    if "exercises" in parts[:-1]:
+                        targets.append(parts[parts.index("exercises") + 1])
+        bad += [f"{name} imports {t}" for t in targets if t in siblings and t not in kept]
+    return bad
+
+
+def _modules(folder: str) -> set[str]:
+    return {n[:-len(".py")] for n in os.listdir(folder) if n.endswith(".py")}
+
+
 def _bytecode(folder: str, module_file: str) -> list[str]:
     """The compiled copies of one kept module in ``__pycache__`` (``runtime.cpython-311.pyc``...)."""
     cache = os.path.join(folder, "__pycache__")
@@ -330,6 +359,9 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
     kept_bytecode = {c for d in plan.exercise_dirs for n in EXERCISE_FILES_KEPT for c in _bytecode(d, n)}
     hidden = sorted(os.path.join(d, n) for d in plan.exercise_dirs for n in os.listdir(d)
                     if n not in EXERCISE_FILES_KEPT and n != "__pycache__")
+    bad = _hidden_imports(exercises_dir)
+    if bad:
+        raise ValueError(f"the recording side of the exercises package needs what the sandbox hides: {bad}")
     hidden += sorted(os.path.join(d, "__pycache__", n) for d in plan.exercise_dirs
                      for n in (os.listdir(os.path.join(d, "__pycache__"))
                                if os.path.isdir(os.path.join(d, "__pycache__")) else [])
