@@ -305,8 +305,84 @@ def _probe_spec(plan: Plan, slot_uid: int | None, needed: list[str], hidden: lis
             "probe": {"needed": needed, "hidden": hidden}}
 
 
+def _find_bwrap(requested: str, bwrap: str | None) -> tuple[str | None, str | None]:
+    """(path of bwrap, None) or (None, why not); ``--sandbox bwrap`` without it is an error."""
+    if requested == "none":
+        return None, "--sandbox none was given"
+    path = bwrap if bwrap is not None else shutil.which("bwrap")
+    if path and os.access(path, os.X_OK):
+        return path, None
+    why = f"bubblewrap not found ({path or 'bwrap is not on PATH'}; Debian package 'bubblewrap')"
+    if requested == "bwrap":
+        raise ValueError(why)
+    return None, why
+
+
+def _read_only_mounts(package_dir: str, sys_path: list[str], repo: str | None) -> list[str]:
+    """The interpreter's prefixes, the import path and the package, shallowest first, none inside another."""
+    prefixes = {_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    needed = prefixes | {package_dir}
+    for p in sys_path:
+        if not (repo and _inside(p, repo) and not any(_inside(p, x) for x in prefixes)):
+            needed.add(p)  # but not <repo>/src of an editable install: the package alone is mounted
+    binds: list[str] = []
+    for p in sorted(needed, key=lambda x: (x.count("/"), x)):
+        if not any(_inside(p, b) for b in binds + list(SYSTEM_DIRS)):
+            binds.append(p)
+    return binds
+
+
+def _unseen(plan: Plan, exercises_dir: str, forbid: list[str]) -> list[str]:
+    """Paths the self-check must find absent: hidden exercise files, and a few entries of each forbidden folder."""
+    bad = _hidden_imports(exercises_dir)
+    if bad:
+        raise ValueError(f"the recording side of the exercises package needs what the sandbox hides: {bad}")
+    kept = {c for d in plan.exercise_dirs for n in EXERCISE_FILES_KEPT for c in _bytecode(d, n)}
+    out = []
+    for d in plan.exercise_dirs:
+        out += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n not in EXERCISE_FILES_KEPT + ("__pycache__",)]
+        cache = os.path.join(d, "__pycache__")
+        if os.path.isdir(cache):
+            out += [c for c in (os.path.join(cache, n) for n in sorted(os.listdir(cache))) if c not in kept]
+    for f in forbid:
+        if os.path.isdir(f):
+            entries = sorted(os.path.join(f, n) for n in os.listdir(f))
+            out += [e for e in entries if not any(_inside(b, e) for b in plan.binds)][:5]
+    return out
+
+
+def _settle(plan: Plan, run_dir: str, needed: list[str], unseen: list[str]) -> tuple[dict | None, str, list[str]]:
+    """The most isolated kernel that starts in this mode: own uid and user namespace; own uid; root."""
+    def attempt(drop: bool, userns: bool = True) -> tuple[dict | None, str]:
+        plan.drop_uid, plan.userns = plan.root and drop, plan.root and drop and userns
+        stage = os.path.join(run_dir, "probe")
+        remove_tree(stage)
+        os.makedirs(stage, mode=0o755)
+        uid = plan.uid(0)
+        write_identity_files(stage, uid)
+        Path(stage, "spec.json").write_text(json.dumps(_probe_spec(plan, uid, needed, unseen)))
+        try:
+            return _probe(plan, stage)
+        finally:
+            remove_tree(stage)
+
+    report, err = attempt(True)
+    if not plan.root or (report is not None and all(report["readable"].values())):
+        return report, err, []
+    first = err if report is None else "cannot read " + ", ".join(p for p, ok in report["readable"].items() if not ok)
+    report, err = attempt(True, userns=False)
+    if report is not None and all(report["readable"].values()):
+        return report, err, [f"the kernel gets no user namespace of its own ({first})"]
+    report, err = attempt(False)
+    caps = "no capabilities left" if plan.mode == "bwrap" else "all of root's capabilities"
+    closed = sorted({a for b in plan.binds for a in [_closed_ancestor(b)] if a})
+    where = f"; {', '.join(closed)} cannot be entered by other users" if closed and plan.mode == "none" else ""
+    return report, err, [f"the kernel runs as root ({caps}), because an unprivileged uid cannot start it "
+                         f"here ({first}{where})"]
+
+
 def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, requested: str = "auto",
-              bwrap: str | None = None, package_dir: str | None = None) -> Plan:
+              bwrap: str | None = None) -> Plan:
     """Decide the sandbox for a batch and check it once: the kernel can load what it needs and no more.
 
     ``requested``: ``auto`` (bubblewrap where it works, else a loud fallback),
@@ -317,110 +393,48 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
     from .. import exercises
 
     exercises_dir = _real(os.path.dirname(exercises.__file__))
-    package_dir = _real(package_dir or Path(exercises_dir).parent)
-    package = Path(package_dir).name
-    rel_exercises = os.path.relpath(exercises_dir, package_dir)
-    python = sys.executable
+    package_dir = str(Path(exercises_dir).parent)
+    while Path(package_dir, "__init__.py").exists() and Path(package_dir).parent.joinpath("__init__.py").exists():
+        package_dir = str(Path(package_dir).parent)  # the top package, should exercises move deeper
     root = os.geteuid() == 0
-    plan = Plan(mode="none", bwrap=None, python=python, package=package, package_dir=package_dir,
+    bwrap_path, why_not = _find_bwrap(requested, bwrap)
+    plan = Plan(mode="bwrap" if bwrap_path else "none", bwrap=bwrap_path, python=sys.executable,
+                package=Path(package_dir).name, package_dir=package_dir,
                 kernel_module=f"{__name__.rsplit('.', 1)[0]}.kernel", root=root, drop_uid=root, userns=root,
                 limits=limits)
-    bwrap_path = bwrap if bwrap is not None else shutil.which("bwrap")
-    why_not = None
-    if requested != "none":
-        if bwrap_path and os.access(bwrap_path, os.X_OK):
-            plan.mode, plan.bwrap = "bwrap", bwrap_path
-        else:
-            why_not = f"bubblewrap not found ({bwrap_path or 'bwrap is not on PATH'}; Debian package 'bubblewrap')"
-            if requested == "bwrap":
-                raise ValueError(why_not)
-    # what the kernel needs, read-only
-    sys_path = kernel_sys_path(python)
-    prefixes = {_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    repo = _repository(package_dir)
-    needed = sorted(prefixes | {package_dir})
-    for p in sys_path:
-        if repo and _inside(p, repo) and not any(_inside(p, x) for x in prefixes):
-            continue  # e.g. <repo>/src of an editable install: only the package itself is mounted
-        needed.append(p)
-    binds: list[str] = []
-    for p in sorted(set(needed), key=lambda x: (x.count("/"), x)):
-        if not any(_inside(p, b) for b in binds + list(SYSTEM_DIRS)):
-            binds.append(p)
-    plan.binds = binds
+    sys_path, repo = kernel_sys_path(plan.python), _repository(package_dir)
+    plan.binds = _read_only_mounts(package_dir, sys_path, repo)
     forbid = sorted({_real(f) for f in forbidden + ([repo] if repo else []) if f and os.path.exists(f)})
-    for f in forbid:
-        if any(b == f for b in binds):
-            raise ValueError(f"cannot isolate the kernel: {f} is both needed by the kernel and forbidden to it")
-    plan.masks = [f for f in forbid if any(_inside(f, b) and f != b for b in binds + list(SYSTEM_DIRS))]
-    top_dirs = {str(Path(package_dir).parent)} | set(sys_path)
-    plan.exercise_dirs = sorted({os.path.join(d, package, rel_exercises) for d in top_dirs
-                                 if os.path.isdir(os.path.join(d, package, rel_exercises))} | {exercises_dir})
-    kept_bytecode = {c for d in plan.exercise_dirs for n in EXERCISE_FILES_KEPT for c in _bytecode(d, n)}
-    hidden = sorted(os.path.join(d, n) for d in plan.exercise_dirs for n in os.listdir(d)
-                    if n not in EXERCISE_FILES_KEPT and n != "__pycache__")
-    bad = _hidden_imports(exercises_dir)
-    if bad:
-        raise ValueError(f"the recording side of the exercises package needs what the sandbox hides: {bad}")
-    hidden += sorted(os.path.join(d, "__pycache__", n) for d in plan.exercise_dirs
-                     for n in (os.listdir(os.path.join(d, "__pycache__"))
-                               if os.path.isdir(os.path.join(d, "__pycache__")) else [])
-                     if os.path.join(d, "__pycache__", n) not in kept_bytecode)
-    for f in forbid:  # a few entries of every forbidden folder stand for its content
-        if os.path.isdir(f):
-            entries = sorted(os.path.join(f, n) for n in os.listdir(f))
-            hidden += [e for e in entries if not any(_inside(b, e) for b in binds)][:5]
-    needed_files = [os.path.join(exercises_dir, "runtime.py"), os.path.join(exercises_dir, "record.py"), python]
-
-    def attempt(drop: bool, userns: bool = True) -> tuple[dict | None, str]:
-        plan.drop_uid, plan.userns = root and drop, root and drop and userns
-        stage = os.path.join(run_dir, "probe")
-        remove_tree(stage)
-        os.makedirs(stage, mode=0o755)
-        uid = plan.uid(0)
-        write_identity_files(stage, uid)
-        Path(stage, "spec.json").write_text(json.dumps(_probe_spec(plan, uid, needed_files, hidden)))
-        try:
-            return _probe(plan, stage)
-        finally:
-            remove_tree(stage)
-
-    def settle() -> tuple[dict | None, str, list[str]]:
-        """The most isolated kernel that starts in this mode: own uid and user namespace, own uid, root."""
-        report, err = attempt(True)
-        if not root or (report is not None and all(report["readable"].values())):
-            return report, err, []
-        first = err if report is None else "cannot read " + ", ".join(p for p, ok in report["readable"].items() if not ok)
-        report, err = attempt(True, userns=False)
-        if report is not None and all(report["readable"].values()):
-            return report, err, [f"the kernel gets no user namespace of its own ({first})"]
-        report, err = attempt(False)
-        caps = "no capabilities left" if plan.mode == "bwrap" else "all of root's capabilities"
-        closed = sorted({a for b in needed for a in [_closed_ancestor(b)] if a})
-        where = f"; {', '.join(closed)} cannot be entered by other users" if closed and plan.mode == "none" else ""
-        return report, err, [f"the kernel runs as root ({caps}), because an unprivileged uid cannot start it "
-                             f"here ({first}{where})"]
-
-    report, err, notes = settle()
+    both = [f for f in forbid if f in plan.binds]
+    if both:
+        raise ValueError(f"cannot isolate the kernel: {both} are both needed by the kernel and forbidden to it")
+    plan.masks = [f for f in forbid if any(_inside(f, b) and f != b for b in plan.binds + list(SYSTEM_DIRS))]
+    rel = os.path.relpath(exercises_dir, package_dir)
+    plan.exercise_dirs = sorted({os.path.join(d, plan.package, rel) for d in {str(Path(package_dir).parent), *sys_path}
+                                 if os.path.isdir(os.path.join(d, plan.package, rel))} | {exercises_dir})
+    needed = [os.path.join(exercises_dir, "runtime.py"), os.path.join(exercises_dir, "record.py"), plan.python]
+    unseen = _unseen(plan, exercises_dir, forbid)
+    report, err, notes = _settle(plan, run_dir, needed, unseen)
     if report is None and plan.mode == "bwrap":
         if requested == "bwrap":
             raise ValueError(f"bubblewrap cannot build the sandbox here: {err}")
         why_not = f"bubblewrap cannot build the sandbox here ({err})"
         plan.mode, plan.bwrap = "none", None
-        report, err, notes = settle()
-    plan.warnings += notes
+        report, err, notes = _settle(plan, run_dir, needed, unseen)
     if report is None:
         raise ValueError(f"the kernel cannot start in any sandbox: {err}")
-    if not all(report["readable"].values()):
-        raise ValueError(f"the kernel cannot read {[p for p, ok in report['readable'].items() if not ok]}")
+    unreadable = [p for p, ok in report["readable"].items() if not ok]
+    if unreadable:
+        raise ValueError(f"the kernel cannot read {unreadable}")
     visible = [p for p, present in report["present"].items() if present]
     if plan.mode == "bwrap" and visible:
         raise ValueError(f"sandbox self-check failed: the kernel would see {visible[:5]}")
+    plan.warnings += notes
     if plan.mode == "none":
-        plan.warnings.insert(0, "NO SANDBOX NAMESPACES: " + (why_not or "--sandbox none was given") +
-                             ". Kernels share the grader's file system, processes, IPC and network: a notebook can "
-                             "read every file its uid can (other submissions, the exercise definitions, the "
-                             "answer key), and its detached processes are only killed by uid or cgroup.")
+        plan.warnings.insert(0, f"NO SANDBOX NAMESPACES: {why_not}. Kernels share the grader's file system, "
+                             "processes, IPC and network: a notebook can read every file its uid can (other "
+                             "submissions, the exercise definitions, the answer key), and its detached processes "
+                             "are only killed by uid or cgroup.")
     plan.cgroups, why = open_cgroups(workers)
     if plan.cgroups is None:
         plan.warnings.append(f"NO CGROUPS: {why}. Memory is capped per process only ({limits.memory_bytes} bytes "
