@@ -240,6 +240,7 @@ def test_markdown_has_no_myst_and_every_glued_value(path):
     sources = markdown_sources(nb)
     leftovers = [bad for s in sources for bad in myst_left(s)]
     assert not leftovers, leftovers
+    assert not any(re.search(r"<(script|style)\b", without_code(s)) for s in sources), "page machinery in the prose"
     text = " ".join(rendered_text(s) for s in sources)
     values = glued_values(built_page(path))
     missing = [v for v in values if v not in text]

@@ -36,7 +36,12 @@ from docutils import nodes
 MEASURED_TITLE = "measured on the machine that generated this notebook"
 MEASURED_OPEN = f'<span title="{MEASURED_TITLE}">'
 
-_ESCAPE = re.compile(r"([\\`*_\[\]<$~|])")
+_ESCAPE = re.compile(r"([\\`*_\[\]<~|])")
+# A literal dollar that no client takes for math: JupyterLab and Colab look for $ in the
+# Markdown source (an entity is not one) and MathJax then scans the rendered text, skipping
+# elements of these classes. (JupyterLab needs "\\$" and CommonMark "\$"; neither works in both.)
+DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
+_MACHINERY = re.compile(r"^\s*<(script|style|link|meta)\b", re.I)
 _LINE_START = re.compile(r"^(#|>|[+=-](\s|$)|\d+[.)](\s|$))")
 _ADMONITIONS = {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning",
                 "seealso"}
@@ -67,7 +72,7 @@ class Context:
 
 def escape(text: str) -> str:
     """Text as Markdown that renders as exactly this text (no emphasis, math, HTML or links)."""
-    return _ESCAPE.sub(r"\\\1", text.replace("\n", " "))
+    return _ESCAPE.sub(r"\\\1", text.replace("\n", " ")).replace("$", DOLLAR)
 
 
 def code_span(text: str, ctx: Context) -> str:
@@ -118,7 +123,7 @@ def inline(node: nodes.Node, ctx: Context) -> str:
     if isinstance(node, nodes.footnote_reference):
         return f"<sup>{escape(node.astext())}</sup>"
     if isinstance(node, nodes.raw):
-        return node.astext() if "html" in node.get("format", "").split() else ""
+        return raw_html(node)
     if isinstance(node, nodes.inline):
         classes = node.get("classes", [])
         if "bibtex-citation" in classes:
@@ -141,6 +146,14 @@ def inline(node: nodes.Node, ctx: Context) -> str:
 
 def children(node: nodes.Node, ctx: Context) -> str:
     return "".join(inline(child, ctx) for child in node.children)
+
+
+def raw_html(node: nodes.raw) -> str:
+    """Raw HTML is Markdown too, except page machinery (scripts, styles) that a notebook would show as text."""
+    text = node.astext()
+    if "html" not in node.get("format", "").split() or _MACHINERY.match(text):
+        return ""
+    return text
 
 
 def _wrap(mark: str, text: str) -> str:
@@ -235,7 +248,7 @@ def blocks(node: nodes.Node, ctx: Context) -> list[str]:
     if isinstance(node, nodes.line_block):
         return ["<br>\n".join(children(line, ctx) for line in node.findall(nodes.line))]
     if isinstance(node, nodes.raw):
-        return [node.astext()] if "html" in node.get("format", "").split() else []
+        return [raw_html(node)] if raw_html(node) else []
     if isinstance(node, nodes.footnote):
         label = node.next_node(nodes.label)
         rest = [c for c in node.children if not isinstance(c, nodes.label)]
@@ -429,7 +442,7 @@ def solution(node: nodes.Element, ctx: Context) -> list[str]:
 
 
 def _html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("$", DOLLAR)
 
 
 def markdown(parts: list[str]) -> str:
