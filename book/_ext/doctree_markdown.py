@@ -448,3 +448,31 @@ def _html_escape(text: str) -> str:
 def markdown(parts: list[str]) -> str:
     """Blocks joined as one Markdown cell."""
     return "\n\n".join(p for p in parts if p.strip())
+
+
+def from_myst(text: str, extensions: list[str]) -> str:
+    """Plain Markdown for a snippet of MyST (an exercise statement), parsed as the book parses it.
+
+    The snippet goes through myst-parser (with the book's ``extensions``) into a docutils
+    tree and back out through the converter above, so a dollar sign is math exactly where
+    the book typesets math and text everywhere else. Headings keep their level. MyST that
+    needs Sphinx (roles such as ``{term}``) has nothing to resolve it here and is an error.
+    """
+    import io
+
+    from docutils.core import publish_doctree
+    from myst_parser.parsers.docutils_ import Parser
+
+    doctree = publish_doctree(text, parser=Parser(), settings_overrides={
+        "myst_enable_extensions": list(extensions), "doctitle_xform": False,
+        "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO()})
+    problems = [m.astext() for m in doctree.findall(nodes.system_message) if m["level"] >= 3]
+    problems += [p.astext() for p in doctree.findall(nodes.problematic)]
+    warnings: list[str] = []
+    heading = re.match(r"^(#+)\s", text)
+    ctx = Context(page_url="", equation_number=lambda node: None, warn=lambda msg, node: warnings.append(msg))
+    ctx.level = len(heading[1]) - 1 if heading else 0
+    out = markdown(body(doctree.children, ctx))
+    if problems or warnings:
+        raise ValueError(f"text must be plain MyST (no roles or directives that need Sphinx): {problems + warnings}")
+    return out
