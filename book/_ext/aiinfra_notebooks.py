@@ -121,7 +121,7 @@ def measured_values(nb) -> frozenset:
         for out in cell.get("outputs", []):
             text = out.get("data", {}).get(GLUE_MIME_PREFIX + "text/plain")
             if text is not None:
-                values.add(format_plain_text(text, "s"))
+                values.add(dm.plain_quotes(format_plain_text(text, "s")))
     return frozenset(values)
 
 
@@ -178,10 +178,9 @@ def widget_preview(output, state: dict) -> list:
     settings = re.findall(r'<img[^>]*alt="([^"]*)"', joined)
     note = PREVIEW_NOTE.format(settings=html.unescape(settings[0]) if settings else "the default settings")
     text_html = re.sub(r"<img[^>]*>", "", joined)
-    plain = output["data"].get("text/plain", "interactive figure")
     outs = [nbformat.v4.new_output("display_data", data={
         "text/html": f"{text_html}<p><em>{html.escape(note)}</em></p>",
-        "text/plain": f"{plain}\n{note}"})]
+        "text/plain": f"Interactive figure. {note}"})]
     outs += [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<figure frame>"})
              for png in images]
     return outs

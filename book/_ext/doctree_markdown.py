@@ -56,7 +56,7 @@ class Context:
     page_url: str                      # published URL of this page (links resolve against it)
     equation_number: Callable[[nodes.math_block], str | None]
     figure_number: Callable[[nodes.Element], str | None] = lambda node: None
-    measured: frozenset = frozenset()  # glued values that come from a volatile (measured) cell
+    measured: frozenset = frozenset()  # glued values from a volatile (measured) cell, plain_quotes()
     image_path: Callable[[str], Path | None] = lambda uri: None
     warn: Callable[[str, nodes.Node], None] = lambda msg, node: None
     attachments: dict = field(default_factory=dict)
@@ -73,6 +73,11 @@ class Context:
 def escape(text: str) -> str:
     """Text as Markdown that renders as exactly this text (no emphasis, math, HTML or links)."""
     return _ESCAPE.sub(r"\\\1", text.replace("\n", " ")).replace("$", DOLLAR)
+
+
+def plain_quotes(text: str) -> str:
+    """Text with the typographic quotes of Sphinx's smartquotes turned back into ASCII ones."""
+    return text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
 
 
 def code_span(text: str, ctx: Context) -> str:
@@ -130,7 +135,7 @@ def inline(node: nodes.Node, ctx: Context) -> str:
             return citation(node, ctx)
         if "pasted-text" in classes or "pasted-inline" in classes or "output" in classes:
             text = children(node, ctx)
-            if node.astext() in ctx.measured:
+            if plain_quotes(node.astext()) in ctx.measured:
                 return f"{MEASURED_OPEN}{text}</span>"
             return text
         return children(node, ctx)
