@@ -317,6 +317,20 @@ def test_text_is_escaped_so_it_renders_as_itself():
     assert rendered_text(md).strip() == text
 
 
+@pytest.mark.parametrize("text", ["1. Not a list", "2024) was a year", "# not a heading", "- not an item",
+                                  "+ not an item", "> not a quote", "= not a setext line"])
+def test_a_paragraph_never_turns_into_a_list_heading_or_quote(text):
+    md = dm.markdown(dm.blocks(_para(nodes.Text(text)), _ctx()))
+    html_ = COMMONMARK.render(md)
+    assert html_.startswith("<p>") and rendered_text(md).strip() == text
+
+
+def test_measured_values_are_marked_through_smartquotes():
+    ctx = _ctx(measured=frozenset({dm.plain_quotes("the machine's load")}))
+    md = dm.markdown(dm.blocks(_para(nodes.inline("", "the machine\u2019s load", classes=["pasted-text"])), ctx))
+    assert md == f"{dm.MEASURED_OPEN}the machine\u2019s load</span>"
+
+
 def test_math_numbers_links_and_citations():
     ctx = _ctx(measured=frozenset({"1.3 ms"}))
     block = nodes.math_block("", "a = b\n\nc = d", number=2, ids=["equation-x"])

@@ -42,7 +42,8 @@ _ESCAPE = re.compile(r"([\\`*_\[\]<~|])")
 # elements of these classes. (JupyterLab needs "\\$" and CommonMark "\$"; neither works in both.)
 DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
 _MACHINERY = re.compile(r"^\s*<(script|style|link|meta)\b", re.I)
-_LINE_START = re.compile(r"^(#|>|[+=-](\s|$)|\d+[.)](\s|$))")
+_LINE_START = re.compile(r"^(#|>|[+=-](\s|$))")
+_NUMBERED = re.compile(r"^(\d+)([.)])(\s|$)")
 _ADMONITIONS = {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning",
                 "seealso"}
 _SKIP = {"comment", "target", "index", "substitution_definition", "system_message", "raw_latex",
@@ -73,6 +74,13 @@ class Context:
 def escape(text: str) -> str:
     """Text as Markdown that renders as exactly this text (no emphasis, math, HTML or links)."""
     return _ESCAPE.sub(r"\\\1", text.replace("\n", " ")).replace("$", DOLLAR)
+
+
+def line_start_escaped(text: str) -> str:
+    """A paragraph that would start a heading, quote or list if left as is ("1. ", "# ", "- ")."""
+    if _LINE_START.match(text):
+        return "\\" + text
+    return _NUMBERED.sub(r"\1\\\2\3", text, count=1)
 
 
 def plain_quotes(text: str) -> str:
@@ -107,8 +115,10 @@ def inline(node: nodes.Node, ctx: Context) -> str:
     if isinstance(node, nodes.Text):
         return escape(node.astext())
     name = type(node).__name__
-    if name in _SKIP or isinstance(node, (nodes.target, nodes.comment)) and not node.children:
+    if name in _SKIP or isinstance(node, nodes.comment):
         return ""
+    if isinstance(node, nodes.target):
+        return children(node, ctx)
     if isinstance(node, nodes.math):
         return inline_math(node.astext(), ctx)
     if isinstance(node, nodes.literal):
@@ -217,7 +227,7 @@ def blocks(node: nodes.Node, ctx: Context) -> list[str]:
         return []
     if isinstance(node, nodes.paragraph):
         text = children(node, ctx).strip()
-        return [("\\" + text) if _LINE_START.match(text) else text] if text else []
+        return [line_start_escaped(text)] if text else []
     if isinstance(node, nodes.section):
         return section(node, ctx)
     if isinstance(node, nodes.title):
