@@ -213,7 +213,7 @@ def output_markdown(cell, container, ctx: dm.Context) -> str:
     """A ``text/markdown`` output as the page shows it: converted from its rendered nodes."""
     visible = [o for o in cell.get("outputs", []) if _visible(o)]
     if container is None or len(visible) != 1:
-        ctx.warn("notebook: a text/markdown output must be the only output of its cell", container or cell)
+        ctx.warn("a text/markdown output must be the only output of its cell", container or cell)
         return "".join(o.get("data", {}).get("text/markdown", "") for o in visible)
     rendered = [c for c in container.findall(nodes.container) if c.get("nb_element") == "cell_code_output"]
     parts = dm.body(rendered[0].children, ctx) if rendered else []
