@@ -17,7 +17,8 @@ A generated notebook is:
   preview of its default frame and becomes live when its cell runs. Cells tagged
   ``volatile`` (measurements of the build machine) keep no output, and the cells that glue
   numbers into the prose are tagged ``nbval-check-output`` so ``pytest --nbval-lax``
-  proves that the code still computes the numbers the text quotes;
+  proves that the code still computes the numbers the text quotes (unless the cell also
+  shows a figure preview or converted Markdown, which a fresh run cannot reproduce);
 * every Markdown cell of the page converted from the doctree by :mod:`doctree_markdown`
   (numbers as text, math with the book's equation numbers, links into the published book).
 
@@ -186,13 +187,17 @@ def widget_preview(output, state: dict) -> list:
     return outs
 
 
-def outputs_for(cell, container, nb, ctx: dm.Context) -> list:
-    """The outputs a generated code cell keeps."""
+def outputs_for(cell, container, nb, ctx: dm.Context) -> tuple[list, bool]:
+    """The outputs a generated code cell keeps, and whether they are the ones a kernel prints.
+
+    They are not where an interactive figure became its preview, or where a text/markdown
+    output became plain Markdown: nbval cannot compare such a cell with a fresh run.
+    """
     tags = cell.metadata.get("tags", [])
     if VOLATILE_TAG in tags:
-        return []
+        return [], False
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    kept = []
+    kept, as_printed = [], True
     for out in cell.get("outputs", []):
         out = nbformat.from_dict(json.loads(json.dumps(out)))
         if out.get("output_type") == "stream" and is_glue_cell(cell):
@@ -200,13 +205,20 @@ def outputs_for(cell, container, nb, ctx: dm.Context) -> list:
         data = out.get("data", {})
         if WIDGET_VIEW in data:
             kept += widget_preview(out, state) if data[WIDGET_VIEW].get("model_id") in state else []
+            as_printed = False
             continue
         if "text/markdown" in data:
-            data["text/markdown"] = output_markdown(cell, container, ctx)
+            plain = output_markdown(cell, container, ctx)
+            as_printed &= plain == gen_text(data["text/markdown"])
+            data["text/markdown"] = plain
         if out.get("output_type") == "execute_result":
             out["execution_count"] = None
         kept.append(out)
-    return kept
+    return kept, as_printed
+
+
+def gen_text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
 
 
 def output_markdown(cell, container, ctx: dm.Context) -> str:
@@ -222,8 +234,8 @@ def output_markdown(cell, container, ctx: dm.Context) -> str:
 
 def code_cell(cell, container, nb, ctx: dm.Context) -> nbformat.NotebookNode:
     tags = list(cell.metadata.get("tags", []))
-    outputs = outputs_for(cell, container, nb, ctx)
-    if is_glue_cell(cell) and VOLATILE_TAG not in tags:
+    outputs, as_printed = outputs_for(cell, container, nb, ctx)
+    if is_glue_cell(cell) and as_printed:
         tags.append(CHECK_TAG)
     source = cell.source
     new = nbformat.v4.new_code_cell(source)
