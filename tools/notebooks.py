@@ -8,8 +8,9 @@
 the page (`book/_ext/aiinfra_notebooks.py`): the page's code cells with the outputs it was
 built with, its prose converted to plain Markdown (numbers, equation numbers and links
 resolved). Colab, Binder and the page's `.ipynb` download all open the committed copy in
-`notebooks/`; `--check` compares it with the last build's, ignoring what legitimately varies
-between machines (image bytes, and values measured on the build machine).
+`notebooks/`. `--write` leaves a committed notebook alone when only values measured on the
+build machine differ; `--check` compares it with the last build's, also ignoring image bytes
+(fonts and PNG encoders may differ between machines).
 """
 from __future__ import annotations
 
@@ -67,22 +68,26 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def _output(out: dict) -> tuple:
+def _output(out: dict, images: bool) -> tuple:
     data = {}
     for mime, value in sorted(out.get("data", {}).items()):
-        text = mime.startswith(TEXT_MIMES) and not mime.startswith("image/")
-        data[mime] = ADDRESS.sub("0x", _text(value)) if text else "<binary>"
+        if mime.startswith(TEXT_MIMES):
+            data[mime] = ADDRESS.sub("0x", _text(value))
+        else:
+            data[mime] = _text(value) if images else "<binary>"
     return out.get("output_type"), out.get("name"), _text(out.get("text", "")), tuple(data.items())
 
 
-def comparable(nb: dict) -> list[tuple]:
-    """What must match between the committed notebook and the build's: all but image bytes and measurements."""
+def comparable(nb: dict, images: bool = False) -> list[tuple]:
+    """What must match between two notebooks of a page: all but values measured on the build
+    machine, and (unless ``images``) the bytes of images, which may differ between machines."""
     cells = []
     for cell in nb["cells"]:
         source = MEASURED.sub(r"\1…\2", _text(cell["source"]))
         meta = json.dumps(cell.get("metadata", {}), sort_keys=True)
-        outputs = tuple(_output(o) for o in cell.get("outputs", []))
-        cells.append((cell["cell_type"], source, meta, tuple(sorted(cell.get("attachments", {}))), outputs))
+        outputs = tuple(_output(o, images) for o in cell.get("outputs", []))
+        attachments = json.dumps(cell.get("attachments", {}), sort_keys=True) if images else sorted(cell.get("attachments", {}))
+        cells.append((cell["cell_type"], source, meta, tuple(attachments), outputs))
     return cells
 
 
@@ -108,7 +113,8 @@ def write() -> int:
             path.unlink()
             print(f"removed {path.relative_to(ROOT)}")
     for path, built in wanted.items():
-        if path.is_file() and path.read_bytes() == built.read_bytes():
+        # a notebook that differs only in this machine's measurements is left alone (no churn)
+        if path.is_file() and comparable(read(path), images=True) == comparable(read(built), images=True):
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, path)

@@ -211,10 +211,26 @@ def outputs_for(cell, container, nb, ctx: dm.Context) -> tuple[list, bool]:
             plain = output_markdown(cell, container, ctx)
             as_printed &= plain == gen_text(data["text/markdown"])
             data["text/markdown"] = plain
+        if "image/svg+xml" in data:
+            data["image/svg+xml"] = stable_svg(gen_text(data["image/svg+xml"]))
         if out.get("output_type") == "execute_result":
             out["execution_count"] = None
         kept.append(out)
     return kept, as_printed
+
+
+def stable_svg(svg: str) -> str:
+    """A matplotlib SVG without what changes from run to run: its date and its random ids.
+
+    matplotlib stamps the creation time and salts its clip-path and marker ids with a
+    random UUID (unless ``svg.hashsalt`` is set), so the same figure differs on every run;
+    renumbering the ids in order of appearance makes equal figures equal files.
+    """
+    svg = re.sub(r"\s*<dc:date>[^<]*</dc:date>", "", svg)
+    ids = dict.fromkeys(re.findall(r'id="([a-z]+[0-9a-f]{10})"', svg))
+    for n, old in enumerate(ids):
+        svg = re.sub(rf"\b{old}\b", f"{old[:-10]}{n:010d}", svg)
+    return svg
 
 
 def gen_text(value) -> str:
