@@ -393,6 +393,18 @@ def test_tables_admonitions_and_solutions():
     assert "<details>" in COMMONMARK.render(md) and "<p>42 GB</p>" in COMMONMARK.render(md)
 
 
+def test_a_figure_is_an_attached_image_with_its_numbered_caption(tmp_path):
+    png = tmp_path / "roofline.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    ctx = _ctx(image_path=lambda uri: tmp_path / uri, figure_number=lambda node: "4.2")
+    fig = nodes.figure("", nodes.image(uri="roofline.png", alt="A roofline"),
+                       nodes.caption("", "", nodes.Text("The roofline of one "), nodes.math("", "H100")), ids=["fig-r"])
+    md = dm.markdown(dm.blocks(fig, ctx))
+    assert md == "![A roofline](attachment:1-roofline.png)\n\n*Figure 4.2: The roofline of one $H100$*"
+    assert list(ctx.attachments) == ["1-roofline.png"] and "image/png" in ctx.attachments["1-roofline.png"]
+    assert ctx.warnings == []
+
+
 def test_an_unknown_node_is_reported():
     class mystery(nodes.General, nodes.Element):
         pass
