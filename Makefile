@@ -15,13 +15,15 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip uninstall -q -y jupyterlab-myst 2>/dev/null || true  # dropped: incompatible with JupyterLab 4.6
 	$(PY) -m pip install -q --no-deps -e .
 	@touch $(STAMP)
 
 vendor: $(STAMP)
 	$(PY) tools/vendor_js.py
 
-notebooks: $(STAMP)
+# The book build writes one notebook per page to _build/notebooks/; this commits them to notebooks/.
+notebooks: book
 	$(PY) tools/notebooks.py --write
 
 # The execution cache keys pages by their code only, so a change to the library (or its
@@ -36,7 +38,8 @@ book: $(STAMP) vendor $(LIBRARY_STAMP)
 	$(PY) tools/preexecute.py -j $(JOBS)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 
-# Library, grader and hostile submissions, nbval over notebooks/, launch links, browser tests.
+# Library, grader and hostile submissions, stale notebooks, nbval over notebooks/, launch links,
+# browser tests (the book in chromium, a chapter notebook in JupyterLab).
 test: book
 	$(PY) -m pytest -n $(JOBS) --dist loadfile
 

@@ -3,7 +3,9 @@
 A fresh virtual environment that does not have the repository on sys.path stands in for a
 Colab runtime: the scientific stack is "preinstalled" (this environment's site-packages are
 visible through a plain path entry, which does not activate the editable install of
-aiinfra), and a stub `google.colab` module is imported at start-up. The library is then
+aiinfra), a stub `google.colab` module is imported at start-up, and myst-nb (which
+Colab does not ship, but the chapters' hidden cells import for `glue`) cannot be
+imported. The library is then
 installed exactly as a generated notebook's first cell installs it, from the local checkout
 standing in for the remote (AIINFRA_PIP_SOURCE), and a chapter notebook and an exercise
 notebook with check() calls are executed in a kernel of that environment.
@@ -31,7 +33,8 @@ RUNNER = textwrap.dedent(
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(
         "import aiinfra, json\\n"
-        f"open({probe!r}, 'w').write(json.dumps({{'file': aiinfra.__file__, 'path': sys.path}}))"))
+        "glue_from = getattr(sys.modules.get('myst_nb'), '__file__', None)\\n"
+        f"open({probe!r}, 'w').write(json.dumps({{'file': aiinfra.__file__, 'path': sys.path, 'glue_from': glue_from}}))"))
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     texts = []
     for cell in nb.cells:
@@ -39,6 +42,23 @@ RUNNER = textwrap.dedent(
             texts.append(out.get("text", ""))
             texts += [out.get("data", {}).get(k, "") for k in ("text/plain", "text/markdown", "text/html")]
     print(json.dumps(texts))
+    """
+)
+
+
+# Colab at start-up: google.colab is there, myst-nb is not.
+COLAB_SITE = textwrap.dedent(
+    """
+    import sys, types
+    sys.modules["google.colab"] = types.ModuleType("google.colab")
+
+    class NoMystNB:
+        def find_spec(self, name, path=None, target=None):
+            if name == "myst_nb" or name.startswith("myst_nb."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, NoMystNB())
     """
 )
 
@@ -53,7 +73,7 @@ def colab_like(tmp_path_factory):
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
     # "Preinstalled" stack: a plain path entry, so .venv's own .pth files (the editable aiinfra) stay inactive.
     (site / "colab_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    (site / "sitecustomize.py").write_text("import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')\n")
+    (site / "sitecustomize.py").write_text(COLAB_SITE)
     # The remote repository, stood in for by a copy of the checkout's package sources.
     remote = base / "remote"
     remote.mkdir()
@@ -78,9 +98,14 @@ def run_notebook(colab_like, notebook):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_chapter_notebook_runs_after_the_setup_cell_installs_the_library(colab_like):
-    notebook = ROOT / "notebooks" / "ch01" / "index.ipynb"
-    run_notebook(colab_like, notebook)
+@pytest.mark.parametrize("page", ["ch01/index", "ch01/05-one-model-step"])
+def test_chapter_notebook_runs_after_the_setup_cell_installs_the_library(colab_like, page):
+    notebook = ROOT / "notebooks" / f"{page}.ipynb"
+    python, env_dir, env, base = colab_like
+    shown = run_notebook(colab_like, notebook)
+    seen = json.loads((base / f"probe-{notebook.stem}.json").read_text())
+    assert seen["glue_from"] is None, f"myst_nb came from {seen['glue_from']}, not the set-up cell's stand-in"
+    assert shown
 
 
 def test_exercise_notebook_self_checks_after_install(colab_like):

@@ -8,6 +8,11 @@
 The output is deterministic (sorted keys, fixed cell ids, no outputs), so the
 check mode compares bytes. Never edit the generated files by hand: edit
 src/aiinfra/exercises/chNN.py and rerun.
+
+The exercise texts are written in the book's MyST; their Markdown cells go through the
+same converter as the chapter notebooks (book/_ext/doctree_markdown.py), so Colab and
+JupyterLab show them as the book does (a dollar sign is math only where the book
+typesets math).
 """
 from __future__ import annotations
 
@@ -15,9 +20,22 @@ import argparse
 import sys
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+from doctree_markdown import from_myst  # noqa: E402
 from notebooks import pip_source  # noqa: E402
+
+
+def plain(nb: dict) -> dict:
+    """The notebook with every Markdown cell converted from MyST to plain Markdown."""
+    extensions = yaml.safe_load((REPO / "_config.yml").read_text())["parse"]["myst_enable_extensions"]
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = from_myst(cell["source"], extensions)
+    return nb
 
 
 def build(out: Path, variants: bool, chapters: list[str] | None = None) -> dict[Path, str]:
@@ -27,8 +45,8 @@ def build(out: Path, variants: bool, chapters: list[str] | None = None) -> dict[
     source = pip_source()  # repository.url and .branch from _config.yml, typed once
     files = {}
     for ch in chapters or registry.chapters():
-        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.student_notebook(ch, variants, source))
-        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(notebooks.solution_notebook(ch, variants, source))
+        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(plain(notebooks.student_notebook(ch, variants, source)))
+        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(plain(notebooks.solution_notebook(ch, variants, source)))
     return files
 
 

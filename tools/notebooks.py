@@ -1,35 +1,40 @@
-"""Colab/Binder copies of the chapters: one `.ipynb` per book page, generated from its MyST source.
+"""The book's notebooks (notebooks/): one per page, made by the book build from the resolved pages.
 
-    python tools/notebooks.py --write   # regenerate notebooks/ (outputs from the build's execution cache)
-    python tools/notebooks.py --check   # exit 1 if any notebook is missing, stale or orphaned
+    make notebooks                      # make book, then --write
+    python tools/notebooks.py --write   # copy the notebooks the last build made into notebooks/
+    python tools/notebooks.py --check   # exit 1 if notebooks/ is missing, stale or orphaned
 
-A generated notebook is the page's cells, preceded by one set-up cell that installs
-`aiinfra` when it runs on Colab (pinned to `repository:` in `_config.yml`). Outputs are
-stripped, except for the cells that glue numbers into the prose: those keep their output
-and carry the `nbval-check-output` tag, so `pytest --nbval-lax notebooks` proves that the
-numbers the book prints are the numbers the code computes today. Cells tagged `volatile`
-(machine measurements) never keep output.
+`make book` writes one notebook per notebook page to `_build/notebooks/` while Sphinx writes
+the page (`book/_ext/aiinfra_notebooks.py`): the page's code cells with the outputs it was
+built with, its prose converted to plain Markdown (numbers, equation numbers and links
+resolved). Colab, Binder and the page's `.ipynb` download all open the committed copy in
+`notebooks/`. `--write` leaves a committed notebook alone when only values measured on the
+build machine differ; `--check` compares it with the last build's, also ignoring image bytes
+(fonts and PNG encoders may differ between machines).
 """
 from __future__ import annotations
 
 import argparse
-import os
+import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
-import jupytext
-import nbformat
 import yaml
 
 from aiinfra import colab
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
 BOOK = ROOT / "book"
 OUT = ROOT / "notebooks"
-CHECK_TAG = "nbval-check-output"
+BUILT = ROOT / "_build" / "notebooks"
+STAMP = BUILT / ".generator"
 SETUP_TAG = "colab-setup"
-STRIP_METADATA = ("widgets", "jupytext", "execution")
+CHECK_TAG = "nbval-check-output"
+MEASURED = re.compile(r'(<span title="measured[^"]*">).*?(</span>)', re.S)
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+TEXT_MIMES = ("text/plain", "text/markdown", "text/latex", "text/html", "application/papermill.record/")
 
 
 def repository() -> tuple[str, str]:
@@ -41,16 +46,6 @@ def repository() -> tuple[str, str]:
 
 def pip_source() -> str:
     return colab.pip_source(*repository())
-
-
-def setup_cell_source() -> str:
-    return "\n".join(colab.install_cell_lines(pip_source()))
-
-
-def setup_cell() -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(setup_cell_source())
-    cell.metadata["tags"] = [SETUP_TAG]
-    return cell
 
 
 def pages() -> list[Path]:
@@ -65,104 +60,83 @@ def pages() -> list[Path]:
     return found
 
 
-def target(md: Path) -> Path:
-    return OUT / md.relative_to(BOOK).with_suffix(".ipynb")
+def target(md: Path, base: Path = OUT) -> Path:
+    return base / md.relative_to(BOOK).with_suffix(".ipynb")
 
 
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
 
 
-def keeps_output(cell) -> bool:
-    tags = _tags(cell)
-    return cell.cell_type == "code" and "glue(" in cell.source and "volatile" not in tags
+def _output(out: dict, images: bool) -> tuple:
+    data = {}
+    for mime, value in sorted(out.get("data", {}).items()):
+        if mime.startswith(TEXT_MIMES):
+            data[mime] = ADDRESS.sub("0x", _text(value))
+        else:
+            data[mime] = _text(value) if images else "<binary>"
+    return out.get("output_type"), out.get("name"), _text(out.get("text", "")), tuple(data.items())
 
 
-def skeleton(md: Path) -> nbformat.NotebookNode:
-    """The notebook for `md` without outputs, tags settled."""
-    nb = jupytext.read(md)
-    for key in STRIP_METADATA:
-        nb.metadata.pop(key, None)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["colab"] = {"provenance": []}
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-            tags = [t for t in _tags(cell) if t != CHECK_TAG]
-            if keeps_output(cell):
-                tags.append(CHECK_TAG)
-            if tags:
-                cell.metadata["tags"] = tags
-    nb.cells.insert(0, setup_cell())
-    nbformat.validator.normalize(nb)
-    return nb
+def comparable(nb: dict, images: bool = False) -> list[tuple]:
+    """What must match between two notebooks of a page: all but values measured on the build
+    machine, and (unless ``images``) the bytes of images, which may differ between machines."""
+    cells = []
+    for cell in nb["cells"]:
+        source = MEASURED.sub(r"\1…\2", _text(cell["source"]))
+        meta = json.dumps(cell.get("metadata", {}), sort_keys=True)
+        outputs = tuple(_output(o, images) for o in cell.get("outputs", []))
+        attachments = json.dumps(cell.get("attachments", {}), sort_keys=True) if images else sorted(cell.get("attachments", {}))
+        cells.append((cell["cell_type"], source, meta, tuple(attachments), outputs))
+    return cells
 
 
-def ran(md: Path) -> nbformat.NotebookNode:
-    """The page executed: from the book's execution cache when it holds the page, else run now."""
-    from jupyter_cache import get_cache
-    from preexecute import read_page
-
-    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
-    page = read_page(md)
-    try:
-        return get_cache(str(ROOT / cfg["cache"])).merge_match_into_notebook(page)[1]
-    except KeyError:
-        from nbclient import NotebookClient
-
-        os.environ["AIINFRA_BOOK_BUILD"] = "1"
-        NotebookClient(page, timeout=cfg["timeout"], kernel_name="python3",
-                       resources={"metadata": {"path": str(md.parent)}}).execute()
-        return page
+def read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
-def executed(md: Path, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Copy the outputs of the glue cells (nbval-check-output) from an executed run of the page."""
-    run_cells = [c for c in ran(md).cells if c.cell_type == "code"]
-    mine_cells = [c for c in nb.cells if c.cell_type == "code" and SETUP_TAG not in _tags(c)]
-    assert [c.source for c in mine_cells] == [c.source for c in run_cells], md
-    for count, (mine, run) in enumerate(zip(mine_cells, run_cells), start=1):
-        if CHECK_TAG in _tags(mine):
-            mine.outputs = [o for o in run.outputs if o.get("output_type") != "stream"]
-            mine.execution_count = count  # nbval compares only cells that ran
-            for out in mine.outputs:
-                out.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
-                if "execution_count" in out:
-                    out["execution_count"] = count
-    return nb
+def _built_or_fail() -> list[str]:
+    if not STAMP.is_file():
+        return [f"{BUILT.relative_to(ROOT)}/ is missing: run `make book` first (it generates the notebooks)"]
+    return [f"{target(md, BUILT).relative_to(ROOT)}: not generated by the build (is the page a notebook?)"
+            for md in pages() if not target(md, BUILT).is_file()]
 
 
-def comparable(nb) -> list[tuple]:
-    return [(c.cell_type, c.source, tuple(_tags(c))) for c in nb.cells]
-
-
-def write() -> None:
-    wanted = {target(md): md for md in pages()}
+def write() -> int:
+    problems = _built_or_fail()
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    wanted = {target(md): target(md, BUILT) for md in pages()}
     for path in OUT.rglob("*.ipynb"):
         if path not in wanted:
             path.unlink()
-    for path, md in wanted.items():
-        nb = executed(md, skeleton(md))
+            print(f"removed {path.relative_to(ROOT)}")
+    for path, built in wanted.items():
+        # a notebook that differs only in this machine's measurements is left alone (no churn)
+        if path.is_file() and comparable(read(path), images=True) == comparable(read(built), images=True):
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, path)
+        shutil.copyfile(built, path)
         print(f"wrote {path.relative_to(ROOT)}")
+    return 0
 
 
 def check() -> int:
-    problems = []
-    wanted = {target(md): md for md in pages()}
+    problems = _built_or_fail()
+    wanted = {target(md): target(md, BUILT) for md in pages()}
     for path in sorted(OUT.rglob("*.ipynb")):
         if path not in wanted:
-            problems.append(f"{path.relative_to(ROOT)}: no source page (delete it or run --write)")
-    for path, md in wanted.items():
-        if not path.exists():
-            problems.append(f"{path.relative_to(ROOT)}: missing (run tools/notebooks.py --write)")
-            continue
-        if comparable(nbformat.read(path, as_version=4)) != comparable(skeleton(md)):
-            problems.append(f"{path.relative_to(ROOT)}: stale, {md.relative_to(ROOT)} changed (run tools/notebooks.py --write)")
+            problems.append(f"{path.relative_to(ROOT)}: no source page (delete it or run `make notebooks`)")
+    for path, built in wanted.items():
+        if not path.is_file():
+            problems.append(f"{path.relative_to(ROOT)}: missing (run `make notebooks`)")
+        elif built.is_file() and comparable(read(path)) != comparable(read(built)):
+            problems.append(f"{path.relative_to(ROOT)}: stale, differs from {built.relative_to(ROOT)} (run `make notebooks`)")
     for line in problems:
         print(line, file=sys.stderr)
+    if not problems:
+        print(f"{len(wanted)} notebooks match the build")
     return 1 if problems else 0
 
 
@@ -172,11 +146,7 @@ def main(argv=None) -> int:
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
-    os.chdir(ROOT)
-    if args.write:
-        write()
-        return 0
-    return check()
+    return write() if args.write else check()
 
 
 if __name__ == "__main__":

@@ -27,3 +27,32 @@ def install_cell_lines(source: str) -> list[str]:
         f'    source = os.environ.get("AIINFRA_PIP_SOURCE", {source!r})',
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)',
     ]
+
+
+#: The ``#@title`` of a chapter notebook's set-up cell (Colab shows it in place of the folded code).
+SETUP_TITLE = "Set-up: installs the book's library on Colab; elsewhere it does nothing"
+
+
+def glue_fallback_lines() -> list[str]:
+    """Source lines that let the chapters' hidden cells run where myst-nb is not installed.
+
+    Those cells call ``myst_nb.glue`` to hand numbers to the book's text. A notebook already
+    shows the text with its numbers, so where myst-nb is missing (Colab, Binder) a stand-in
+    that only displays what it is asked to display is all the cells need.
+    """
+    return [
+        "# The hidden cells hand numbers to the text with myst_nb.glue; the text here already shows",
+        "# them, so where myst-nb is not installed a stand-in that only displays is enough.",
+        "try:",
+        "    import myst_nb",
+        "except ImportError:",
+        "    import types",
+        "    from IPython.display import display as _display",
+        '    myst_nb = sys.modules["myst_nb"] = types.ModuleType("myst_nb")',
+        "    myst_nb.glue = lambda name, value, display=True: _display(value) if display else None",
+    ]
+
+
+def chapter_setup_lines(source: str) -> list[str]:
+    """The set-up cell of a chapter notebook: the Colab install, then the glue stand-in."""
+    return install_cell_lines(source) + glue_fallback_lines()
