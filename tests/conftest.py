@@ -1,7 +1,7 @@
 """Shared fixtures: the shipped model configs the tests pin numbers on."""
 import pytest
 
-from aiinfra import models
+from aiinfra.catalog import models
 
 
 @pytest.fixture(scope="session")
