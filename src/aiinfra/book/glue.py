@@ -15,7 +15,8 @@ Each keyword becomes the glue name ``PREFIX_KEY``. A value is glued as is,
 or given as ``(value, spec)`` where ``spec`` is
 
 * a unit of :mod:`aiinfra.units`: ``"B"`` (:func:`~aiinfra.units.fmt_bytes`),
-  ``"B/s"``, ``"s"``, ``"FLOPs"``, ``"FLOP/s"`` or ``"W"``, optionally followed
+  ``"B/s"``, ``"s"``, ``"FLOPs"``, ``"FLOP/s"``, ``"W"`` or ``"$"`` (dollars, 2
+  decimals), optionally followed
   by a unit to force and/or a number of decimals: ``"B GiB"``, ``"s 1"``,
   ``"B/s TB 3"``, ``"s ms 0"``;
 * or a Python format spec (``","``, ``".1f"``, ``".0%"``, ``",.0f"``).
@@ -35,6 +36,7 @@ _FORMATTERS = {
     "FLOPs": lambda x, unit, digits: units.fmt_flops(x, **digits),
     "FLOP/s": lambda x, unit, digits: units.fmt_flops_rate(x, **digits),
     "W": lambda x, unit, digits: units.fmt_power(x, **digits),
+    "$": lambda x, unit, digits: f"${x:,.{digits.get('digits', 2)}f}",
 }
 
 
@@ -53,18 +55,17 @@ def fmt(value, spec: str) -> str:
             digits = {"digits": int(token)}
         else:
             unit = token
-    if unit is not None and head in ("FLOPs", "FLOP/s", "W"):
+    if unit is not None and head in ("FLOPs", "FLOP/s", "W", "$"):
         raise ValueError(f"spec {spec!r}: {head} picks its own prefix; give only a number of decimals")
     return _FORMATTERS[head](value, unit, digits)
 
 
-def glue(prefix: str, **values) -> dict:
-    """Glue every keyword as ``PREFIX_KEY`` (see the module docstring); returns the glued name -> value map."""
+def glue(prefix: str, **values) -> None:
+    """Glue every keyword as ``PREFIX_KEY`` (see the module docstring)."""
     from myst_nb import glue as myst_glue
 
     if not isinstance(prefix, str) or not prefix.isidentifier():
         raise ValueError(f"prefix must be an identifier such as 'ch04_p1', got {prefix!r}")
-    out = {}
     for key, value in values.items():
         if isinstance(value, tuple):
             if len(value) != 2:
@@ -72,5 +73,3 @@ def glue(prefix: str, **values) -> dict:
             value = fmt(*value)
         name = f"{prefix}_{key}"
         myst_glue(name, value, display=False)
-        out[name] = value
-    return out

@@ -531,7 +531,7 @@ def interactive_figure(
     clash = set(fixed) & set(names)
     if clash:
         raise ValueError(f"fixed must not repeat a slider parameter, got {sorted(clash)}")
-    check("max_bytes", max_bytes, "int>=10_000", scalar=True)
+    check("max_bytes", max_bytes, "int>=10000", scalar=True)
     check("max_frames", max_frames, "int>=2", scalar=True)
     check("live_dpi", live_dpi, ">0")
     check("palette_colors", palette_colors, "int>=2", scalar=True)
