@@ -42,7 +42,6 @@ __all__ = [
     "context_where_two_n_is_off",
     "request_two_n_ratio",
     "tokens_to_match_training",
-    "decode_flops_without_cache",
     "forward_flops_per_token",
     "attention_flops_per_token",
     "decode_step_flops",
@@ -420,18 +419,3 @@ def tokens_to_match_training(training_tokens):
     compute after about 45e12 served tokens. Accepts arrays.
     """
     return 3.0 * training_tokens
-
-
-def decode_flops_without_cache(model, prompt_tokens, generated_tokens) -> float:
-    """FLOPs of the ``G - 1`` decode steps if nothing were cached: each step reruns a full prefill.
-
-    Without a KV cache, producing output token ``k + 1`` means pushing all
-    ``P + k`` tokens through the model again (causal, logits for the last
-    position only): ``sum_{k=1}^{G-1} F_prefill(P + k)``. Compare with the
-    cached steps of :meth:`aiinfra.deployment.Deployment.request` (about ``P + G/2`` times fewer).
-    """
-    p = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
-    g = check("generated_tokens", generated_tokens, "int>=1", scalar=True)
-    if g == 1:
-        return 0.0
-    return float(np.sum(prefill_flops(model, np.arange(p + 1, p + g))))

@@ -403,6 +403,23 @@ class Deployment:
         dec = Step(b, g - 1, flops, w, kv, tc, tm, float(np.sum(steps.time_s)), roofline.bound_of(tc, tm))
         return Request(p, g, pre, dec)
 
+    def decode_without_cache(self, prompt_tokens, output_tokens) -> Step:
+        """The ``G - 1`` decode steps of a reply if nothing were cached: each reruns a full prefill.
+
+        Without a KV cache, output token ``k + 1`` means pushing all ``P + k``
+        tokens through the model again (causal, logits for the last position
+        only): ``sum_{k=1}^{G-1}`` of :meth:`prefill` at ``P + k`` tokens. Compare
+        with the cached steps of :meth:`request` (chapter 3).
+        """
+        p = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
+        g = check("output_tokens", output_tokens, "int>=1", scalar=True)
+        if g == 1:
+            return Step(1, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "none")
+        passes = self.prefill(np.arange(p + 1, p + g))
+        flops, w = float(np.sum(passes.flops)), self.weight_bytes_read * (g - 1)
+        tc, tm = self._times(flops, w)
+        return Step(1, g - 1, flops, w, 0.0, tc, tm, float(np.sum(passes.time_s)), roofline.bound_of(tc, tm))
+
     # --- capacity -----------------------------------------------------------------
     def max_users(self, target_tpot_s, context_tokens) -> tuple[int, str]:
         """Most concurrent users this replica holds at ``context_tokens`` each and still meets ``target_tpot_s``.

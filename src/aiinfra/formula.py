@@ -9,9 +9,9 @@ which does three things so that no formula repeats them:
   infinity, a bool or a piece of text raises ``ValueError`` naming the
   argument and the allowed range (:func:`check`, the only validator of the
   library);
-* **scalar or array**: the body receives float numpy arrays (0-d for
-  scalars) and a scalar call returns a Python ``float`` (``int`` with
-  ``out=int``), an array call an array;
+* **scalar or array**: the body receives Python floats for scalars and
+  float numpy arrays for arrays, and a scalar call returns a Python
+  ``float`` (``int`` with ``out=int``), an array call an array;
 * **the sympy twin**: the first argument is the formula written with the
   declared symbols (``"2*L*H_kv*d_head*b_KV"``); ``fn.sym`` parses it the
   first time it is asked for, so importing :mod:`aiinfra` or any formula
@@ -386,7 +386,8 @@ class Formula:
             if dom.kind == "bool":
                 values[name] = check(name, values[name], "bool")
             else:
-                values[name] = _validated(name, values[name], dom)
+                arr = _validated(name, values[name], dom)
+                values[name] = float(arr) if arr.ndim == 0 else arr
         result = self._fn(**values)
         return _scalar_or_array(result, self._out)
 

@@ -286,8 +286,9 @@ def ref_3_5_b(p):
 
 
 def ref_3_5_c(p):
-    cached = Deployment(p["model"], "H100 SXM").request(p["prompt_tokens"], p["generated_tokens"]).decode.flops
-    return compute.decode_flops_without_cache(p["model"], p["prompt_tokens"], p["generated_tokens"]) / cached
+    d = Deployment(p["model"], "H100 SXM")
+    cached = d.request(p["prompt_tokens"], p["generated_tokens"]).decode.flops
+    return d.decode_without_cache(p["prompt_tokens"], p["generated_tokens"]).flops / cached
 
 
 def ref_3_5_d(p):
