@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from aiinfra import compute, models
+from aiinfra import compute
+from aiinfra.catalog import models
 
 QWEN_LINEAR = 36 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12288)
 QWEN_HEAD = 151936 * 4096

@@ -4,8 +4,8 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import inference, units
-from aiinfra.figures import ch03
+from aiinfra import compute, units
+from aiinfra.book.figures import ch03
 
 
 def _png_bytes(fig):
@@ -17,7 +17,7 @@ def _png_bytes(fig):
 def test_drift_readouts_match_the_library():
     fig, r = ch03.two_n_drift(2048)
     assert isinstance(fig, Figure)
-    parts = inference.decode_flops_breakdown("Qwen3-8B", 2048)
+    parts = compute.decode_flops_breakdown("Qwen3-8B", 2048)
     assert r["exact, one step"] == units.fmt_flops(parts["exact"]["total"]) == "16.34 GFLOPs"
     assert r["2N rule"] == "16.38 GFLOPs"
     assert r["exact / 2N"] == "0.998"
@@ -29,7 +29,7 @@ def test_drift_grows_with_context():
     ratios = [float(ch03.two_n_drift(n)[1]["exact / 2N"]) for n in (1024, 32768)]
     assert ratios[0] < 1.1 < ratios[1]
     _, r = ch03.two_n_drift(4096, model="Llama-3.1-70B", tolerance=0.2)
-    assert r["2N is > 20% short beyond"] == f"{inference.context_where_two_n_is_off('Llama-3.1-70B', 0.2):,.0f} tokens"
+    assert r["2N is > 20% short beyond"] == f"{compute.context_where_two_n_is_off('Llama-3.1-70B', 0.2):,.0f} tokens"
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -4,8 +4,8 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import cluster, network, parallelism
-from aiinfra.figures import ch06
+from aiinfra.cluster import network, parallelism, scale
+from aiinfra.book.figures import ch06
 
 LINKS = dict(d_model=8192, n_layers=80, nvlink_bytes_per_s=450e9, ib_bytes_per_s=50e9,
              nvlink_latency_s=3e-6, ib_latency_s=5e-6)
@@ -45,9 +45,9 @@ def test_tp_allreduce_rejects_single_rank():
 
 def test_mfu_scaling_readouts():
     fig, r = ch06.mfu_scaling(32768)
-    assert r["MFU, log2 model"] == f"{cluster.mfu_log2_model(32768):.1%}" == "32.0%"
+    assert r["MFU, log2 model"] == f"{scale.mfu_log2_model(32768):.1%}" == "32.0%"
     assert r["MFU, comm-fraction model"] == "32.0%"
-    gain = 2 * cluster.mfu_log2_model(65536) / cluster.mfu_log2_model(32768)
+    gain = 2 * scale.mfu_log2_model(65536) / scale.mfu_log2_model(32768)
     assert r["next doubling, log2 model"] == f"{gain:.2f}x useful compute"
     assert gain < 2
     assert _png_bytes(fig) < 150_000

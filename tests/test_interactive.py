@@ -8,8 +8,8 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
-from aiinfra import interactive as ia
-from aiinfra.interactive import Slider, interactive_figure
+from aiinfra.book import interactive as ia
+from aiinfra.book.interactive import Slider, interactive_figure
 
 
 def wave(freq=1, amp=1.0, noise=0):

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import hardware, memory, models
+from aiinfra import memory
+from aiinfra.catalog import hardware, models
 from aiinfra.units import GB, GiB, KiB, MiB
 
 
@@ -72,7 +73,7 @@ def test_full_mha_at_d_8192_is_8x_larger(r1_70b):
     mha = dataclasses.replace(r1_70b, n_kv_heads=64)
     assert memory.kv_bytes_per_token(mha) == per_token == 8 * memory.kv_bytes_per_token(r1_70b)
     assert round(memory.kv_bytes_per_request(mha, 8192) / GB, 2) == 21.47
-    assert memory.kv_bytes_for_context_formula(80, 64, 128, 8192, 2) == memory.kv_bytes_per_request(mha, 8192)
+    assert memory.kv_bytes_per_token_formula(80, 64, 128, 2) * 8192 == memory.kv_bytes_per_request(mha, 8192)
 
 
 def test_qwen3_8b_kv(qwen3_8b):
@@ -213,9 +214,9 @@ def test_mla_formula_rejections(args, name):
         memory.mla_kv_bytes_per_token_formula(*args)
 
 
-def test_context_formula_rejects_negative_context():
+def test_request_kv_rejects_negative_context(r1_70b):
     with pytest.raises(ValueError, match="context_tokens"):
-        memory.kv_bytes_for_context_formula(80, 8, 128, -1, 2)
+        memory.kv_bytes_per_request(r1_70b, -1)
 
 
 @pytest.mark.parametrize("kwargs,name", [

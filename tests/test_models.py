@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import models
+from aiinfra.catalog import models
 
 # Exact totals (and active counts for MoE) of every shipped config.
 # Published figures they must round to: R1-Distill-Llama-70B 70.6B, Qwen3-8B 8.2B,
@@ -183,7 +183,7 @@ def test_llama_biases():
 
 
 def test_mla_without_query_compression():
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "DeepSeek-V3.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "DeepSeek-V3.json").read_text())
     cfg["q_lora_rank"] = None
     m = models.load(cfg)
     names = {x.name for x in models.linear_shapes(m) if x.role == "attention"}
@@ -194,7 +194,7 @@ def test_mla_without_query_compression():
 
 
 def test_qwen3_moe_sparse_step_and_dense_layers():
-    base = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-30B-A3B.json").read_text())
+    base = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-30B-A3B.json").read_text())
     m = models.load(dict(base, decoder_sparse_step=2, mlp_only_layers=[1]))
     assert m.moe_layers == tuple(i for i in range(48) if (i + 1) % 2 == 0 and i != 1)
     assert 1 in m.dense_layers and 0 in m.dense_layers
@@ -208,7 +208,7 @@ def test_load_name_spellings(spelling, qwen3_8b):
 
 
 def test_load_path_and_dir(tmp_path, qwen3_8b):
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-8B.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-8B.json").read_text())
     d = tmp_path / "my-qwen"
     d.mkdir()
     (d / "config.json").write_text(json.dumps(cfg))
@@ -222,7 +222,7 @@ def test_load_path_and_dir(tmp_path, qwen3_8b):
 def test_a_local_directory_wins_over_a_shipped_name(tmp_path, monkeypatch):
     d = tmp_path / "Qwen3-8B"
     d.mkdir()
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-8B.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-8B.json").read_text())
     (d / "config.json").write_text(json.dumps(dict(cfg, num_hidden_layers=2)))
     monkeypatch.chdir(tmp_path)
     assert models.load("Qwen3-8B").n_layers == 2
@@ -261,7 +261,7 @@ def test_fields_that_change_the_count_are_refused(extra):
 
 
 def test_deepseek_attention_bias_refused():
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "DeepSeek-V3.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "DeepSeek-V3.json").read_text())
     with pytest.raises(ValueError, match="deepseek_v3"):
         models.load(dict(cfg, attention_bias=True))
 

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from aiinfra import models, moe_routing as mr
+from aiinfra.catalog import models
+from aiinfra.serving import moe as mr
 
 
 def test_fraction_one_token_and_limit():

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import paging as pg
-from aiinfra import scheduling as sch
+from aiinfra.serving import paging as pg
+from aiinfra.serving import batching as sch
 
 
 def test_pages_round_up():

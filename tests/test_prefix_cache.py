@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aiinfra import prefix_cache as pc
+from aiinfra.serving import prefix_cache as pc
 
 # Qwen3-8B (NOTES.md): matrix FLOPs per token = 2 x (block linear weights);
 # causal attention 4 * 36 layers * 32 heads * 128 = 589,824 FLOPs per pair.

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import scheduling as sch
+from aiinfra.serving import batching as sch
 
 
 def _trace_strategy():
