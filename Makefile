@@ -37,8 +37,10 @@ book: $(STAMP) vendor $(LIBRARY_STAMP)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 
 # Library, grader and hostile submissions, nbval over notebooks/, launch links, browser tests.
+# Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
+HYPOTHESIS_PROFILE ?= ci
 test: book
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -1,4 +1,4 @@
-"""Tests for aiinfra.disaggregation (chapter 7)."""
+"""Tests for aiinfra.serving.disaggregation (chapter 7)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

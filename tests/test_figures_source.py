@@ -137,23 +137,23 @@ def test_cluster_scale_realized_lags_peak():
 
 def test_pass_counts_follow_prefill_then_decode():
     g = len(run_inference.ANSWER)
-    assert run_inference.total_passes(g) == g + 1
-    assert run_inference.total_passes(g, prefill_emits_first_token=True) == g
-    c0 = run_inference.pass_count(0, g)
+    assert run_inference._total_passes(g) == g + 1
+    assert run_inference._total_passes(g, prefill_emits_first_token=True) == g
+    c0 = run_inference._pass_count(0, g)
     assert (c0.prefill, c0.decode, c0.total, c0.answer_tokens) == (0, 0, 0, 0)
-    c1 = run_inference.pass_count(1, g)
+    c1 = run_inference._pass_count(1, g)
     assert (c1.prefill, c1.decode, c1.answer_tokens) == (1, 0, 0)
-    last = run_inference.pass_count(g + 1, g)
+    last = run_inference._pass_count(g + 1, g)
     assert (last.prefill, last.decode, last.total, last.answer_tokens) == (1, g, g + 1, g)
-    vllm = run_inference.pass_count(1, g, prefill_emits_first_token=True)
+    vllm = run_inference._pass_count(1, g, prefill_emits_first_token=True)
     assert vllm.answer_tokens == 1
-    assert run_inference.pass_count(g, g, prefill_emits_first_token=True).answer_tokens == g
+    assert run_inference._pass_count(g, g, prefill_emits_first_token=True).answer_tokens == g
     with pytest.raises(ValueError, match="step"):
-        run_inference.pass_count(g + 2, g)
+        run_inference._pass_count(g + 2, g)
     with pytest.raises(ValueError, match="step"):
-        run_inference.pass_count(-1, g)
+        run_inference._pass_count(-1, g)
     with pytest.raises(ValueError, match="answer_tokens"):
-        run_inference.total_passes(0)
+        run_inference._total_passes(0)
 
 
 def test_run_inference_readouts_and_flops():

@@ -1,4 +1,4 @@
-"""Tests for aiinfra.speculation (chapter 7): break-even points of speculative decoding."""
+"""Tests for aiinfra.serving.speculation (chapter 7): break-even points of speculative decoding."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

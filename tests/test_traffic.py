@@ -1,4 +1,4 @@
-"""Chapter 1: bytes moved by one request (aiinfra.traffic)."""
+"""Chapter 1: bytes moved by one request (aiinfra.memory)."""
 import math
 
 import numpy as np
@@ -11,10 +11,10 @@ QWEN3_8B_KV_PER_TOKEN = 147_456  # 2 * 36 layers * 8 KV heads * 128 * 2 B (NOTES
 
 
 def test_kv_written_is_prompt_plus_output_entries():
-    assert memory.kv_bytes_written(QWEN3_8B_KV_PER_TOKEN, 2048, 0) == 2048 * QWEN3_8B_KV_PER_TOKEN
+    assert memory._kv_bytes_written(QWEN3_8B_KV_PER_TOKEN, 2048, 0) == 2048 * QWEN3_8B_KV_PER_TOKEN
     # 2,048 tokens of Qwen3-8B KV is 288 MiB (NOTES.md)
-    assert memory.kv_bytes_written(QWEN3_8B_KV_PER_TOKEN, 2048, 0) == 288 * 2**20
-    assert memory.kv_bytes_written(100.0, 10, 5) == 1500.0
+    assert memory._kv_bytes_written(QWEN3_8B_KV_PER_TOKEN, 2048, 0) == 288 * 2**20
+    assert memory._kv_bytes_written(100.0, 10, 5) == 1500.0
 
 
 def test_kv_read_matches_explicit_sum():
@@ -33,7 +33,7 @@ def test_kv_read_grows_quadratically_weights_linearly():
     short, long_ = memory.kv_bytes_read(k, 0, 100), memory.kv_bytes_read(k, 0, 1000)
     # with no prompt, G(G-1)/2 grows ~100x when G grows 10x
     assert long_ / short == pytest.approx(1000 * 999 / (100 * 99))
-    assert memory.weight_bytes_streamed(1e9, 1000) / memory.weight_bytes_streamed(1e9, 100) == 10.0
+    assert memory._weight_bytes_streamed(1e9, 1000) / memory._weight_bytes_streamed(1e9, 100) == 10.0
 
 
 def test_arrays_are_accepted():
@@ -46,8 +46,8 @@ def test_arrays_are_accepted():
 
 def test_activation_bytes_per_token_bf16():
     # Qwen3-8B hidden 4096 in BF16: 8 KiB per token per pipeline cut
-    assert memory.activation_bytes_per_token(4096) == 8192.0
-    assert memory.activation_bytes_per_token(8192, 1) == 8192.0
+    assert memory._activation_bytes_per_token(4096) == 8192.0
+    assert memory._activation_bytes_per_token(8192, 1) == 8192.0
 
 
 def test_request_traffic_table():
@@ -63,10 +63,10 @@ def test_request_traffic_table():
 
 def test_twins_agree():
     for fn, args in [
-        (memory.kv_bytes_written, dict(kv_bytes_per_token=3.0, prompt_tokens=7, output_tokens=11)),
+        (memory._kv_bytes_written, dict(kv_bytes_per_token=3.0, prompt_tokens=7, output_tokens=11)),
         (memory.kv_bytes_read, dict(kv_bytes_per_token=3.0, prompt_tokens=7, output_tokens=11)),
-        (memory.weight_bytes_streamed, dict(weight_bytes_per_step=5.0, output_tokens=11)),
-        (memory.activation_bytes_per_token, dict(hidden_size=4096, bytes_per_element=2)),
+        (memory._weight_bytes_streamed, dict(weight_bytes_per_step=5.0, output_tokens=11)),
+        (memory._activation_bytes_per_token, dict(hidden_size=4096, bytes_per_element=2)),
     ]:
         subs = {fn.sym_args[a]: v for a, v in args.items()}
         assert float(fn.sym.subs(subs)) == pytest.approx(fn(**args), rel=1e-12)
@@ -82,14 +82,14 @@ def test_kv_read_twin_is_the_closed_form_sum():
 
 
 @pytest.mark.parametrize("fn,kwargs,name", [
-    (memory.kv_bytes_written, dict(kv_bytes_per_token=0, prompt_tokens=1, output_tokens=1), "kv_bytes_per_token"),
-    (memory.kv_bytes_written, dict(kv_bytes_per_token=1, prompt_tokens=-1, output_tokens=1), "prompt_tokens"),
+    (memory._kv_bytes_written, dict(kv_bytes_per_token=0, prompt_tokens=1, output_tokens=1), "kv_bytes_per_token"),
+    (memory._kv_bytes_written, dict(kv_bytes_per_token=1, prompt_tokens=-1, output_tokens=1), "prompt_tokens"),
     (memory.kv_bytes_read, dict(kv_bytes_per_token=1, prompt_tokens=1, output_tokens=1.5), "output_tokens"),
     (memory.kv_bytes_read, dict(kv_bytes_per_token=math.nan, prompt_tokens=1, output_tokens=1), "kv_bytes_per_token"),
-    (memory.weight_bytes_streamed, dict(weight_bytes_per_step=-1, output_tokens=1), "weight_bytes_per_step"),
-    (memory.weight_bytes_streamed, dict(weight_bytes_per_step=1, output_tokens=True), "output_tokens"),
-    (memory.activation_bytes_per_token, dict(hidden_size=0), "hidden_size"),
-    (memory.activation_bytes_per_token, dict(hidden_size=10, bytes_per_element=math.inf), "bytes_per_element"),
+    (memory._weight_bytes_streamed, dict(weight_bytes_per_step=-1, output_tokens=1), "weight_bytes_per_step"),
+    (memory._weight_bytes_streamed, dict(weight_bytes_per_step=1, output_tokens=True), "output_tokens"),
+    (memory._activation_bytes_per_token, dict(hidden_size=0), "hidden_size"),
+    (memory._activation_bytes_per_token, dict(hidden_size=10, bytes_per_element=math.inf), "bytes_per_element"),
     (memory.request_traffic, dict(weight_bytes_resident=0, weight_bytes_per_step=1, kv_bytes_per_token=1,
                                    hidden_size=1, prompt_tokens=1, output_tokens=1), "weight_bytes_resident"),
     (memory.request_traffic, dict(weight_bytes_resident=1, weight_bytes_per_step=1, kv_bytes_per_token=1,

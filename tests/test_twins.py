@@ -42,7 +42,7 @@ def test_every_submodule_imports_and_the_registry_is_filled():
     assert "aiinfra.memory" in MODULES and "aiinfra.units" in MODULES
     assert len(symbols.TWINS) > 100, "the @formula twins are missing"
     for own in ("aiinfra.memory.kv_bytes_per_token_formula", "aiinfra.memory.weight_bytes_formula",
-                "aiinfra.memory.grouped_quant_bytes_formula", "aiinfra.memory.min_cards",
+                "aiinfra.memory._grouped_quant_bytes_formula", "aiinfra.memory.min_cards",
                 "aiinfra.units.bytes_per_s_from_gbit_per_s"):
         assert own in symbols.TWINS
 

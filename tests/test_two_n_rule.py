@@ -12,11 +12,11 @@ from aiinfra.serving import capacity
 
 
 def test_two_n_uses_every_parameter_of_a_dense_model(qwen3_8b):
-    assert compute.two_n_flops_per_token(qwen3_8b) == 2 * 8_190_735_360
+    assert compute._two_n_flops_per_token(qwen3_8b) == 2 * 8_190_735_360
 
 
 def test_two_n_uses_active_parameters_of_moe(mixtral):
-    assert compute.two_n_flops_per_token(mixtral) == 2 * models.active_params(mixtral)
+    assert compute._two_n_flops_per_token(mixtral) == 2 * models.active_params(mixtral)
     assert models.active_params(mixtral) < models.total_params(mixtral)
 
 
@@ -34,7 +34,7 @@ def test_breakdown_pins_qwen3_8b_at_2048(qwen3_8b):
     assert two["total"] == pytest.approx(sum(v for k, v in two.items() if k != "total"))
     assert exact["total"] == pytest.approx(sum(v for k, v in exact.items() if k != "total"))
     # what 2N charges for the blocks differs from the exact matrices only by the norm vectors
-    assert two["blocks"] - exact["blocks"] == 2 * models.norm_params(qwen3_8b)
+    assert two["blocks"] - exact["blocks"] == 2 * models._norm_params(qwen3_8b)
 
 
 def test_ratio_near_one_at_2048_and_growing(qwen3_8b):
@@ -51,7 +51,7 @@ def test_context_where_off_by_ten_percent(qwen3_8b):
     # closed form for a dense full-attention model: solve 2(N_lin+N_head) + 4 L n w = 1.1 * 2N
     m = qwen3_8b
     slope = 2 * m.n_layers * (models.attention_qk_width(m) + models.attention_v_width(m))
-    n_exact = (1.1 * compute.two_n_flops_per_token(m) - compute.flops_per_token(m)) / slope
+    n_exact = (1.1 * compute._two_n_flops_per_token(m) - compute.flops_per_token(m)) / slope
     assert n == math.floor(n_exact) + 1
 
 
@@ -84,7 +84,7 @@ def test_tokens_to_match_training():
 @given(st.integers(0, 200_000))
 def test_ratio_is_the_exact_count_over_2n(ctx):
     m = "Llama-3.1-8B"
-    assert compute.two_n_ratio(m, ctx) * compute.two_n_flops_per_token(m) == pytest.approx(
+    assert compute.two_n_ratio(m, ctx) * compute._two_n_flops_per_token(m) == pytest.approx(
         compute.decode_flops(m, ctx))
 
 

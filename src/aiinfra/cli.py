@@ -182,7 +182,7 @@ def _int(x):
 
 # --- subcommands -------------------------------------------------------------
 
-def cmd_params(args):
+def _cmd_params(args):
     from aiinfra import compute, units
     from aiinfra.catalog import models
 
@@ -219,7 +219,7 @@ def cmd_params(args):
     _emit(args, f"params: {m.name}", rows, data)
 
 
-def cmd_memory(args):
+def _cmd_memory(args):
     from aiinfra import memory, units
     from aiinfra.catalog import hardware, models
 
@@ -263,7 +263,7 @@ def cmd_memory(args):
     _emit(args, f"memory: {m.name}", rows, data)
 
 
-def cmd_decode(args):
+def _cmd_decode(args):
     from aiinfra import units
     from aiinfra.catalog import models
     from aiinfra.formula import check
@@ -325,7 +325,7 @@ def cmd_decode(args):
     _emit(args, f"decode: {m.name} on {d.gpu.name}", rows, data)
 
 
-def cmd_roofline(args):
+def _cmd_roofline(args):
     from aiinfra import roofline, units
     from aiinfra.catalog import hardware
 
@@ -358,7 +358,7 @@ def cmd_roofline(args):
     _emit(args, "roofline", rows, data)
 
 
-def cmd_plan(args):
+def _cmd_plan(args):
     from aiinfra import units
     from aiinfra.formula import check
     from aiinfra.serving import capacity
@@ -386,7 +386,7 @@ def cmd_plan(args):
     _emit(args, f"plan: {m.name} on {d.gpu.name} (lower bound, no communication or queueing)", rows, data)
 
 
-def cmd_list(args):
+def _cmd_list(args):
     from aiinfra.catalog import hardware, models
 
     data = {"models": models.shipped_names(), "gpus": [g.name for g in hardware.catalog()]}
@@ -397,8 +397,8 @@ def cmd_list(args):
         print("gpus:\n  " + "\n  ".join(data["gpus"]))
 
 
-COMMANDS = {"params": cmd_params, "memory": cmd_memory, "decode": cmd_decode, "roofline": cmd_roofline,
-            "plan": cmd_plan, "list": cmd_list}
+COMMANDS = {"params": _cmd_params, "memory": _cmd_memory, "decode": _cmd_decode, "roofline": _cmd_roofline,
+            "plan": _cmd_plan, "list": _cmd_list}
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,7 @@ runs once, not ``P`` times.
 
 The scalar cores take plain numbers; :func:`flops_per_token`,
 :func:`decode_flops`, :func:`prefill_flops` and :func:`request_flops` take a
-``ModelConfig`` from :mod:`aiinfra.models`.
+``ModelConfig`` from :mod:`aiinfra.catalog.models`.
 
 Serves: Chapters 1 (quick-reference numbers), 2 (one request by hand) and 3 (the 2N rule against the exact count).
 """
@@ -36,20 +36,12 @@ from aiinfra.catalog import models
 from aiinfra.formula import check, choice, formula
 
 __all__ = [
-    "two_n_flops_per_token",
     "decode_flops_breakdown",
     "two_n_ratio",
     "context_where_two_n_is_off",
     "request_two_n_ratio",
     "tokens_to_match_training",
-    "forward_flops_per_token",
     "attention_flops_per_token",
-    "decode_step_flops",
-    "prefill_attention_flops",
-    "causal_prefill_attention_flops",
-    "full_prefill_attention_flops",
-    "prefill_matmul_flops",
-    "prefill_step_flops",
     "request_step_flops",
     "approx_flops_2n",
     "approx_prefill_flops_2n",
@@ -61,14 +53,14 @@ __all__ = [
     "request_flops",
 ]
 
-@formula("2*(N_lin + N_head)", block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
-def forward_flops_per_token(block_linear_params, lm_head_params):
+@formula("2*(N_lin + N_head)", _block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
+def _forward_flops_per_token(_block_linear_params, lm_head_params):
     """Matrix FLOPs of one token through the model, attention scores excluded: ``2 (N_lin + N_head)``.
 
-    ``block_linear_params``: matmul weights the token touches inside the
+    ``_block_linear_params``: matmul weights the token touches inside the
     blocks (active experts only); ``lm_head_params``: vocab x hidden.
     """
-    return 2.0 * (block_linear_params + lm_head_params)
+    return 2.0 * (_block_linear_params + lm_head_params)
 
 
 @formula("2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
@@ -83,20 +75,20 @@ def attention_flops_per_token(n_layers, qk_width, v_width, context_tokens):
 
 
 @formula("2*(N_lin + N_head) + 2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
-         block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
          v_width="w_v >0", context_tokens="n_ctx int>=0")
-def decode_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, context_tokens):
+def _decode_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, context_tokens):
     """FLOPs of one decode step for one request: ``2 (N_lin + N_head) + 2 L n (w_qk + w_v)``.
 
     ``context_tokens`` is the number of keys the new token attends to.
     """
-    return (forward_flops_per_token(block_linear_params, lm_head_params)
+    return (_forward_flops_per_token(_block_linear_params, lm_head_params)
             + attention_flops_per_token(n_layers, qk_width, v_width, context_tokens))
 
 
 @formula("L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
          n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
-def causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
+def _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a causal prefill over ``P`` tokens: ``L (w_qk + w_v) P (P + 1)``.
 
     Position ``i`` attends to ``i`` keys, so there are ``P (P + 1) / 2``
@@ -108,7 +100,7 @@ def causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
 
 @formula("2*L*(w_qk + w_v)*P**2", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
          n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
-def full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
+def _full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a non-causal (bidirectional) prefill: ``2 L (w_qk + w_v) P^2``.
 
     Every token sees all ``P``; this is also what a kernel that computes the
@@ -118,18 +110,18 @@ def full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     return 2.0 * n_layers * (qk_width + v_width) * p * p
 
 
-def prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=True):
-    """Attention FLOPs of a prefill: :func:`causal_prefill_attention_flops` or, with
-    ``causal=False``, :func:`full_prefill_attention_flops`."""
+def _prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=True):
+    """Attention FLOPs of a prefill: :func:`_causal_prefill_attention_flops` or, with
+    ``causal=False``, :func:`_full_prefill_attention_flops`."""
     choice("causal", causal, {True, False})
-    fn = causal_prefill_attention_flops if causal else full_prefill_attention_flops
+    fn = _causal_prefill_attention_flops if causal else _full_prefill_attention_flops
     return fn(n_layers, qk_width, v_width, prompt_tokens)
 
 
 @formula("2*N_lin*P + 2*N_head*P_head", sample={"prompt_tokens": (100, 100_000), "lm_head_tokens": (1, 100)},
-         block_linear_params="N_lin >=0", lm_head_params="N_head >=0", prompt_tokens="P int>=1",
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", prompt_tokens="P int>=1",
          lm_head_tokens="P_head int>=1")
-def prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, lm_head_tokens=1):
+def _prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, lm_head_tokens=1):
     """Matrix FLOPs of a prefill: ``2 N_lin P + 2 N_head P_head``.
 
     Every prompt token passes through the blocks; only ``lm_head_tokens``
@@ -139,29 +131,29 @@ def prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, lm_
     """
     if np.any(lm_head_tokens > prompt_tokens):
         raise ValueError(f"lm_head_tokens must be <= prompt_tokens, got {lm_head_tokens!r} > {prompt_tokens!r}")
-    return 2.0 * block_linear_params * prompt_tokens + 2.0 * lm_head_params * lm_head_tokens
+    return 2.0 * _block_linear_params * prompt_tokens + 2.0 * lm_head_params * lm_head_tokens
 
 
 @formula("2*N_lin*P + 2*N_head + L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
-         block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
          v_width="w_v >0", prompt_tokens="P int>=1")
-def prefill_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens):
+def _prefill_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens):
     """FLOPs of prefilling ``P`` prompt tokens for generation: ``2 N_lin P + 2 N_head + L (w_qk + w_v) P (P+1)``.
 
     Causal attention and the lm_head on the last prompt token only, the
-    case of serving. For the other cases combine :func:`prefill_matmul_flops`
-    with :func:`full_prefill_attention_flops`, or use
+    case of serving. For the other cases combine :func:`_prefill_matmul_flops`
+    with :func:`_full_prefill_attention_flops`, or use
     :func:`prefill_flops` with its flags on a model config.
     """
-    return (prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, 1)
-            + causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens))
+    return (_prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, 1)
+            + _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens))
 
 
 @formula("2*N_lin*(P + G - 1) + 2*N_head*G + L*(w_qk + w_v)*(P + G - 1)*(P + G)",
          sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000), "generated_tokens": (1, 10_000)},
-         block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
          v_width="w_v >0", prompt_tokens="P int>=1", generated_tokens="G int>=1")
-def request_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens,
+def request_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens,
                        generated_tokens):
     """Exact FLOPs of a whole request: a causal prefill of ``P`` tokens, then ``G - 1`` decode steps.
 
@@ -174,7 +166,7 @@ def request_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, 
     of ``P + G`` tokens and no attention.
     """
     seen = prompt_tokens + generated_tokens - 1.0
-    return (2.0 * block_linear_params * seen + 2.0 * lm_head_params * generated_tokens
+    return (2.0 * _block_linear_params * seen + 2.0 * lm_head_params * generated_tokens
             + n_layers * (qk_width + v_width) * seen * (seen + 1.0))
 
 
@@ -252,7 +244,7 @@ def flops_per_token(model):
     Qwen3-8B: 15.14e9.
     """
     _, n_lin, n_head, _, _, _, _ = _shape(model)
-    return forward_flops_per_token(n_lin, n_head)
+    return _forward_flops_per_token(n_lin, n_head)
 
 
 @formula(None, model="label", context_tokens="int>=0")
@@ -265,7 +257,7 @@ def decode_flops(model, context_tokens):
     """
     m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
     ctx = context_tokens
-    total = np.asarray(forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
+    total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
     if n_full:
         total = total + attention_flops_per_token(n_full, wq, wv, ctx)
     if n_win:
@@ -284,9 +276,9 @@ def prefill_flops(model, prompt_tokens, causal=True, lm_head_last_token_only=Tru
     """
     m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
     p = prompt_tokens
-    total = np.asarray(prefill_matmul_flops(n_lin, n_head, p, 1 if lm_head_last_token_only else p))
+    total = np.asarray(_prefill_matmul_flops(n_lin, n_head, p, 1 if lm_head_last_token_only else p))
     if n_full:
-        total = total + np.asarray(prefill_attention_flops(n_full, wq, wv, p, causal))
+        total = total + np.asarray(_prefill_attention_flops(n_full, wq, wv, p, causal))
     if n_win:
         pairs = _causal_pairs(p, m.sliding_window) if causal else p * np.minimum(p, m.sliding_window)
         total = total + 2.0 * n_win * (wq + wv) * pairs
@@ -325,11 +317,11 @@ def request_flops(model, prompt_tokens, generated_tokens):
 _MAX_CONTEXT = 1 << 40
 
 
-def two_n_flops_per_token(model) -> float:
+def _two_n_flops_per_token(model) -> float:
     """The rule of thumb for one token: ``2 N``, ``N`` = the parameters a token uses.
 
     For a dense model that is every stored parameter; for a mixture of
-    experts, the active ones (:func:`aiinfra.models.active_params`).
+    experts, the active ones (:func:`aiinfra.catalog.models.active_params`).
     """
     return approx_flops_2n(models.active_params(models.load(model)), 1, 0)
 
@@ -346,12 +338,12 @@ def decode_flops_breakdown(model, context_tokens) -> dict:
     m = models.load(model)
     ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
     matrices = flops_per_token(m)
-    head = forward_flops_per_token(0, models.lm_head_params(m))
+    head = _forward_flops_per_token(0, models.lm_head_params(m))
     total = decode_flops(m, ctx)
     exact = {"blocks": matrices - head, "lm_head": head, "attention": total - matrices, "embedding": 0.0,
              "total": total}
     n_embed = models.embedding_params(m)
-    n_head_stored = models.stored_lm_head_params(m)
+    n_head_stored = models._stored_lm_head_params(m)
     n_total = models.active_params(m)
     two = {
         "blocks": approx_flops_2n(n_total - n_embed - n_head_stored, 1, 0),
@@ -370,7 +362,7 @@ def two_n_ratio(model, context_tokens):
     ``context_tokens`` may be an integer array (for a curve). Qwen3-8B: about
     1.0 at 2,048 tokens, where the free embedding and the attention cancel.
     """
-    return decode_flops(model, context_tokens) / two_n_flops_per_token(model)
+    return decode_flops(model, context_tokens) / _two_n_flops_per_token(model)
 
 
 def context_where_two_n_is_off(model, tolerance=0.1) -> float:
@@ -402,7 +394,7 @@ def context_where_two_n_is_off(model, tolerance=0.1) -> float:
 def request_two_n_ratio(model, prompt_tokens, generated_tokens) -> float:
     """Exact FLOPs of a whole request (causal prefill + ``G - 1`` decode steps) over ``2N (P + G)``.
 
-    ``N`` as in :func:`two_n_flops_per_token` (active parameters).
+    ``N`` as in :func:`_two_n_flops_per_token` (active parameters).
     """
     m = models.load(model)
     exact = request_flops(m, prompt_tokens, generated_tokens)

@@ -41,8 +41,8 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 __all__ = [
-    "check", "formula", "Formula", "TWINS", "NOTATION", "Notation", "symbol",
-    "positive", "non_negative", "fraction", "at_least", "integer", "integers", "choice",
+    "check", "formula", "Formula", "TWINS", "NOTATION", "Notation",
+    "positive", "fraction", "at_least", "choice",
 ]
 
 
@@ -168,11 +168,6 @@ def positive(name: str, value):
     return check(name, value, ">0")
 
 
-def non_negative(name: str, value):
-    """``check(name, value, ">=0")``."""
-    return check(name, value, ">=0")
-
-
 def fraction(name: str, value, *, open_low: bool = True, closed_high: bool = True):
     """``check`` against ``(0, 1]`` by default; the flags move the ends (an efficiency, a share)."""
     return check(name, value, f"{'(' if open_low else '['}0,1{']' if closed_high else ')'}")
@@ -181,16 +176,6 @@ def fraction(name: str, value, *, open_low: bool = True, closed_high: bool = Tru
 def at_least(name: str, value, minimum: float):
     """``check(name, value, ">=minimum")``."""
     return check(name, value, f">={float(minimum)!r}")
-
-
-def integer(name: str, value, minimum: int = 0) -> int:
-    """A single whole number ``>= minimum``, as an ``int``."""
-    return check(name, value, f"int>={int(minimum)}", scalar=True)
-
-
-def integers(name: str, value, minimum: int = 0):
-    """Whole numbers ``>= minimum``: an ``int`` for a scalar, a float array for an array."""
-    return check(name, value, f"int>={int(minimum)}")
 
 
 def choice(name: str, value, allowed):
@@ -215,10 +200,6 @@ class Notation(NamedTuple):
     latex: str
     meaning: str
     unit: str
-
-    @property
-    def symbol(self):
-        return symbol(self.name)
 
 
 _NOTATION_ROWS = (
@@ -280,7 +261,7 @@ _ASSUMPTIONS = {
 _FUNCTIONS = ("Max", "Min", "floor", "ceiling", "log", "sqrt", "exp")
 
 
-def symbol(name: str):
+def _symbol(name: str):
     """The sympy symbol called ``name`` with the library's assumptions (sympy is imported here, on demand).
 
     A Python keyword is written with a trailing underscore in a twin (``lambda_`` is the symbol ``lambda``).
@@ -296,7 +277,7 @@ def __getattr__(attr: str):
     """``from aiinfra.formula import N, G_out`` builds the notation symbols on first use."""
     name = _ALIASES.get(attr, attr)
     if name in NOTATION:
-        return symbol(name)
+        return _symbol(name)
     raise AttributeError(f"module 'aiinfra.formula' has no attribute {attr!r}")
 
 
@@ -309,7 +290,7 @@ def parse(expr: str):
 
     names = {}
     for ident in set(_IDENT.findall(expr)):
-        names[ident] = getattr(sp, ident) if ident in _FUNCTIONS else symbol(ident)
+        names[ident] = getattr(sp, ident) if ident in _FUNCTIONS else _symbol(ident)
     return sp.sympify(expr, locals=names)
 
 
@@ -405,7 +386,7 @@ class Formula:
     @functools.cached_property
     def sym_args(self) -> dict[str, Any]:
         """Argument name -> sympy symbol."""
-        return {name: symbol(sym) for name, sym in self._symbols.items()}
+        return {name: _symbol(sym) for name, sym in self._symbols.items()}
 
     @property
     def sym_domains(self) -> dict[str, tuple]:

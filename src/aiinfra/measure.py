@@ -66,7 +66,6 @@ __all__ = [
     "matmul_flops",
     "matmul_min_bytes",
     "toy_decode_shape",
-    "last_level_cache_bytes",
     "default_stream_bytes",
     "measure_copy_bandwidth",
     "measure_read_bandwidth",
@@ -74,7 +73,6 @@ __all__ = [
     "measure_decode_step",
     "measure_decode_sweep",
     "measure_call_overhead",
-    "measure_split_decode",
     "measure_split_read",
     "Ceilings",
     "measure_ceilings",
@@ -87,7 +85,6 @@ __all__ = [
     "mfu_against",
     "step_time_with_calls_s",
     "fit_per_call_s",
-    "catalog_gpu_for",
     "achieved_rate_per_s",
     "cpu_flops_per_cycle",
     "cpu_peak_flops_per_s",
@@ -95,7 +92,6 @@ __all__ = [
 
 #: Bytes per element of the dtypes the measurements use.
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
-
 
 
 # ---------------------------------------------------------------------------
@@ -141,7 +137,7 @@ class NumpyBackend(Backend):
 
     @property
     def description(self) -> str:
-        return f"numpy {np.__version__} on the CPU ({cpu_name()}, {os.cpu_count()} logical cores, {blas_name()})"
+        return f"numpy {np.__version__} on the CPU ({_cpu_name()}, {os.cpu_count()} logical cores, {_blas_name()})"
 
     def full(self, shape, value, dtype):
         return np.full(shape, value, dtype=self.check_dtype(dtype))
@@ -212,7 +208,7 @@ class TorchBackend(Backend):
         self.torch.cuda.synchronize()
 
 
-def cpu_name() -> str:
+def _cpu_name() -> str:
     """The CPU model from ``/proc/cpuinfo`` (Linux), else ``platform.processor()``, else "unknown CPU"."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -224,7 +220,7 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def blas_name() -> str:
+def _blas_name() -> str:
     """The BLAS library numpy was built against, e.g. "scipy-openblas 0.3.31", or "unknown BLAS"."""
     try:
         cfg = np.show_config(mode="dicts")
@@ -447,7 +443,7 @@ def toy_decode_shape(n_params) -> tuple[int, int]:
     return rows, cols
 
 
-def last_level_cache_bytes() -> int | None:
+def _last_level_cache_bytes() -> int | None:
     """Size of the CPU's largest cache in bytes (Linux sysfs), or None when it cannot be read."""
     best = None
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -484,7 +480,7 @@ def default_stream_bytes(backend=None) -> int:
     be = _backend(backend)
     if be.device == "cuda":
         return 2**30
-    llc = last_level_cache_bytes() or 0
+    llc = _last_level_cache_bytes() or 0
     return int(max(MIN_STREAM_BYTES, 2 * llc))
 
 
@@ -666,18 +662,6 @@ def measure_call_overhead(*, size=8, calls=2000, op="sum", budget_s=0.3, backend
         fn, flops, nbytes = (lambda: be.matmul(m, x, out=y)), matmul_flops(s, s, 1), matmul_min_bytes(s, s, 1, 4)
     t = time_call(fn, budget_s=budget_s, inner=c, sync=be.sync)
     return Measurement("call", be.description, flops, nbytes, t, {"size": s, "calls": c, "op": op})
-
-
-def measure_split_decode(pieces: Sequence[int], n_params=None, *, dtype="float32", budget_s=1.2,
-                         backend=None) -> list[Measurement]:
-    """The same toy decode step (batch 1) issued as ``k`` calls on ``k`` row blocks, for each ``k`` in ``pieces``.
-
-    Bytes and FLOPs do not change with ``k``; only the number of calls does.
-    The extra time over ``k = 1`` is the per-call cost times ``k``: one
-    condition changed at a time. The variants are timed in interleaved
-    rounds within ``budget_s`` in total.
-    """
-    return _decode_runs([(1, k) for k in _counts("pieces", pieces)], n_params, dtype, budget_s, backend)
 
 
 def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", budget_s=1.0,
@@ -884,25 +868,12 @@ def fit_per_call_s(n_calls, times_s) -> float:
     """Least-squares slope of time against number of calls: the extra seconds each call adds.
 
     Fits ``T = T_1 + k t_call`` to a split-step sweep
-    (:func:`measure_split_decode`); floored at 0 (noise can tilt a flat
+    (:func:`measure_split_read`); floored at 0 (noise can tilt a flat
     sweep downwards).
     """
     ks, ts = _sweep(n_calls, times_s)
     slope = np.polyfit(ks, ts, 1)[0]
     return float(max(slope, 0.0))
-
-
-def catalog_gpu_for(device_name: str):
-    """The catalogued :class:`aiinfra.catalog.hardware.GPU` matching a device name such as "NVIDIA H200", or None."""
-    if not isinstance(device_name, str) or not device_name.strip():
-        raise ValueError(f"device_name must be a non-empty string, got {device_name!r}")
-    name = device_name.strip()
-    for candidate in (name, name.removeprefix("NVIDIA ").strip(), name.split(" ", 1)[-1]):
-        try:
-            return hardware.gpu(candidate)
-        except ValueError:
-            continue
-    return None
 
 
 @formula("Q/T", amount="Q >=0", elapsed_s="T >0")

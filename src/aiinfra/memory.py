@@ -43,7 +43,7 @@ def weight_bytes(m, precision: str = "bf16") -> float:
 
 @formula("N_q*q/8 + N_q*s_g/g + N_o*b_o", n_quant_params="N_q >=0", n_other_params="N_o >=0", bits="q >0",
          group_size="g >0", scale_bytes="s_g >=0", other_bytes_per_param="b_o >0")
-def grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size, scale_bytes,
+def _grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size, scale_bytes,
                                 other_bytes_per_param):
     """Bytes of a grouped-quantized model: ``N_q*q/8 + N_q*s/g + N_o*b_o``.
 
@@ -85,8 +85,8 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
         raise ValueError(f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}")
     bf16 = _units.bytes_per_param("bf16")
     quant_bytes = 0.0
-    other_params = _models.total_params(m) - _models.block_linear_params(m)
-    for lin in _models.linear_shapes(m):
+    other_params = _models.total_params(m) - _models._block_linear_params(m)
+    for lin in _models._linear_shapes(m):
         if lin.role in keep:
             other_params += lin.params
             continue
@@ -294,7 +294,7 @@ def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
 @formula("k_tok*(P + G)", sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000),
                                    "kv_bytes_per_token": (1e3, 1e6)},
          kv_bytes_per_token="k_tok >0", prompt_tokens="P int>=0", output_tokens="G int>=0")
-def kv_bytes_written(kv_bytes_per_token, prompt_tokens, output_tokens):
+def _kv_bytes_written(kv_bytes_per_token, prompt_tokens, output_tokens):
     """Bytes appended to the KV cache over a whole request: ``k (P + G)``.
 
     Prefill stores one entry per prompt token, each decode step one more, so
@@ -321,7 +321,7 @@ def kv_bytes_read(kv_bytes_per_token, prompt_tokens, output_tokens):
 
 
 @formula("G*R_W", sample={"output_tokens": (1, 5000)}, weight_bytes_per_step="R_W >0", output_tokens="G int>=0")
-def weight_bytes_streamed(weight_bytes_per_step, output_tokens):
+def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
     """Weight bytes streamed from device memory over a request at batch 1: ``G R_W``.
 
     Each decode step reads every weight it multiplies once (``R_W`` bytes),
@@ -334,7 +334,7 @@ def weight_bytes_streamed(weight_bytes_per_step, output_tokens):
 
 @formula("d*b_act", sample={"hidden_size": (64, 16384), "bytes_per_element": (1, 4, "int")},
          hidden_size="d int>=1", bytes_per_element="b_act >0")
-def activation_bytes_per_token(hidden_size, bytes_per_element=2):
+def _activation_bytes_per_token(hidden_size, bytes_per_element=2):
     """Bytes of one token's hidden vector, ``d b``: what crosses a pipeline cut.
 
     When a model's layers are split between two cards, each token's hidden
@@ -359,11 +359,11 @@ def request_traffic(weight_bytes_resident, weight_bytes_per_step, kv_bytes_per_t
     p = check("prompt_tokens", prompt_tokens, "int>=0", scalar=True)
     return {
         "weights_loaded": float(loaded),
-        "weights_streamed": weight_bytes_streamed(weight_bytes_per_step, g),
+        "weights_streamed": _weight_bytes_streamed(weight_bytes_per_step, g),
         "kv_per_token": check("kv_bytes_per_token", kv_bytes_per_token, ">0"),
-        "kv_written": kv_bytes_written(kv_bytes_per_token, p, g),
+        "kv_written": _kv_bytes_written(kv_bytes_per_token, p, g),
         "kv_read": kv_bytes_read(kv_bytes_per_token, p, g),
-        "activation_per_token_per_cut": activation_bytes_per_token(hidden_size, bytes_per_element),
+        "activation_per_token_per_cut": _activation_bytes_per_token(hidden_size, bytes_per_element),
         "steps": g,
     }
 
@@ -396,14 +396,13 @@ def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
          bandwidth_bytes_per_s="beta >0", bus_width_bits="w_bus int>=1")
 def bus_transfer_rate_per_s(bandwidth_bytes_per_s, bus_width_bits):
     """The per-pin data rate a bandwidth implies: ``8 beta / w_bus`` (the inverse of :func:`bus_bandwidth_bytes_per_s`)."""
-    return _units.bits_from_bytes(bandwidth_bytes_per_s) / bus_width_bits
+    return _units._bits_from_bytes(bandwidth_bytes_per_s) / bus_width_bits
 
 
 __all__ = [
-    "weight_bytes_formula", "weight_bytes", "grouped_quant_bytes_formula", "grouped_quant_weight_bytes",
+    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes",
     "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
-    "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_written", "kv_bytes_read",
-    "weight_bytes_streamed", "activation_bytes_per_token", "request_traffic", "HBM_BITS_PER_STACK",
+    "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",
     "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s",
 ]

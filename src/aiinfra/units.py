@@ -82,7 +82,7 @@ def bytes_from_bits(bits):
 
 
 @formula("8*n_B", n_bytes="n_B >=0")
-def bits_from_bytes(n_bytes):
+def _bits_from_bytes(n_bytes):
     """Bits in ``n_bytes`` bytes: ``8 * n_bytes``. Accepts arrays."""
     return n_bytes * BITS_PER_BYTE
 
@@ -100,19 +100,13 @@ def bytes_per_s_from_gbit_per_s(gbit_per_s):
 @formula("beta*8/10**9", bytes_per_s="beta >=0")
 def gbit_per_s_from_bytes_per_s(bytes_per_s):
     """Convert bytes per second to Gbit/s (decimal giga, bits): ``8 * x / 1e9``."""
-    return bits_from_bytes(bytes_per_s) / Gbit
+    return _bits_from_bytes(bytes_per_s) / Gbit
 
 
 @formula("g*2**30/10**9", gib="g >=0")
 def gb_from_gib(gib):
     """Decimal gigabytes in ``gib`` binary gibibytes (1 GiB = 1.073741824 GB)."""
     return gib * GiB / GB
-
-
-@formula("g*10**9/2**30", gb="g >=0")
-def gib_from_gb(gb):
-    """Binary gibibytes in ``gb`` decimal gigabytes (1 GB = 0.931 GiB)."""
-    return gb * GB / GiB
 
 
 def bytes_per_param(precision: str) -> float:
@@ -234,8 +228,8 @@ def fmt_power(watts, digits=1) -> str:
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "Gbit", "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA", "ns", "us", "ms", "BITS_PER_BYTE", "PRECISION_BYTES",
-    "bytes_from_bits", "bits_from_bytes", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
-    "gb_from_gib", "gib_from_gb", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
+    "bytes_from_bits", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
+    "gb_from_gib", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
     "fmt_flops", "fmt_flops_rate", "fmt_power",
 ]
 

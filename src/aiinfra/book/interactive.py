@@ -154,7 +154,7 @@ class Slider:
         return tuple(self._values[i] for i in sorted(idx))
 
 
-def build_mode(mode: str | None = None) -> str:
+def _build_mode(mode: str | None = None) -> str:
     """``"static"`` when the book build runs (``AIINFRA_BOOK_BUILD=1``), else ``"live"``."""
     if mode is not None:
         return choice("mode", mode, {"static", "live"})
@@ -162,7 +162,7 @@ def build_mode(mode: str | None = None) -> str:
     return "static" if flag in {"1", "true", "yes", "on"} else "live"
 
 
-def readouts_html(readouts: Readouts) -> str:
+def _readouts_html(readouts: Readouts) -> str:
     """Render readouts (a mapping label -> text, or a string) as a small HTML block."""
     if isinstance(readouts, str):
         body = f'<div style="font-size:0.95em">{html.escape(readouts)}</div>'
@@ -184,7 +184,7 @@ def readouts_html(readouts: Readouts) -> str:
     return f'<div class="{CSS_READOUT}" style="line-height:1.25">{body}</div>'
 
 
-def render_png(fig, dpi: float, palette_colors: int | None = None) -> bytes:
+def _render_png(fig, dpi: float, palette_colors: int | None = None) -> bytes:
     """Rasterise a matplotlib figure to PNG bytes at ``dpi``.
 
     With ``palette_colors`` the image is quantised to that many colours (fast
@@ -210,7 +210,7 @@ def render_png(fig, dpi: float, palette_colors: int | None = None) -> bytes:
     return out.getvalue()
 
 
-def frame_html(png: bytes, readout_html: str, alt: str) -> str:
+def _frame_html(png: bytes, readout_html: str, alt: str) -> str:
     """One static frame: the readouts above the image, the PNG inlined as a data URL."""
     import base64
 
@@ -239,7 +239,7 @@ def _call(fn: FigureFn, params: dict):
     return fig, readouts
 
 
-def b64_len(n_bytes: int) -> int:
+def _b64_len(n_bytes: int) -> int:
     """Length of the base64 text of ``n_bytes`` bytes (how widget state stores images)."""
     return 4 * math.ceil(n_bytes / 3)
 
@@ -333,8 +333,8 @@ class InteractiveFigure:
     def render(self, dpi: float | None = None, **params) -> tuple[bytes, str]:
         """Call ``fn`` with ``params`` (defaults filled in) and return (PNG, readout HTML)."""
         fig, readouts = _call(self.fn, self.params(**params))
-        png = render_png(fig, self.live_dpi if dpi is None else dpi)
-        return png, readouts_html(readouts)
+        png = _render_png(fig, self.live_dpi if dpi is None else dpi)
+        return png, _readouts_html(readouts)
 
     def _build_live(self):
         import ipywidgets as w
@@ -395,7 +395,7 @@ class InteractiveFigure:
                 frames.append(Frame(point, reuse[1].png, reuse[1].readout_html))
                 continue
             fig, readouts = _call(self.fn, self.params(**point))
-            frames.append(Frame(point, render_png(fig, dpi, self.palette_colors), readouts_html(readouts)))
+            frames.append(Frame(point, _render_png(fig, dpi, self.palette_colors), _readouts_html(readouts)))
         return frames
 
     def _estimate(self, frames: list[Frame], n_frames: int | None = None) -> int:
@@ -403,7 +403,7 @@ class InteractiveFigure:
 
         With ``n_frames``, extrapolate from the mean of ``frames`` to that many.
         """
-        per_frame = sum(b64_len(len(f.png)) + len(f.readout_html) + 150 + WIDGET_STATE_OVERHEAD_BYTES
+        per_frame = sum(_b64_len(len(f.png)) + len(f.readout_html) + 150 + WIDGET_STATE_OVERHEAD_BYTES
                         for f in frames) / len(frames)
         n = len(frames) if n_frames is None else n_frames
         n_stacks = 1 + (len(frames) if n_frames is None else n)  # generous: nested stacks
@@ -418,8 +418,8 @@ class InteractiveFigure:
         # the whole grid fits (PNG bytes grow roughly with the pixel count), then
         # render the grid, stepping down if the guess was too optimistic
         fig, readouts = _call(self.fn, self.params())
-        probe = Frame(self.params(), render_png(fig, STATIC_DPI_STEPS[0], self.palette_colors),
-                      readouts_html(readouts))
+        probe = Frame(self.params(), _render_png(fig, STATIC_DPI_STEPS[0], self.palette_colors),
+                      _readouts_html(readouts))
         guess = self._estimate([probe], n_frames)
         start = 0
         for i, d in enumerate(STATIC_DPI_STEPS):
@@ -453,7 +453,7 @@ class InteractiveFigure:
 
         def frame_box(f: Frame):
             alt = "; ".join(f"{caption[k].caption} = {caption[k].text(v)}" for k, v in f.params.items())
-            return w.HTML(frame_html(f.png, f.readout_html, alt), layout=shared_layout, style=shared_style)
+            return w.HTML(_frame_html(f.png, f.readout_html, alt), layout=shared_layout, style=shared_style)
 
         sliders = [self._slider_widget(s, list(a)) for s, a in zip(self.sliders, axes)]
         if len(axes) == 1:
@@ -535,7 +535,7 @@ def interactive_figure(
     check("max_frames", max_frames, "int>=2", scalar=True)
     check("live_dpi", live_dpi, ">0")
     check("palette_colors", palette_colors, "int>=2", scalar=True)
-    return InteractiveFigure(fn, sliders, title=title, fixed=fixed, mode=build_mode(mode),
+    return InteractiveFigure(fn, sliders, title=title, fixed=fixed, mode=_build_mode(mode),
                              max_bytes=int(max_bytes), max_frames=int(max_frames),
                              live_dpi=float(live_dpi), palette_colors=int(palette_colors))
 

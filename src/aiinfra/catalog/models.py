@@ -7,8 +7,8 @@ from a dict with the same keys.
 
 The counting functions return Python ``int``s and are exact for the
 architectures listed in :data:`SUPPORTED_MODEL_TYPES`: every weight matrix,
-bias, norm and router is enumerated by :func:`linear_shapes` and
-:func:`vector_params`, the same inventory a checkpoint's safetensors index
+bias, norm and router is enumerated by :func:`_linear_shapes` and
+:func:`_vector_params`, the same inventory a checkpoint's safetensors index
 would list. A config of any other ``model_type``, or one that sets a field
 this module cannot account for, raises ``ValueError`` instead of returning a
 count that might be wrong.
@@ -17,7 +17,7 @@ Conventions used throughout (chapters 1, 3, 4, 5 and 7):
 
 * ``lm_head`` means the final vocabulary projection. :func:`lm_head_params`
   is its matmul size (``vocab * hidden``) even when the weights are tied to
-  the embedding table; :func:`stored_lm_head_params` is what the checkpoint
+  the embedding table; :func:`_stored_lm_head_params` is what the checkpoint
   stores for it (0 when tied).
 * "Block linear" weights are the matrices inside the transformer blocks
   (attention projections, MLP or expert matrices, MoE routers); embeddings,
@@ -263,7 +263,7 @@ def load(x) -> ModelConfig:
     if isinstance(x, ModelConfig):
         return x
     if isinstance(x, Mapping):
-        return from_hf_dict(x)
+        return _from_hf_dict(x)
     if isinstance(x, Path):
         return _load_path(x)
     if isinstance(x, str):
@@ -277,7 +277,7 @@ def load(x) -> ModelConfig:
 def _load_shipped(name: str) -> ModelConfig:
     filename, url = SHIPPED[name]
     text = resources.files("aiinfra.catalog").joinpath("configs", filename).read_text(encoding="utf-8")
-    return from_hf_dict(json.loads(text), name=name, source=url)
+    return _from_hf_dict(json.loads(text), name=name, source=url)
 
 
 def _load_name_or_path(text: str) -> ModelConfig:
@@ -306,7 +306,7 @@ def _load_path(path: Path) -> ModelConfig:
     except json.JSONDecodeError as exc:
         raise ValueError(f"config path {str(path)!r} is not valid JSON: {exc}") from None
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-    return from_hf_dict(data, name=name, source=str(path))
+    return _from_hf_dict(data, name=name, source=str(path))
 
 
 def _get_int(cfg: Mapping[str, Any], key: str, default=None, minimum: int = 0):
@@ -343,7 +343,7 @@ _FOREIGN_FIELDS = {
 }
 
 
-def from_hf_dict(cfg: Mapping[str, Any], name: str | None = None, source: str = "") -> ModelConfig:
+def _from_hf_dict(cfg: Mapping[str, Any], name: str | None = None, source: str = "") -> ModelConfig:
     """Translate the keys of a Hugging Face ``config.json`` into a :class:`ModelConfig`.
 
     Raises ``ValueError`` naming the ``model_type`` and the supported list
@@ -501,7 +501,7 @@ def _as_model(m) -> ModelConfig:
         return m
     if isinstance(m, (str, Path, Mapping)):
         return load(m)
-    raise ValueError(f"m must be a ModelConfig (see aiinfra.models.load), got {type(m).__name__}")
+    raise ValueError(f"m must be a ModelConfig (see aiinfra.catalog.models.load), got {type(m).__name__}")
 
 
 def _attention_linears(m: ModelConfig, n: int) -> list[Linear]:
@@ -575,12 +575,12 @@ def _vectors(m: ModelConfig) -> dict[str, int]:
     return {"norm": norms, "bias": biases, "router_bias": router_bias}
 
 
-def linear_shapes(m) -> list[Linear]:
+def _linear_shapes(m) -> list[Linear]:
     """Every weight matrix inside the blocks, as :class:`Linear` rows (name, role, out, in, count)."""
     return list(_linears(_as_model(m)))
 
 
-def vector_params(m) -> dict[str, int]:
+def _vector_params(m) -> dict[str, int]:
     """Norm weights, biases and router score biases, as a dict of exact counts."""
     return dict(_vectors(_as_model(m)))
 
@@ -601,18 +601,18 @@ def lm_head_params(m) -> int:
     return m.vocab_size * m.hidden_size
 
 
-def stored_lm_head_params(m) -> int:
+def _stored_lm_head_params(m) -> int:
     """LM-head weights the checkpoint stores: 0 when tied to the embedding, else ``vocab * hidden``."""
     m = _as_model(m)
     return 0 if m.tie_word_embeddings else lm_head_params(m)
 
 
-def norm_params(m) -> int:
+def _norm_params(m) -> int:
     """All RMSNorm weights: two per layer, the final one, plus MLA's latent norms and Qwen3's q/k norms."""
     return _vectors(_as_model(m))["norm"]
 
 
-def block_linear_params(m) -> int:
+def _block_linear_params(m) -> int:
     """All matmul weights inside the blocks, every expert included (attention, MLP, experts, routers)."""
     return sum(x.params for x in _linears(_as_model(m)))
 
@@ -620,7 +620,7 @@ def block_linear_params(m) -> int:
 def block_linear_params_per_token(m) -> int:
     """Matmul weights one token multiplies inside the blocks.
 
-    Dense models: equal to :func:`block_linear_params`. MoE layers: the
+    Dense models: equal to :func:`_block_linear_params`. MoE layers: the
     attention, the router, the shared experts and ``n_experts_per_token`` of
     the routed experts.
     """
@@ -636,13 +636,13 @@ def block_linear_params_per_token(m) -> int:
 
 def _non_linear_params(m: ModelConfig) -> int:
     v = _vectors(m)
-    return embedding_params(m) + stored_lm_head_params(m) + v["norm"] + v["bias"] + v["router_bias"]
+    return embedding_params(m) + _stored_lm_head_params(m) + v["norm"] + v["bias"] + v["router_bias"]
 
 
 def total_params(m) -> int:
     """Every stored parameter (MTP modules excluded, see the module docstring)."""
     m = _as_model(m)
-    return block_linear_params(m) + _non_linear_params(m)
+    return _block_linear_params(m) + _non_linear_params(m)
 
 
 def active_params(m) -> int:
@@ -684,14 +684,14 @@ def attention_v_width(m) -> int:
     return m.n_heads * m.head_dim
 
 
-def params_by_role(m) -> dict[str, int]:
+def _params_by_role(m) -> dict[str, int]:
     """Stored parameters split by role: attention, mlp, expert, shared_expert, router, embedding,
     lm_head, norm, bias, router_bias."""
     m = _as_model(m)
     out = {role: 0 for role in LINEAR_ROLES}
     for x in _linears(m):
         out[x.role] += x.params
-    out.update(embedding=embedding_params(m), lm_head=stored_lm_head_params(m), **_vectors(m))
+    out.update(embedding=embedding_params(m), lm_head=_stored_lm_head_params(m), **_vectors(m))
     return out
 
 
@@ -703,9 +703,9 @@ def param_breakdown(m) -> dict[str, int]:
         "active": active_params(m),
         "embedding": embedding_params(m),
         "lm_head": lm_head_params(m),
-        "stored_lm_head": stored_lm_head_params(m),
-        "norms": norm_params(m),
-        "block_linear": block_linear_params(m),
+        "stored_lm_head": _stored_lm_head_params(m),
+        "norms": _norm_params(m),
+        "block_linear": _block_linear_params(m),
         "block_linear_per_token": block_linear_params_per_token(m),
         "decode_read": decode_read_params(m),
         "attention_qk_width": attention_qk_width(m),
@@ -714,9 +714,7 @@ def param_breakdown(m) -> dict[str, int]:
 
 
 __all__ = [
-    "ModelConfig", "Linear", "SUPPORTED_MODEL_TYPES", "SHIPPED", "load", "from_hf_dict", "shipped_names",
-    "linear_shapes", "vector_params", "embedding_params", "lm_head_params", "stored_lm_head_params",
-    "norm_params", "block_linear_params", "block_linear_params_per_token", "total_params",
-    "active_params", "decode_read_params", "attention_qk_width", "attention_v_width", "params_by_role",
+    "ModelConfig", "Linear", "SUPPORTED_MODEL_TYPES", "SHIPPED", "load", "shipped_names", "embedding_params", "lm_head_params", "block_linear_params_per_token", "total_params",
+    "active_params", "decode_read_params", "attention_qk_width", "attention_v_width",
     "param_breakdown",
 ]

@@ -74,11 +74,6 @@ def source(name: str) -> str:
     return _load(name)["source"]
 
 
-def book_chapters() -> dict[int, str]:
-    """The chapters of this book by number, as the shifts table labels them."""
-    return {int(k): v for k, v in _load("shifts")["book_chapters"].items()}
-
-
 def layer(name: str):
     """The row of the ``layers`` table called ``name`` (case-insensitive), e.g. ``layer("GPU")``."""
     rows = {row.name.lower(): row for row in table("layers")}

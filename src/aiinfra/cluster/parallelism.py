@@ -22,7 +22,7 @@ one of three ways, and each cut has its own traffic:
   the gradients once per step: ``N * b_grad`` bytes.
 
 The times of the collectives themselves (ring all-reduce, bus vs algorithm
-bandwidth) live in :mod:`aiinfra.network`; this module only says how many
+bandwidth) live in :mod:`aiinfra.cluster.network`; this module only says how many
 bytes and how many collectives each layout implies.
 
 All sizes are bytes, counts are plain numbers; every scalar formula takes
@@ -111,7 +111,7 @@ def tp_comm_time_per_step_s(n_layers, allreduce_time_s, allreduces_per_layer=2):
     """Time one pass spends in TP all-reduces when none overlaps compute: ``k L t_AR``.
 
     ``allreduce_time_s`` is the time of one all-reduce of the layer's message
-    (from :func:`aiinfra.network` ring formulas). Megatron's forward pass
+    (from :func:`aiinfra.cluster.network` ring formulas). Megatron's forward pass
     cannot start the next block before the sum arrives, so for decode this
     adds directly to the step time. Chapter 6.
     """
@@ -191,7 +191,7 @@ class TPPlan:
 
 
 def tp_plan(config, tokens, tensor_parallel=8, bytes_per_element=2.0, phase="forward"):
-    """The TP all-reduce sizes for ``config`` (a :class:`aiinfra.models.ModelConfig`).
+    """The TP all-reduce sizes for ``config`` (a :class:`aiinfra.catalog.models.ModelConfig`).
 
     Reads the layer count and hidden width from the config (attributes
     ``n_layers``/``num_hidden_layers`` and ``d_model``/``hidden_size``),

@@ -215,10 +215,10 @@ EX_5_3 = Exercise(
     title="Static versus continuous batching on one trace",
     level="core",
     intro=(
-        "Use `aiinfra.scheduling`. Build the trace with "
-        "`scheduling.synthetic_trace({n_requests}, seed={seed}, mean_output_tokens={mean_output}, "
+        "Use `aiinfra.serving.batching`. Build the trace with "
+        "`batching.synthetic_trace({n_requests}, seed={seed}, mean_output_tokens={mean_output}, "
         "max_output_tokens=1024, mean_interarrival_steps={gap})` and run it on an engine with {slots} batch slots "
-        "under both policies (`scheduling.compare_policies`)."
+        "under both policies (`batching.compare_policies`)."
     ),
     params={
         "n_requests": Param(200),

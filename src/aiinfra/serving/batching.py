@@ -44,10 +44,8 @@ from aiinfra.formula import check, choice
 __all__ = [
     "POLICIES",
     "Trace",
-    "make_trace",
     "synthetic_trace",
     "ScheduleResult",
-    "simulate",
     "compare_policies",
     "summary_rows",
 ]
@@ -61,7 +59,7 @@ class Trace:
 
     ``arrival_step[i]`` is the step at which request ``i`` becomes available;
     ``prompt_tokens[i]`` its prompt length (used only for memory accounting,
-    for example by :mod:`aiinfra.paging`); ``output_tokens[i] >= 1`` the
+    for example by :mod:`aiinfra.serving.paging`); ``output_tokens[i] >= 1`` the
     tokens it generates. All three are int64 arrays of the same length.
     """
 
@@ -90,7 +88,7 @@ def _int_array(name: str, value, minimum: int) -> np.ndarray:
     return arr
 
 
-def make_trace(arrival_step, prompt_tokens, output_tokens) -> Trace:
+def _make_trace(arrival_step, prompt_tokens, output_tokens) -> Trace:
     """Build a :class:`Trace` from three equal-length sequences, checking them.
 
     ``arrival_step`` must be whole numbers >= 0 and non-decreasing (the order
@@ -144,7 +142,7 @@ def synthetic_trace(n_requests, *, seed=0, mean_output_tokens=128, max_output_to
         arrival = np.floor(np.cumsum(gaps)).astype(np.int64)
     else:
         arrival = np.zeros(n, dtype=np.int64)
-    return make_trace(arrival, prompt, out)
+    return _make_trace(arrival, prompt, out)
 
 
 @dataclass(frozen=True)
@@ -229,7 +227,7 @@ class ScheduleResult:
         return float(np.percentile(self.latency_steps, qq))
 
 
-def simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tokens=None,
+def _simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tokens=None,
              reserve_tokens=None) -> ScheduleResult:
     """Run ``trace`` through an engine with ``max_batch`` slots under ``policy``.
 
@@ -246,11 +244,11 @@ def simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_toke
     reservation fits beside those of the running requests, and it keeps the
     reservation until it finishes. The queue is strictly first come, first
     served: a request that does not fit blocks the ones behind it.
-    :func:`aiinfra.paging.simulate_with_kv_budget` builds the reservations of
+    :func:`aiinfra.serving.paging.simulate_with_kv_budget` builds the reservations of
     the contiguous and the paged scheme.
     """
     if not isinstance(trace, Trace):
-        raise ValueError(f"trace must be an aiinfra.scheduling.Trace (use make_trace), got {type(trace).__name__}")
+        raise ValueError(f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}")
     cap = check("max_batch", max_batch, "int>=1", scalar=True)
     choice("policy", policy, set(POLICIES))
     n = len(trace)
@@ -325,8 +323,8 @@ def simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_toke
 
 
 def compare_policies(trace: Trace, max_batch, kv_budget_tokens=None, reserve_tokens=None) -> dict[str, ScheduleResult]:
-    """:func:`simulate` the same ``trace`` (and KV budget, if any) under every policy in :data:`POLICIES`."""
-    return {p: simulate(trace, max_batch, p, kv_budget_tokens, reserve_tokens) for p in POLICIES}
+    """Run the same ``trace`` (and KV budget, if any) under every policy in :data:`POLICIES`."""
+    return {p: _simulate(trace, max_batch, p, kv_budget_tokens, reserve_tokens) for p in POLICIES}
 
 
 def summary_rows(results: dict[str, ScheduleResult], step_time_s=None, percentiles=(50, 90, 99)) -> list[dict]:

@@ -1,10 +1,9 @@
 """Mixture of experts: the parameters one token uses, and what a batch of tokens reads.
 
 Chapter 7. A token uses the shared parameters plus ``k`` routed experts
-(:func:`moe_active_params`), so a model with a large total count can stream
-like a much smaller dense one at batch 1 (:func:`moe_active_bytes_per_token`).
-At batch 1 a MoE decode step reads only the experts the token's
-router picked (:func:`aiinfra.models.decode_read_params`). A batch of ``B``
+(:func:`aiinfra.catalog.models.active_params`), so a model with a large total
+count can stream like a much smaller dense one at batch 1. At batch 1 a MoE decode step reads only the experts the token's
+router picked (:func:`aiinfra.catalog.models.decode_read_params`). A batch of ``B``
 tokens picks its experts independently, so the *union* of experts touched
 grows with ``B``. If each token picks ``k`` of ``E`` experts per layer, the
 picks are uniform and the tokens independent, an expert escapes all ``B``
@@ -25,32 +24,7 @@ import numpy as np
 from aiinfra.catalog import models
 from aiinfra.formula import check, formula
 
-__all__ = ["moe_active_params", "moe_active_bytes_per_token", "expected_expert_fraction", "step_read_params"]
-
-
-@formula("N_shared + k*N_expert", sample={"experts_per_token": (1, 16)},
-         shared_params="N_shared >=0", params_per_expert="N_expert >=0", experts_per_token="k int>=1")
-def moe_active_params(shared_params, params_per_expert, experts_per_token):
-    """Parameters one token uses in a mixture-of-experts model: ``N_shared + k N_expert``.
-
-    ``shared_params`` counts everything every token passes through
-    (attention, norms, shared experts, router, embeddings row and lm_head as
-    you choose to count them); ``params_per_expert`` one routed expert summed
-    over all MoE layers; ``experts_per_token`` the routed experts chosen per
-    token (top-k). For a ``ModelConfig`` use :func:`aiinfra.catalog.models.active_params`.
-    """
-    return shared_params + experts_per_token * params_per_expert
-
-
-@formula("N_a*b_W", active_params="N_a >=0", bytes_per_param="b_W >0")
-def moe_active_bytes_per_token(active_params, bytes_per_param):
-    """Weight bytes one token's decode step reads in a MoE model at batch 1: ``N_a * b_W``.
-
-    Only the routed experts are touched, so a model with a large total count
-    can stream like a much smaller dense one. (At large batch, different
-    tokens pick different experts and the union approaches all of them.)
-    """
-    return active_params * bytes_per_param
+__all__ = ["expected_expert_fraction", "step_read_params"]
 
 
 @formula("1 - (1 - k/E)**B", sample={"tokens": (1, 512), "experts_per_token": (1, 8), "n_experts": (8, 256)},
@@ -73,13 +47,13 @@ def step_read_params(model, tokens):
     ``decode_read_params - (k/E) * routed + f(B) * routed``, where ``routed``
     is every routed-expert parameter and ``f`` is
     :func:`expected_expert_fraction`. For a dense model this is
-    :func:`aiinfra.models.decode_read_params` at any batch. Chapter 7.
+    :func:`aiinfra.catalog.models.decode_read_params` at any batch. Chapter 7.
     """
     m = models.load(model)
     base = float(models.decode_read_params(m))
     if not m.is_moe:
         return np.full(np.shape(tokens), base)
-    routed = float(models.params_by_role(m)["expert"])
+    routed = float(models._params_by_role(m)["expert"])
     k, e = m.n_experts_per_token, m.n_routed_experts
     frac = expected_expert_fraction(tokens, k, e)
     return base - routed * k / e + routed * np.asarray(frac)

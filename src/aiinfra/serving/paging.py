@@ -32,7 +32,6 @@ from aiinfra.formula import check, choice, formula
 __all__ = [
     "paged_reserved_tokens",
     "paged_waste_tokens",
-    "contiguous_waste_tokens",
     "KVFootprint",
     "kv_footprint",
     "max_batch_contiguous",
@@ -40,7 +39,6 @@ __all__ = [
     "KVUsage",
     "kv_usage_over_time",
     "SCHEMES",
-    "reservation_tokens",
     "simulate_with_kv_budget",
 ]
 
@@ -69,7 +67,7 @@ def paged_waste_tokens(context_tokens, page_tokens):
 
 @formula("n_max - n", out=int, sample={"context_tokens": (0, 1000), "max_context_tokens": (1000, 100_000)},
          context_tokens="n int>=0", max_context_tokens="n_max int>=1")
-def contiguous_waste_tokens(context_tokens, max_context_tokens):
+def _contiguous_waste_tokens(context_tokens, max_context_tokens):
     """Unused slots in a max-length reservation: ``n_max - n``.
 
     ``context_tokens`` must not exceed ``max_context_tokens``: a longer
@@ -112,7 +110,7 @@ def kv_footprint(context_tokens, max_context_tokens, page_tokens, kv_bytes_per_t
     k = check("kv_bytes_per_token", kv_bytes_per_token, ">0")
     if n.size == 0:
         raise ValueError("context_tokens must hold at least one request")
-    contiguous_waste_tokens(n, m)  # rejects lengths above the maximum
+    _contiguous_waste_tokens(n, m)  # rejects lengths above the maximum
     paged = np.asarray(paged_reserved_tokens(n, page_tokens))
     return KVFootprint(float(k * n.sum()), float(k * m * n.size), float(k * paged.sum()), int(n.size))
 
@@ -208,7 +206,7 @@ def kv_usage_over_time(result, page_tokens, max_context_tokens) -> KVUsage:
     return KVUsage(used, result.active * m, paged)
 
 
-def reservation_tokens(final_context_tokens, scheme, page_tokens, max_context_tokens):
+def _reservation_tokens(final_context_tokens, scheme, page_tokens, max_context_tokens):
     """KV token slots each request holds from admission to its end, under ``scheme``.
 
     ``"contiguous"``: ``max_context_tokens`` for every request. ``"paged"``:
@@ -221,7 +219,7 @@ def reservation_tokens(final_context_tokens, scheme, page_tokens, max_context_to
     choice("scheme", scheme, set(SCHEMES))
     n = np.atleast_1d(check("final_context_tokens", final_context_tokens, "int>=0"))
     m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
-    contiguous_waste_tokens(n, m)  # every request must fit in the maximum
+    _contiguous_waste_tokens(n, m)  # every request must fit in the maximum
     if scheme == "contiguous":
         check("page_tokens", page_tokens, "int>=1", scalar=True)
         return np.full(n.size, m, dtype=np.int64)
@@ -234,8 +232,8 @@ def simulate_with_kv_budget(trace, max_batch, kv_budget_bytes, kv_bytes_per_toke
 
     The budget of ``kv_budget_bytes`` holds ``floor(M / k)`` token slots
     (``k = kv_bytes_per_token``); each request reserves
-    :func:`reservation_tokens` under ``scheme`` when admitted and frees them
-    when it ends (:func:`aiinfra.serving.batching.simulate` with a KV budget).
+    :func:`_reservation_tokens` under ``scheme`` when admitted and frees them
+    when it ends (:func:`aiinfra.serving.batching.compare_policies` with a KV budget).
     Returns the :class:`aiinfra.serving.batching.ScheduleResult`; its
     ``reserved_tokens`` trace and ``mean_batch`` show what each scheme allows.
     """
@@ -248,10 +246,10 @@ def simulate_with_kv_budget(trace, max_batch, kv_budget_bytes, kv_bytes_per_toke
     budget_tokens = int(np.floor(m / k * (1 + 1e-12)))
     if budget_tokens < 1:
         raise ValueError(f"kv_budget_bytes must hold at least one token ({k} B), got {kv_budget_bytes!r}")
-    reserve = reservation_tokens(trace.final_context_tokens, scheme, page_tokens, max_context_tokens)
+    reserve = _reservation_tokens(trace.final_context_tokens, scheme, page_tokens, max_context_tokens)
     if int(reserve.max()) > budget_tokens:
         raise ValueError(
             f"kv_budget_bytes must hold at least one request's reservation ({int(reserve.max()) * k:,.0f} B "
             f"under {scheme!r}), got {m:,.0f} B"
         )
-    return batching.simulate(trace, max_batch, policy, budget_tokens, reserve)
+    return batching._simulate(trace, max_batch, policy, budget_tokens, reserve)

@@ -17,8 +17,7 @@ new tokens still attend to the whole prefix.
 
 With hit rate ``h`` (the share of requests that find their prefix cached),
 the expected prefill time saved is ``h (F(P,0) - F(P,c)) / (eta Pi)``;
-without the attention term this is simply ``h c t_tok``
-(:func:`ttft_saved_linear_s`).
+without the attention term this is simply ``h c t_tok``.
 
 The cache is not free: it holds ``c * kv`` bytes per distinct prefix, and if
 it lives off the GPU (CPU memory, another server) it must be loaded back at
@@ -35,7 +34,6 @@ from aiinfra.formula import formula
 
 __all__ = [
     "prefill_flops_with_prefix",
-    "ttft_saved_linear_s",
     "expected_ttft_saved_s",
     "prefix_cache_bytes",
     "reload_speedup",
@@ -62,18 +60,6 @@ def prefill_flops_with_prefix(prompt_tokens, cached_tokens, flops_per_token, att
     _cached_within_prompt(prompt_tokens, cached_tokens)
     p, c = prompt_tokens, cached_tokens
     return flops_per_token * (p - c) + attention_flops_per_pair * (p * (p + 1) - c * (c + 1)) / 2.0
-
-
-@formula("h*c*tau", hit_rate="h [0,1]", cached_tokens="c >=0", prefill_time_per_token_s="tau >0")
-def ttft_saved_linear_s(hit_rate, cached_tokens, prefill_time_per_token_s):
-    """Expected TTFT saved, attention ignored: ``h c t_tok``.
-
-    ``hit_rate`` in [0, 1] is the share of requests whose prefix is cached,
-    ``cached_tokens`` the prefix length, ``prefill_time_per_token_s`` the
-    prefill time of one token (``2N / (eta Pi)`` when compute-bound).
-    Chapter 7.
-    """
-    return hit_rate * cached_tokens * prefill_time_per_token_s
 
 
 @formula(None, hit_rate="[0,1]", prompt_tokens=">=0", cached_tokens=">=0", flops_per_token=">0", flops_per_s=">0",
@@ -112,15 +98,15 @@ def reload_speedup(flops_per_token, flops_per_s, kv_bytes_per_token, bandwidth_b
 
 
 def model_prefill_coefficients(model):
-    """The ``(f, a)`` of :func:`prefill_flops_with_prefix` for a :class:`aiinfra.models.ModelConfig`.
+    """The ``(f, a)`` of :func:`prefill_flops_with_prefix` for a :class:`aiinfra.catalog.models.ModelConfig`.
 
     ``f = 2 x`` the block linear parameters one token touches
-    (:func:`aiinfra.compute.forward_flops_per_token`, lm_head excluded: prefill
+    (:func:`aiinfra.compute._forward_flops_per_token`, lm_head excluded: prefill
     needs it only for the last token); ``a`` = attention FLOPs per query per
     earlier key, :func:`aiinfra.compute.attention_flops_per_token` at one
     context token. Chapter 7.
     """
     m = models.load(model)
-    f = compute.forward_flops_per_token(models.block_linear_params_per_token(m), 0)
+    f = compute._forward_flops_per_token(models.block_linear_params_per_token(m), 0)
     a = compute.attention_flops_per_token(m.n_layers, models.attention_qk_width(m), models.attention_v_width(m), 1)
     return float(f), float(a)

@@ -6,9 +6,9 @@ rebuild the source texts' widgets follow one pattern:
 * ``draw(**params)`` returns a :class:`matplotlib.figure.Figure` (built
   directly, never through pyplot) and a readouts mapping ``label -> text``;
   every number comes from a library call;
-* ``sliders()`` returns the :class:`aiinfra.interactive.Slider` list;
+* ``sliders()`` returns the :class:`aiinfra.book.interactive.Slider` list;
 * ``show(mode=None, **fixed)`` wraps the two with
-  :func:`aiinfra.interactive.interactive_figure` (display its result).
+  :func:`aiinfra.book.interactive.interactive_figure` (display its result).
 
 =================  ===========================================================
 module             figure

@@ -206,7 +206,7 @@ def read_vs_compute(read_time_s, compute_time_s, read_label="read the weights", 
 def latency_ladder(operations, seconds, highlight=()):
     """The 2009 latency table as a log-scale ladder (one bar per operation).
 
-    ``operations`` and ``seconds`` come from :mod:`aiinfra.orders`;
+    ``operations`` and ``seconds`` come from :mod:`aiinfra.catalog.reference`;
     ``highlight`` names operations drawn in orange. Returns ``(Figure, readouts)``
     with the span in orders of magnitude.
     """

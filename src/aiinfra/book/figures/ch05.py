@@ -1,13 +1,13 @@
 """Figures of chapter 5, "The KV cache and batching": pure functions ``params -> (Figure, readouts)``.
 
 * :func:`batching_policies`: the same request trace under static and under
-  continuous batching (:mod:`aiinfra.scheduling`): busy slots per step and the
+  continuous batching (:mod:`aiinfra.serving.batching`): busy slots per step and the
   latency distribution of each policy.
 * :func:`kv_reservation`: KV tokens in use versus reserved, step by step, when
   each request reserves its maximum context contiguously or takes pages as it
-  grows (:mod:`aiinfra.paging`), and the batch each scheme admits in a budget.
+  grows (:mod:`aiinfra.serving.paging`), and the batch each scheme admits in a budget.
 
-Both are wrapped by :func:`aiinfra.interactive.interactive_figure` in the
+Both are wrapped by :func:`aiinfra.book.interactive.interactive_figure` in the
 book; the ``*_sliders()`` helpers give their slider definitions. Every number
 drawn comes from a library call; figures are built with
 :class:`matplotlib.figure.Figure` directly, never through pyplot.

@@ -3,12 +3,12 @@
 * :func:`speculative`: expected tokens per target pass and wall-clock
   speedup of speculative decoding over the acceptance rate ``alpha`` for
   draft lengths ``gamma`` = 1..8 (:mod:`aiinfra.serving`,
-  :mod:`aiinfra.speculation`).
+  :mod:`aiinfra.serving.speculation`).
 * :func:`disaggregation`: generation time of one request on a colocated
   server (prefill interferes with decode) and on a disaggregated pair (KV
-  hand-off once), against the answer length (:mod:`aiinfra.disaggregation`).
+  hand-off once), against the answer length (:mod:`aiinfra.serving.disaggregation`).
 * :func:`prefix_cache`: expected TTFT saved against the hit rate for
-  several cached prefix lengths (:mod:`aiinfra.prefix_cache`).
+  several cached prefix lengths (:mod:`aiinfra.serving.prefix_cache`).
 
 The ``*_sliders()`` helpers give the slider grids. Every number drawn comes
 from a library call.

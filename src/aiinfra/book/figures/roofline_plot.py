@@ -5,7 +5,7 @@ Patterson 2009; :func:`aiinfra.roofline.attainable_flops_per_s`): work of
 intensity ``I`` FLOP/B below the ridge point ``Pi / beta`` is limited by
 memory bandwidth, above it by compute. Peaks are dense BF16 (FP16 where the
 GPU has no BF16 tensor cores, e.g. V100) and HBM bandwidth, from
-:mod:`aiinfra.hardware`.
+:mod:`aiinfra.catalog.hardware`.
 
 Operations (Qwen3-8B in BF16 by default, intensities from the library's
 exact FLOP and byte counts):

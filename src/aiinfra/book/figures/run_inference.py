@@ -27,7 +27,7 @@ from aiinfra import compute, units
 from aiinfra.book.interactive import Slider, interactive_figure
 from . import PALETTE, new_figure, panel_title
 
-__all__ = ["PROMPT", "ANSWER", "PassCount", "pass_count", "total_passes", "draw", "sliders", "show"]
+__all__ = ["PROMPT", "ANSWER", "PassCount", "draw", "sliders", "show"]
 
 #: The example request, already split into tokens (illustrative tokenisation).
 PROMPT = ("Why", " is", " the", " sky", " blue", "?")
@@ -47,16 +47,16 @@ class PassCount:
         return self.prefill + self.decode
 
 
-def total_passes(answer_tokens: int, prefill_emits_first_token: bool = False) -> int:
+def _total_passes(answer_tokens: int, prefill_emits_first_token: bool = False) -> int:
     """Forward passes a request of ``answer_tokens`` output tokens needs: ``1 + G`` or ``G``."""
     g = check("answer_tokens", answer_tokens, "int>=1", scalar=True)
     return g if prefill_emits_first_token else 1 + g
 
 
-def pass_count(step: int, answer_tokens: int, prefill_emits_first_token: bool = False) -> PassCount:
+def _pass_count(step: int, answer_tokens: int, prefill_emits_first_token: bool = False) -> PassCount:
     """Counters after ``step`` forward passes (0 = not started) of a request of ``answer_tokens`` tokens."""
     g = check("answer_tokens", answer_tokens, "int>=1", scalar=True)
-    last = total_passes(g, prefill_emits_first_token)
+    last = _total_passes(g, prefill_emits_first_token)
     k = check("step", step, "int>=0", scalar=True)
     if k > last:
         raise ValueError(f"step must lie in [0, {last}] for {g} answer tokens, got {step!r}")
@@ -85,8 +85,8 @@ def draw(step=0, prompt=PROMPT, answer=ANSWER, n_params=70e9, prefill_emits_firs
     if not prompt or not answer:
         raise ValueError("prompt and answer must each hold at least one token")
     n = check("n_params", n_params, ">0")
-    c = pass_count(step, len(answer), prefill_emits_first_token)
-    last = total_passes(len(answer), prefill_emits_first_token)
+    c = _pass_count(step, len(answer), prefill_emits_first_token)
+    last = _total_passes(len(answer), prefill_emits_first_token)
 
     fig, (ax, tl) = new_figure(6.8, 2.5, nrows=2, left=0.1, right=0.98, bottom=0.03, top=0.97, hspace=0.3)
     width = max(_token_boxes(ax, prompt, 1.2, len(prompt) if c.prefill else 0, PALETTE["blue"], "prompt"),
@@ -127,7 +127,7 @@ def draw(step=0, prompt=PROMPT, answer=ANSWER, n_params=70e9, prefill_emits_firs
 
 def sliders(answer_tokens: int = len(ANSWER), prefill_emits_first_token: bool = False):
     """The pass counter: 0 (not started) to the last pass."""
-    last = total_passes(answer_tokens, prefill_emits_first_token)
+    last = _total_passes(answer_tokens, prefill_emits_first_token)
 
     def fmt(k):
         return "not started" if k == 0 else ("prefill" if k == 1 else f"decode {k - 1}")
