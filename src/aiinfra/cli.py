@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     _gpu_option(p, default="H100 SXM")
     p.add_argument("--flops", type=float, required=True, help="floating-point operations of the work")
     p.add_argument("--bytes", type=float, required=True, dest="bytes_moved", help="bytes it must move")
-    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"])
+    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"],
+                   help="matrix-input precision whose dense peak is used")
     _json_option(p)
 
     p = sub.add_parser("plan", help="fewest GPUs for U concurrent users at a target TPOT")
@@ -122,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     _storage_options(p)
     p.add_argument("--replica-sizes", default="1,2,4,8", dest="replica_sizes",
                    help="comma-separated GPUs per replica to consider (default 1,2,4,8)")
-    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f")
-    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b")
+    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]")
+    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]")
     _json_option(p)
 
     p = sub.add_parser("list", help="shipped model names and catalogued GPUs")
