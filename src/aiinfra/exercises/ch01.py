@@ -10,7 +10,7 @@ from __future__ import annotations
 from aiinfra import decode, memory, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import network
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -396,15 +396,15 @@ def ref_1_4_c(p):
 
 
 def ref_1_4_d(p):
-    return Deployment(p["model"], GPU_1_4).step(1, p["prompt_tokens"]).time_s * 1e3
+    return deployment.Deployment(p["model"], GPU_1_4).step(1, p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_1_4_e(p):
-    return Deployment(p["model"], GPU_1_4).step(p["batch"], p["prompt_tokens"]).time_s * 1e3
+    return deployment.Deployment(p["model"], GPU_1_4).step(p["batch"], p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_1_4_f(p):
-    d = Deployment(p["model"], GPU_1_4)
+    d = deployment.Deployment(p["model"], GPU_1_4)
     return roofline.mbu(d.step(1, p["prompt_tokens"]).bytes_moved, d.bandwidth_bytes_per_s, p["tpot_1_ms"] / 1e3)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiinfra import decode, memory, roofline, units
 from aiinfra.catalog import hardware
 from aiinfra.cluster import network
-from aiinfra.deployment import TEACHING_8B, TEACHING_PROMPT_TOKENS
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def ref_2_2_d(p):
 
 
 def ref_2_2_e(p):
-    step = TEACHING_8B.step(1, TEACHING_PROMPT_TOKENS).time_s
+    step = deployment.TEACHING_8B.step(1, deployment.TEACHING_PROMPT_TOKENS).time_s
     return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) / step
 
 
@@ -151,39 +151,39 @@ EX_2_2 = Exercise(
 
 def _worked(p):
     """The teaching deployment with this student's bandwidth and efficiencies."""
-    gpu = hardware.custom_gpu(base=TEACHING_8B.gpu, memory_bandwidth_bytes_per_s=p["bandwidth_tb_s"] * units.TB)
-    return TEACHING_8B.replace(gpu=gpu, eta_b=p["eta_b"], eta_f=p["eta_f"])
+    gpu = hardware.custom_gpu(base=deployment.TEACHING_8B.gpu, memory_bandwidth_bytes_per_s=p["bandwidth_tb_s"] * units.TB)
+    return deployment.TEACHING_8B.replace(gpu=gpu, eta_b=p["eta_b"], eta_f=p["eta_f"])
 
 
 def given_2_3(p):
-    d = TEACHING_8B
-    return {"n_b": d.model.n_params / 1e9, "prompt": TEACHING_PROMPT_TOKENS,
-            "kv_gb": d.kv_bytes(TEACHING_PROMPT_TOKENS) / units.GB, "pflops": d.peak_flops_per_s / 1e15}
+    d = deployment.TEACHING_8B
+    return {"n_b": d.model.n_params / 1e9, "prompt": deployment.TEACHING_PROMPT_TOKENS,
+            "kv_gb": d.kv_bytes(deployment.TEACHING_PROMPT_TOKENS) / units.GB, "pflops": d.peak_flops_per_s / 1e15}
 
 
 def ref_2_3_a(p):
-    return _worked(p).prefill(TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).prefill(deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_b(p):
-    return _worked(p).step(1, TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).step(1, deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_c(p):
-    return _worked(p).step(p["batch"], TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_d(p):
-    return _worked(p).step(p["batch"], TEACHING_PROMPT_TOKENS).tokens_per_s
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).tokens_per_s
 
 
 def ref_2_3_e(p):
     d = _worked(p)
-    return d.step(p["batch"], TEACHING_PROMPT_TOKENS).tokens_per_s / d.step(1, TEACHING_PROMPT_TOKENS).tokens_per_s
+    return d.step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).tokens_per_s / d.step(1, deployment.TEACHING_PROMPT_TOKENS).tokens_per_s
 
 
 def ref_2_3_f(p):
-    return _worked(p).step(p["batch"], TEACHING_PROMPT_TOKENS).bound
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).bound
 
 
 EX_2_3 = Exercise(
@@ -231,7 +231,7 @@ EX_2_3 = Exercise(
 
 def given_2_4(p):
     h100 = hardware.gpu("H100 SXM")
-    n = TEACHING_8B.model.n_params
+    n = deployment.TEACHING_8B.model.n_params
     sparse = 2 * h100.bf16_dense_flops_per_s
     claim = sparse / (2 * n)
     return {"sparse_tflops": sparse / 1e12, "n_b": n / 1e9, "gflops_tok": 2 * n / 1e9,
@@ -240,12 +240,12 @@ def given_2_4(p):
 
 def ref_2_4_a(p):
     h100 = hardware.gpu("H100 SXM")
-    return h100.bf16_dense_flops_per_s / (2 * TEACHING_8B.model.n_params)
+    return h100.bf16_dense_flops_per_s / (2 * deployment.TEACHING_8B.model.n_params)
 
 
 def ref_2_4_b(p):
     h100 = hardware.gpu("H100 SXM")
-    return decode.memory_bound_tokens_per_s(TEACHING_8B.weight_bytes, h100.memory_bandwidth_bytes_per_s)
+    return decode.memory_bound_tokens_per_s(deployment.TEACHING_8B.weight_bytes, h100.memory_bandwidth_bytes_per_s)
 
 
 def ref_2_4_c(p):
@@ -311,13 +311,13 @@ def ref_2_5_b(p):
 
 def ref_2_5_c(p):
     g = hardware.gpu(p["gpu"])
-    return roofline.memory_time_s(TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) * 1e3
+    return roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) * 1e3
 
 
 def ref_2_5_d(p):
     g = hardware.gpu(p["gpu"])
-    return network.transfer_time_s(TEACHING_8B.weight_bytes, hardware.link("cx7").bytes_per_s_per_direction) / (
-        roofline.memory_time_s(TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s))
+    return network.transfer_time_s(deployment.TEACHING_8B.weight_bytes, hardware.link("cx7").bytes_per_s_per_direction) / (
+        roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s))
 
 
 EX_2_5 = Exercise(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiinfra import compute, memory, units
 from aiinfra.catalog import hardware, models
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.serving import capacity
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
@@ -146,7 +146,7 @@ EX_3_2 = Exercise(
 
 
 def _phases(p):
-    return Deployment(p["model"], p["gpu"]).request(p["prompt_tokens"], p["generated_tokens"])
+    return deployment.Deployment(p["model"], p["gpu"]).request(p["prompt_tokens"], p["generated_tokens"])
 
 
 def given_3_3(p):
@@ -228,11 +228,11 @@ def ref_3_4_a(p):
 
 
 def ref_3_4_b(p):
-    return Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).prefill.time_s * 1e3
+    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).prefill.time_s * 1e3
 
 
 def ref_3_4_c(p):
-    return Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).decode.time_s * 1e3
+    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).decode.time_s * 1e3
 
 
 def ref_3_4_d(p):
@@ -286,7 +286,7 @@ def ref_3_5_b(p):
 
 
 def ref_3_5_c(p):
-    d = Deployment(p["model"], "H100 SXM")
+    d = deployment.Deployment(p["model"], "H100 SXM")
     cached = d.request(p["prompt_tokens"], p["generated_tokens"]).decode.flops
     return d.decode_without_cache(p["prompt_tokens"], p["generated_tokens"]).flops / cached
 

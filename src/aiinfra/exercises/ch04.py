@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiinfra import decode, memory, units
 from aiinfra.catalog import hardware, models, reference
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def given_4_3(p):
 
 
 def _d43():
-    return Deployment(_meas().model, _meas().gpu)
+    return deployment.Deployment(_meas().model, _meas().gpu)
 
 
 def ref_4_3_a(p):
@@ -233,7 +233,7 @@ CTX_4_4 = 4096
 
 
 def _step_4_4(batch):
-    return Deployment(MODEL_4_4, GPU_4_4).step(batch, CTX_4_4).time_s
+    return deployment.Deployment(MODEL_4_4, GPU_4_4).step(batch, CTX_4_4).time_s
 
 
 def given_4_4(p):

@@ -10,7 +10,7 @@ from aiinfra import decode, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy, network, parallelism
 from aiinfra.cluster import scale as cluster
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def given_6_3(p):
 
 
 def _read(p, n):
-    return Deployment(MODEL_6_3, "H100 SXM", n_gpus=n).step(p["batch"], p["context"]).time_s
+    return deployment.Deployment(MODEL_6_3, "H100 SXM", n_gpus=n).step(p["batch"], p["context"]).time_s
 
 
 def _comm(p, n, bw, t0):

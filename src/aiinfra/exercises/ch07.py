@@ -10,7 +10,7 @@ from aiinfra import compute, decode, memory, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy
 from aiinfra.cluster import scale as cluster
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
@@ -96,7 +96,7 @@ def given_7_2(p):
 
 
 def _plan(p):
-    replica = Deployment(MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"])
+    replica = deployment.Deployment(MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"])
     return capacity.plan(replica, p["users"], p["tpot_ms"] / 1e3, p["context"])
 
 
@@ -178,7 +178,7 @@ def _h100():
 
 
 def _server(p):
-    return Deployment(MODEL_7_3, _h100(), n_gpus=p["n_gpus"], eta_f=p["eta_f"], eta_b=p["eta_b"])
+    return deployment.Deployment(MODEL_7_3, _h100(), n_gpus=p["n_gpus"], eta_f=p["eta_f"], eta_b=p["eta_b"])
 
 
 def _t_pre(p):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiinfra import decode, measure, memory, roofline, units
 from aiinfra.catalog import hardware, models, reference
-from aiinfra.deployment import Deployment
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def _rec():
 
 def _bound_s(batch):
     rec = _rec()
-    return Deployment(rec.model, rec.gpu).step(batch, rec.prompt_tokens).time_s
+    return deployment.Deployment(rec.model, rec.gpu).step(batch, rec.prompt_tokens).time_s
 
 
 def given_8_3(p):
