@@ -40,8 +40,10 @@ book: $(STAMP) vendor $(LIBRARY_STAMP)
 
 # Library, grader and hostile submissions, stale notebooks, nbval over notebooks/, launch links,
 # browser tests (the book in chromium, a chapter notebook in JupyterLab).
+# Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
+HYPOTHESIS_PROFILE ?= ci
 test: book
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

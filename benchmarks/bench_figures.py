@@ -1,6 +1,6 @@
 """Time each interactive figure's live update and size its precomputed static payload.
 
-For every figure of :data:`aiinfra.figures.SOURCE_FIGURES`:
+For every figure of :data:`aiinfra.book.figures.SOURCE_FIGURES`:
 
 * **live update**: the figure is built in live mode and its first slider is
   moved through its values; each move runs the pure function and rasterises
@@ -25,8 +25,8 @@ import platform
 import statistics
 import time
 
-from aiinfra import interactive
-from aiinfra.figures import SOURCE_FIGURES
+from aiinfra.book import interactive
+from aiinfra.book.figures import SOURCE_FIGURES
 
 TARGET_S = 0.100
 MOVES = 12
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     print("-" * len(header))
     results = {}
     for name in [args.only] if args.only else SOURCE_FIGURES:
-        mod = importlib.import_module(f"aiinfra.figures.{name}")
+        mod = importlib.import_module(f"aiinfra.book.figures.{name}")
         wall, cpu = live_times(mod, args.moves)
         med = statistics.median(wall)
         p90 = sorted(wall)[max(int(0.9 * len(wall)) - 1, 0)]

@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from aiinfra import decode, hardware, roofline
+from aiinfra import decode, roofline
+from aiinfra.catalog import hardware
 
 N_POINTS = 100_000
 REPEATS = 20

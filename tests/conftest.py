@@ -1,7 +1,20 @@
-"""Shared fixtures: the shipped model configs the tests pin numbers on."""
-import pytest
+"""Shared fixtures: the shipped model configs the tests pin numbers on; the hypothesis profiles.
 
-from aiinfra import models
+Property tests run derandomized (the same examples every run, no example
+database) under CI and in ``make test``: profile ``ci``, chosen by
+``HYPOTHESIS_PROFILE=ci`` or by the ``CI`` environment variable. Plain
+``pytest`` uses profile ``dev`` (random examples) unless told otherwise.
+"""
+import os
+
+import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+from aiinfra.catalog import models
 
 
 @pytest.fixture(scope="session")

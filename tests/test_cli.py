@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aiinfra import cli, compute, decode, hardware, memory, models
+from aiinfra import cli, compute, deployment, memory
+from aiinfra.catalog import hardware, models
 
 # A small Llama-shaped model that is not shipped with the package.
 TINY_CONFIG = {
@@ -76,8 +77,12 @@ def test_memory_json_matches_library(capsys):
     assert d["kv_bytes_per_request"] == memory.kv_bytes_per_request(m, 2048)
     assert d["total_bytes"] == pytest.approx(d["weight_bytes"] + 4 * d["kv_bytes_per_request"])
     assert d["min_gpus_for_weights_and_kv"] == 1
-    assert d["max_batch_on_one_gpu"] == decode.max_batch_from_kv_budget(80e9 - d["weight_bytes"],
-                                                                        d["kv_bytes_per_request"])
+    # the deployment's default reserve holds back 10 % of the 80 GB: floor((72e9 - W) / KV)
+    assert d["memory_reserve"] == cli.DEFAULT_MEMORY_RESERVE == deployment.DEFAULT_MEMORY_RESERVE == 0.1
+    assert d["max_batch_on_one_gpu"] == int((72e9 - d["weight_bytes"]) // d["kv_bytes_per_request"])
+    code, out, _ = run(capsys, "memory", "--model", "Qwen3-8B", "--context", "2048", "--batch", "4",
+                       "--gpu", "h100", "--reserve", "0", "--json")
+    assert json.loads(out)["max_batch_on_one_gpu"] == int((80e9 - d["weight_bytes"]) // d["kv_bytes_per_request"])
 
 
 def test_memory_table_with_precision_and_config(capsys, tiny_config):
@@ -91,7 +96,9 @@ def test_decode_json_matches_library(capsys):
     assert code == 0
     d = json.loads(out)
     m, g = models.load("Qwen3-8B"), hardware.gpu("pro6000")
-    assert d["step_time_s"] == pytest.approx(decode.decode_step_time_s(m, g, 1, 2048))
+    # weights read plus the KV of 2,048 tokens over 1.792 TB/s (the bound of chapter 1's measurement)
+    read = models.decode_read_params(m) * 2 + 36 * 2 * 8 * 128 * 2 * 2048
+    assert d["step_time_s"] == pytest.approx(read / g.memory_bandwidth_bytes_per_s, rel=1e-12)
     assert round(d["step_time_s"] * 1e3, 2) == 8.62
     assert d["prefill_flops"] == compute.prefill_flops(m, 2048)
     assert d["bound"] == "memory-bound"

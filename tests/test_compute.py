@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from aiinfra import compute, models
+from aiinfra import compute
+from aiinfra.catalog import models
 
 QWEN_LINEAR = 36 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 12288)
 QWEN_HEAD = 151936 * 4096
@@ -34,12 +35,12 @@ def test_causal_flag_and_lm_head_flag():
 
 def test_scalar_cores_compose():
     p = 512
-    assert compute.prefill_step_flops(QWEN_LINEAR, QWEN_HEAD, 36, 4096, 4096, p) == (
-        compute.prefill_matmul_flops(QWEN_LINEAR, QWEN_HEAD, p, 1)
-        + compute.causal_prefill_attention_flops(36, 4096, 4096, p))
-    assert compute.prefill_attention_flops(36, 4096, 4096, p, causal=False) == compute.full_prefill_attention_flops(
+    assert compute._prefill_step_flops(QWEN_LINEAR, QWEN_HEAD, 36, 4096, 4096, p) == (
+        compute._prefill_matmul_flops(QWEN_LINEAR, QWEN_HEAD, p, 1)
+        + compute._causal_prefill_attention_flops(36, 4096, 4096, p))
+    assert compute._prefill_attention_flops(36, 4096, 4096, p, causal=False) == compute._full_prefill_attention_flops(
         36, 4096, 4096, p)
-    assert compute.prefill_matmul_flops(1.0, 1.0, p, p) - compute.prefill_matmul_flops(1.0, 1.0, p, 1) == 2 * (p - 1)
+    assert compute._prefill_matmul_flops(1.0, 1.0, p, p) - compute._prefill_matmul_flops(1.0, 1.0, p, 1) == 2 * (p - 1)
 
 
 def test_one_token_prefill_equals_decode_at_context_one():
@@ -106,17 +107,17 @@ def test_kaplan_term():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: compute.forward_flops_per_token(-1, 1), "block_linear_params"),
-    (lambda: compute.forward_flops_per_token(1, "x"), "lm_head_params"),
+    (lambda: compute._forward_flops_per_token(-1, 1), "_block_linear_params"),
+    (lambda: compute._forward_flops_per_token(1, "x"), "lm_head_params"),
     (lambda: compute.attention_flops_per_token(0, 1, 1, 1), "n_layers"),
     (lambda: compute.attention_flops_per_token(1, 0, 1, 1), "qk_width"),
     (lambda: compute.attention_flops_per_token(1, 1, 0, 1), "v_width"),
     (lambda: compute.attention_flops_per_token(1, 1, 1, 1.5), "context_tokens"),
-    (lambda: compute.prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
-    (lambda: compute.prefill_attention_flops(1, 1, 1, 4, causal="yes"), "causal"),
-    (lambda: compute.prefill_matmul_flops(1, 1, 4, lm_head_tokens=5), "lm_head_tokens"),
-    (lambda: compute.prefill_matmul_flops(1, 1, 4, lm_head_tokens=0), "lm_head_tokens"),
-    (lambda: compute.full_prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
+    (lambda: compute._prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
+    (lambda: compute._prefill_attention_flops(1, 1, 1, 4, causal="yes"), "causal"),
+    (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=5), "lm_head_tokens"),
+    (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=0), "lm_head_tokens"),
+    (lambda: compute._full_prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
     (lambda: compute.prefill_flops("Qwen3-8B", 8, lm_head_last_token_only=None), "lm_head_last_token_only"),
     (lambda: compute.request_step_flops(1, 1, 1, 1, 1, 4, 0), "generated_tokens"),
     (lambda: compute.approx_flops_2n(-1, 1, 1), "n_params"),

@@ -1,9 +1,9 @@
-"""Tests for aiinfra.disaggregation (chapter 7)."""
+"""Tests for aiinfra.serving.disaggregation (chapter 7)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aiinfra import disaggregation as dis
+from aiinfra.serving import disaggregation as dis
 
 # Qwen3-8B: 147,456 B of KV per token (NOTES.md); a 2,048-token prompt holds 288 MiB.
 KV_QWEN3_8B = 147_456

@@ -347,8 +347,7 @@ def test_student_notebook_holds_no_reference_values():
     assert "DeepSeek-R1-Distill-Llama-70B has" not in json.dumps(on)   # statements come from prompt()
 
 
-def test_generated_notebooks_are_deterministic_and_current():
-    assert notebooks.dumps(notebooks.solution_notebook("ch01", False, SOURCE)) == notebooks.dumps(notebooks.solution_notebook("ch01", False, SOURCE))
+def test_generated_notebooks_are_current():
     done = subprocess.run([sys.executable, str(REPO / "tools" / "build_exercises.py"), "--check"],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr

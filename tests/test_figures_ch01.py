@@ -1,13 +1,14 @@
-"""Chapter 1 figures (aiinfra.figures.ch01): pure functions params -> (Figure, readouts)."""
+"""Chapter 1 figures (aiinfra.book.figures.ch01): pure functions params -> (Figure, readouts)."""
 import math
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, hardware, memory, models, units
-from aiinfra.figures import ch01
-from aiinfra.interactive import Slider, interactive_figure
+from aiinfra import decode, memory, units
+from aiinfra.catalog import hardware, models
+from aiinfra.book.figures import ch01
+from aiinfra.book.interactive import Slider, interactive_figure
 
 
 def _texts(fig):
@@ -49,10 +50,10 @@ def test_read_vs_compute_example_1_1_ratio():
 
 
 def test_latency_ladder_spans_the_2009_table():
-    from aiinfra import orders
+    from aiinfra.catalog import reference
 
-    rows = orders.LATENCY_NUMBERS_2009
-    fig, readouts = ch01.latency_ladder([r.operation for r in rows], [r.seconds for r in rows])
+    rows = reference.table("latency_2009")
+    fig, readouts = ch01.latency_ladder([r.operation for r in rows], [reference.latency_s(r.operation) for r in rows])
     # 0.5 ns to 150 ms: 8.5 orders of magnitude
     assert readouts["span"] == "8.5 orders of magnitude"
     with pytest.raises(ValueError, match="seconds"):
@@ -91,8 +92,8 @@ def test_batch_explorer_b_star_tracks_the_gpu():
 
 @pytest.mark.parametrize("kw,name", [
     (dict(batch=0), "batch"), (dict(batch=2.5), "batch"), (dict(gpu="H999"), "must be one of"),
-    (dict(n_params=-1), "n_params"), (dict(bytes_per_weight=0), "bytes_per_weight"),
-    (dict(gpu="V100 SXM2 32GB"), "gpu"),
+    (dict(n_params=-1), "n_params"), (dict(weight_precision="int3"), "precision"),
+    (dict(gpu="V100 SXM2 32GB"), "no tensor-core peak"),
 ])
 def test_batch_explorer_rejects_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):

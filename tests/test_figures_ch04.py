@@ -1,23 +1,25 @@
-"""Figures of chapter 4 (aiinfra.figures.ch04): pure functions returning (Figure, readouts)."""
+"""Figures of chapter 4 (aiinfra.book.figures.ch04): pure functions returning (Figure, readouts)."""
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, hardware, memory, models, units
-from aiinfra.figures import ch04
-from aiinfra.interactive import interactive_figure
+from aiinfra import decode, memory, units
+from aiinfra.catalog import hardware, models
+from aiinfra.deployment import Deployment
+from aiinfra.book.figures import ch04
+from aiinfra.book.interactive import interactive_figure
 
 
 def test_throughput_latency_readouts_follow_the_library():
     fig, r = ch04.throughput_latency(4096, "bf16")
     assert isinstance(fig, Figure)
-    m, g = models.load("Qwen3-8B"), hardware.gpu("H100 SXM")
-    free = g.memory_bytes * (1 - ch04.WORKSPACE_SHARE) - memory.weight_bytes(m, "bf16")
-    bmax = int(free // memory.kv_bytes_per_request(m, 4096))
-    assert r["largest batch that fits"] == f"{bmax:,}"
-    one = decode.decode_step_time_s(m, g, batch=1, context_tokens=4096)
-    assert r["per-user speed, B = 1"] == f"{1 / one:,.0f} tok/s"
-    full = decode.decode_step_time_s(m, g, batch=bmax, context_tokens=4096)
-    assert r["aggregate, B max"] == f"{bmax / full:,.0f} tok/s"
+    # 72 GB after the 10 % reserve, minus 16.38 GB of weights, over 576 MiB of KV per request
+    weights, kv = 2 * 8_190_735_360, 36 * 2 * 8 * 128 * 2 * 4096
+    bmax = int((72e9 - weights) // kv)
+    assert r["largest batch that fits"] == f"{bmax:,}" == "92"
+    # batch 1 is memory-bound: the weights read (15.14 GB) plus one cache over 3.35 TB/s
+    assert r["per-user speed, B = 1"] == f"{3.35e12 / (15_136_819_200 + kv):,.0f} tok/s"
+    full = Deployment("Qwen3-8B", "H100 SXM").step(bmax, 4096)
+    assert r["aggregate, B max"] == f"{full.tokens_per_s:,.0f} tok/s"
 
 
 def test_longer_context_means_smaller_batch_and_quantization_faster_single_stream():
@@ -32,7 +34,7 @@ def test_longer_context_means_smaller_batch_and_quantization_faster_single_strea
 def test_full_memory_per_user_speed_is_about_capacity_over_bandwidth():
     # once the caches fill the card, a step reads ~ all of the used memory, whatever the context
     g = hardware.gpu("H100 SXM")
-    used = g.memory_bytes * (1 - ch04.WORKSPACE_SHARE)
+    used = 0.9 * g.memory_bytes          # the deployment's default 10 % reserve
     for c in ch04.CONTEXT_VALUES:
         per_user = float(ch04.throughput_latency(c, "bf16")[1]["per-user speed, B max"].split()[0])
         assert per_user == pytest.approx(g.memory_bandwidth_bytes_per_s / used, rel=0.15)
@@ -42,16 +44,8 @@ def test_does_not_fit():
     fig, r = ch04.throughput_latency(32768, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=2)
     # 2 x 80 GB keep 144 GB after the workspace; 141 GB of weights leave ~3 GB, less than one 10.7 GB cache
     assert r["largest batch that fits"] == "0"
-    with pytest.raises(ValueError, match="n_gpus"):
-        ch04.throughput_latency(1024, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=1)
-
-
-def test_kv_free_bytes():
-    m, g = models.load("Qwen3-8B"), hardware.gpu("H100 SXM")
-    assert ch04.kv_free_bytes(m, g) == pytest.approx(0.9 * 80e9 - memory.weight_bytes(m, "bf16"))
-    assert ch04.kv_free_bytes("Qwen3-8B", "H100 SXM", n_gpus=2) == pytest.approx(0.9 * 160e9 - memory.weight_bytes(m, "bf16"))
-    with pytest.raises(ValueError, match="workspace_share"):
-        ch04.kv_free_bytes(m, g, workspace_share=1.0)
+    _, r = ch04.throughput_latency(1024, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=1)
+    assert r["largest batch that fits"] == "0"     # the weights alone do not fit
 
 
 def test_latency_timeline():

@@ -1,10 +1,10 @@
-"""Figures of chapter 5 (aiinfra.figures.ch05): pure functions returning (Figure, readouts)."""
+"""Figures of chapter 5 (aiinfra.book.figures.ch05): pure functions returning (Figure, readouts)."""
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import paging, scheduling
-from aiinfra.figures import ch05
-from aiinfra.interactive import interactive_figure
+from aiinfra.serving import batching, paging
+from aiinfra.book.figures import ch05
+from aiinfra.book.interactive import interactive_figure
 
 
 def test_demo_trace_is_reproducible():
@@ -15,7 +15,7 @@ def test_demo_trace_is_reproducible():
 def test_batching_policies_readouts_match_the_simulation():
     fig, r = ch05.batching_policies(16, 8)
     assert isinstance(fig, Figure)
-    res = scheduling.compare_policies(ch05.demo_trace(8), 16)
+    res = batching.compare_policies(ch05.demo_trace(8), 16)
     assert r["static: slot use"] == f"{res['static'].slot_utilization:.0%}"
     assert r["continuous: slot use"] == f"{res['continuous'].slot_utilization:.0%}"
     p50 = res["continuous"].percentile_latency_steps(50)
@@ -25,7 +25,7 @@ def test_batching_policies_readouts_match_the_simulation():
 @pytest.mark.parametrize("slots", ch05.MAX_BATCH_VALUES)
 def test_continuous_wins_at_every_slider_point(slots):
     for gap in ch05.GAP_VALUES:
-        res = scheduling.compare_policies(ch05.demo_trace(gap), slots)
+        res = batching.compare_policies(ch05.demo_trace(gap), slots)
         assert res["continuous"].slot_utilization >= res["static"].slot_utilization
         assert res["continuous"].percentile_latency_steps(50) <= res["static"].percentile_latency_steps(50)
 

@@ -1,11 +1,11 @@
-"""Figures of chapter 8 (aiinfra.figures.ch08), driven with synthetic sweeps (no timing)."""
+"""Figures of chapter 8 (aiinfra.book.figures.ch08), driven with synthetic sweeps (no timing)."""
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 from aiinfra import measure, roofline, units
-from aiinfra.figures import ch08
-from aiinfra.interactive import interactive_figure
+from aiinfra.book.figures import ch08
+from aiinfra.book.interactive import interactive_figure
 
 BS = (1, 2, 4, 8, 16, 32, 64)
 N = 2**24

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from aiinfra import hardware
+from aiinfra.catalog import hardware
 from aiinfra.units import GB, TB
 
 

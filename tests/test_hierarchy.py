@@ -1,13 +1,14 @@
-"""Tests for aiinfra.hierarchy (chapter 6): the Llama 3 cluster levels and power boundaries."""
+"""Tests for aiinfra.cluster.hierarchy (chapter 6): the Llama 3 cluster levels and power boundaries."""
 import pytest
 
-from aiinfra import cluster, hardware, hierarchy as h
+from aiinfra.catalog import hardware
+from aiinfra.cluster import scale
+from aiinfra.cluster import hierarchy as h
 
 
 def test_llama3_levels_nest():
     gpus = [lv.gpus for lv in h.LLAMA3_CLUSTER]
     assert gpus == [1, 8, 16, 3072, 24576]
-    assert 3072 // 16 == 192 and 24576 // 3072 == 8
     assert all(b % a == 0 for a, b in zip(gpus, gpus[1:]))
 
 
@@ -23,19 +24,12 @@ def test_server_power_and_the_all_in_figure():
     per_gpu = h.watts_per_gpu_at_server(hardware.DGX_H100.max_power_watts, hardware.DGX_H100.n_gpus)
     assert per_gpu == pytest.approx(1275.0)
     # with PUE 1.1 the facility sees ~1.4 kW per GPU: the source's "all-in" figure
-    assert cluster.cluster_power_w(1, per_gpu, 1.1) == pytest.approx(1402.5)
+    assert scale.cluster_power_w(1, per_gpu, 1.1) == pytest.approx(1402.5)
 
 
 def test_households():
     assert h.household_average_power_w() == pytest.approx(10_715 * 1000 / 8760)
     assert h.households_equivalent(h.household_average_power_w() * 1000) == pytest.approx(1000)
-
-
-def test_table_has_every_level():
-    md = h.hierarchy_table_markdown(watts_per_gpu=1275.0, pue=1.1)
-    for lv in h.LLAMA3_CLUSTER:
-        assert f"| {lv.name} |" in md
-    assert "34.5 MW" in md  # 24,576 x 1,275 W x 1.1
 
 
 @pytest.mark.parametrize("call,name", [

@@ -8,8 +8,8 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
-from aiinfra import interactive as ia
-from aiinfra.interactive import Slider, interactive_figure
+from aiinfra.book import interactive as ia
+from aiinfra.book.interactive import Slider, interactive_figure
 
 
 def wave(freq=1, amp=1.0, noise=0):
@@ -79,46 +79,46 @@ def test_slider_text_uses_format_string_or_callable():
 
 def test_build_mode_follows_environment(monkeypatch):
     monkeypatch.delenv(ia.BUILD_ENV_VAR, raising=False)
-    assert ia.build_mode() == "live"
+    assert ia._build_mode() == "live"
     monkeypatch.setenv(ia.BUILD_ENV_VAR, "1")
-    assert ia.build_mode() == "static"
+    assert ia._build_mode() == "static"
     monkeypatch.setenv(ia.BUILD_ENV_VAR, "0")
-    assert ia.build_mode() == "live"
-    assert ia.build_mode("static") == "static"
+    assert ia._build_mode() == "live"
+    assert ia._build_mode("static") == "static"
     with pytest.raises(ValueError, match="mode"):
-        ia.build_mode("pdf")
+        ia._build_mode("pdf")
 
 
 def test_readouts_html_escapes_and_labels():
-    html = ia.readouts_html({"a<b": "1 < 2 tok/s", "n": 3.14159})
+    html = ia._readouts_html({"a<b": "1 < 2 tok/s", "n": 3.14159})
     assert "a&lt;b" in html and "1 &lt; 2 tok/s" in html and "3.14" in html
     assert f'class="{ia.CSS_READOUT}"' in html
-    assert "plain &amp; simple" in ia.readouts_html("plain & simple")
+    assert "plain &amp; simple" in ia._readouts_html("plain & simple")
     with pytest.raises(ValueError, match="readouts"):
-        ia.readouts_html({})
+        ia._readouts_html({})
     with pytest.raises(ValueError, match="readouts"):
-        ia.readouts_html([("a", "b")])
+        ia._readouts_html([("a", "b")])
 
 
 def test_render_png_size_follows_dpi_and_palette_shrinks():
-    full = ia.render_png(wave(3)[0], 100)
+    full = ia._render_png(wave(3)[0], 100)
     assert full[:8] == b"\x89PNG\r\n\x1a\n"
     assert _png_size(full) == (400, 250)
-    assert _png_size(ia.render_png(wave(3)[0], 50)) == (200, 125)
-    pal = ia.render_png(wave(3)[0], 100, palette_colors=32)
+    assert _png_size(ia._render_png(wave(3)[0], 50)) == (200, 125)
+    pal = ia._render_png(wave(3)[0], 100, palette_colors=32)
     assert Image.open(io.BytesIO(pal)).mode == "P"
     assert len(pal) < len(full)
     with pytest.raises(ValueError, match="dpi"):
-        ia.render_png(wave(3)[0], 0)
+        ia._render_png(wave(3)[0], 0)
     with pytest.raises(ValueError, match="palette_colors"):
-        ia.render_png(wave(3)[0], 72, palette_colors=1)
+        ia._render_png(wave(3)[0], 72, palette_colors=1)
 
 
 def test_b64_len():
     import base64
 
     for n in (0, 1, 2, 3, 4, 1000, 1001):
-        assert ia.b64_len(n) == len(base64.b64encode(b"x" * n))
+        assert ia._b64_len(n) == len(base64.b64encode(b"x" * n))
 
 
 # ----- interactive_figure: validation ----------------------------------------

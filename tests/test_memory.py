@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import hardware, memory, models
+from aiinfra import memory
+from aiinfra.catalog import hardware, models
 from aiinfra.units import GB, GiB, KiB, MiB
 
 
@@ -27,7 +28,7 @@ def test_r1_70b_grouped_8bit(r1_70b):
     assert q == block + block // 128 * 2 + other * 2 == 73_725_919_232
     assert round(q / GB, 2) == 73.73
     # the closed-form twin agrees when 128 divides every row
-    assert memory.grouped_quant_bytes_formula(block, other, 8, 128, 2, 2) == q
+    assert memory._grouped_quant_bytes_formula(block, other, 8, 128, 2, 2) == q
 
 
 def test_grouped_quant_options(r1_70b):
@@ -47,7 +48,7 @@ def test_grouped_quant_counts_a_short_last_group():
     got = memory.grouped_quant_weight_bytes(m, bits=8, group_size=64, scale_bytes=2)
     # rows of 100 inputs need 2 groups, rows of 60 inputs (down_proj) need 1
     groups = 100 * 2 * 4 + 60 * 2 * 2 + 100 * 1
-    block = models.block_linear_params(m)
+    block = models._block_linear_params(m)
     assert got == block + groups * 2 + (models.total_params(m) - block) * 2
 
 
@@ -72,7 +73,7 @@ def test_full_mha_at_d_8192_is_8x_larger(r1_70b):
     mha = dataclasses.replace(r1_70b, n_kv_heads=64)
     assert memory.kv_bytes_per_token(mha) == per_token == 8 * memory.kv_bytes_per_token(r1_70b)
     assert round(memory.kv_bytes_per_request(mha, 8192) / GB, 2) == 21.47
-    assert memory.kv_bytes_for_context_formula(80, 64, 128, 8192, 2) == memory.kv_bytes_per_request(mha, 8192)
+    assert memory.kv_bytes_per_token_formula(80, 64, 128, 2) * 8192 == memory.kv_bytes_per_request(mha, 8192)
 
 
 def test_qwen3_8b_kv(qwen3_8b):
@@ -141,6 +142,14 @@ def test_four_4090s_for_the_8bit_70b(r1_70b):
     assert memory.min_cards(0, 80 * GB) == 0
 
 
+def test_any_positive_size_needs_a_card():
+    # 5e-324 / 80e9 rounds to 0.0 in floating point; a card is still needed
+    assert memory.min_cards(5e-324, 80 * GB) == 1
+    assert memory.min_cards(1.0, 80 * GB) == 1
+    np.testing.assert_array_equal(memory.min_cards(np.array([0.0, 5e-324, 80 * GB, 80 * GB + 1]), 80 * GB),
+                                  [0, 1, 1, 2])
+
+
 def test_split_by_capacity_mixed_cards():
     caps = [48 * GB, 80 * GB]
     s = memory.split_by_capacity(100 * GB, caps)
@@ -150,6 +159,16 @@ def test_split_by_capacity_mixed_cards():
     tight = memory.split_by_capacity(141.1 * GB, caps, reserve_bytes_per_card=8 * GB)
     assert not tight.all_fit and tight.fits_each == (False, False)
     assert tight.shares_bytes[0] / tight.shares_bytes[1] == pytest.approx(40 / 72)
+
+
+def test_a_card_filled_exactly_fits():
+    # an RTX 4090 (24 GB) and an RTX PRO 6000 (96 GB), 2.5 GB kept back on each: 21.5 + 93.5 = 115 GB usable.
+    # 115 GB fills both exactly; the division leaves the 96 GB card -1.5e-5 bytes over, which is not a miss.
+    s = memory.split_by_capacity(115 * GB, [24 * GB, 96 * GB], reserve_bytes_per_card=2.5 * GB)
+    assert s.fits_each == (True, True) and s.all_fit
+    assert s.free_bytes == (0.0, 0.0)
+    # one byte more does not fit
+    assert not memory.split_by_capacity(115 * GB + 1, [24 * GB, 96 * GB], reserve_bytes_per_card=2.5 * GB).all_fit
 
 
 def test_fits_and_free_take_arrays():
@@ -213,9 +232,9 @@ def test_mla_formula_rejections(args, name):
         memory.mla_kv_bytes_per_token_formula(*args)
 
 
-def test_context_formula_rejects_negative_context():
+def test_request_kv_rejects_negative_context(r1_70b):
     with pytest.raises(ValueError, match="context_tokens"):
-        memory.kv_bytes_for_context_formula(80, 8, 128, -1, 2)
+        memory.kv_bytes_per_request(r1_70b, -1)
 
 
 @pytest.mark.parametrize("kwargs,name", [
@@ -236,7 +255,7 @@ def test_grouped_quant_rejections(kwargs, name, r1_70b):
 ])
 def test_grouped_formula_rejections(args, name):
     with pytest.raises(ValueError, match=name):
-        memory.grouped_quant_bytes_formula(*args)
+        memory._grouped_quant_bytes_formula(*args)
 
 
 def test_weight_rejections(r1_70b):

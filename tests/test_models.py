@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import models
+from aiinfra.catalog import models
 
 # Exact totals (and active counts for MoE) of every shipped config.
 # Published figures they must round to: R1-Distill-Llama-70B 70.6B, Qwen3-8B 8.2B,
@@ -58,11 +58,11 @@ def test_moe_counts_round_to_published_figures(name):
 def test_breakdown_adds_up(name):
     m = models.load(name)
     b = models.param_breakdown(m)
-    v = models.vector_params(m)
+    v = models._vector_params(m)
     assert b["total"] == b["block_linear"] + b["embedding"] + b["stored_lm_head"] + v["norm"] + v["bias"] + v["router_bias"]
     assert b["active"] - b["block_linear_per_token"] == b["total"] - b["block_linear"]
     assert b["norms"] == v["norm"]
-    assert sum(models.params_by_role(m).values()) == b["total"]
+    assert sum(models._params_by_role(m).values()) == b["total"]
     assert all(isinstance(x, int) for x in b.values())
     if not m.is_moe:
         assert b["active"] == b["total"]
@@ -75,16 +75,16 @@ def test_r1_distill_70b_pieces(r1_70b):
         80, 8192, 28672, 64, 8, 128, 128256)
     assert m.attention_kind == "gqa"
     assert models.embedding_params(m) == 1_050_673_152
-    assert models.lm_head_params(m) == models.stored_lm_head_params(m) == 1_050_673_152
-    assert models.norm_params(m) == 80 * 2 * 8192 + 8192
-    assert models.block_linear_params(m) == 68_451_041_280
+    assert models.lm_head_params(m) == models._stored_lm_head_params(m) == 1_050_673_152
+    assert models._norm_params(m) == 80 * 2 * 8192 + 8192
+    assert models._block_linear_params(m) == 68_451_041_280
     assert models.attention_qk_width(m) == models.attention_v_width(m) == 8192
 
 
 def test_qwen3_8b_qk_norm_and_decode_read(qwen3_8b):
     m = qwen3_8b
     assert m.qk_norm and not m.tie_word_embeddings and m.head_dim == 128
-    assert models.norm_params(m) == 36 * (2 * 4096 + 2 * 128) + 4096
+    assert models._norm_params(m) == 36 * (2 * 4096 + 2 * 128) + 4096
     # one decode step reads every weight except the embedding table, plus the one row it looks up
     assert models.decode_read_params(m) == 8_190_735_360 - 151_936 * 4096 + 4096 == 7_568_409_600
     assert 2 * models.decode_read_params(m) == 15_136_819_200
@@ -105,7 +105,7 @@ def test_deepseek_v3_mla_and_moe(deepseek_v3):
     assert m.attention_kind == "mla"
     assert m.first_dense_layers == 3 and m.dense_layers == (0, 1, 2) and len(m.moe_layers) == 58
     assert m.n_mtp_layers == 1  # recorded, not counted
-    attention = {x.name: x.params // x.count for x in models.linear_shapes(m) if x.role == "attention"}
+    attention = {x.name: x.params // x.count for x in models._linear_shapes(m) if x.role == "attention"}
     assert attention == {
         "q_a_proj": 7168 * 1536,
         "q_b_proj": 1536 * 128 * 192,
@@ -116,7 +116,7 @@ def test_deepseek_v3_mla_and_moe(deepseek_v3):
     assert models.attention_qk_width(m) == 128 * 192
     assert models.attention_v_width(m) == 128 * 128
     # the routers' score-correction bias (noaux_tc) is one float per expert per MoE layer
-    assert models.vector_params(m)["router_bias"] == 256 * 58
+    assert models._vector_params(m)["router_bias"] == 256 * 58
     # DeepSeek's README: 36.6B activated, 0.9B of it the output head (the embedding table is not read)
     assert round(models.decode_read_params(m) / 1e9, 1) == 36.6
     assert models.decode_read_params(m) == 36_625_625_600
@@ -125,7 +125,7 @@ def test_deepseek_v3_mla_and_moe(deepseek_v3):
 def test_tied_head_is_a_matmul_but_not_stored():
     m = models.load("Llama-3.2-3B")
     assert m.tie_word_embeddings
-    assert models.stored_lm_head_params(m) == 0
+    assert models._stored_lm_head_params(m) == 0
     assert models.lm_head_params(m) == 128256 * 3072
     assert models.decode_read_params(m) == models.active_params(m) + 3072
 
@@ -154,7 +154,7 @@ def test_explicit_head_dim_wins_over_hidden_over_heads():
 def test_qwen2_biases_are_counted():
     m = models.load(QWEN25_7B)
     assert m.attention_bias and not m.o_proj_bias
-    assert models.vector_params(m)["bias"] == 28 * (3584 + 2 * 512)
+    assert models._vector_params(m)["bias"] == 28 * (3584 + 2 * 512)
     assert models.total_params(m) == 7_615_616_512
     assert m.sliding_window is None  # use_sliding_window is false
 
@@ -183,10 +183,10 @@ def test_llama_biases():
 
 
 def test_mla_without_query_compression():
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "DeepSeek-V3.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "DeepSeek-V3.json").read_text())
     cfg["q_lora_rank"] = None
     m = models.load(cfg)
-    names = {x.name for x in models.linear_shapes(m) if x.role == "attention"}
+    names = {x.name for x in models._linear_shapes(m) if x.role == "attention"}
     assert "q_proj" in names and "q_a_proj" not in names
     full = models.load("DeepSeek-V3")
     per_layer_change = 7168 * 128 * 192 - (7168 * 1536 + 1536 * 128 * 192) - 1536  # minus q_a_layernorm
@@ -194,7 +194,7 @@ def test_mla_without_query_compression():
 
 
 def test_qwen3_moe_sparse_step_and_dense_layers():
-    base = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-30B-A3B.json").read_text())
+    base = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-30B-A3B.json").read_text())
     m = models.load(dict(base, decoder_sparse_step=2, mlp_only_layers=[1]))
     assert m.moe_layers == tuple(i for i in range(48) if (i + 1) % 2 == 0 and i != 1)
     assert 1 in m.dense_layers and 0 in m.dense_layers
@@ -208,7 +208,7 @@ def test_load_name_spellings(spelling, qwen3_8b):
 
 
 def test_load_path_and_dir(tmp_path, qwen3_8b):
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-8B.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-8B.json").read_text())
     d = tmp_path / "my-qwen"
     d.mkdir()
     (d / "config.json").write_text(json.dumps(cfg))
@@ -222,7 +222,7 @@ def test_load_path_and_dir(tmp_path, qwen3_8b):
 def test_a_local_directory_wins_over_a_shipped_name(tmp_path, monkeypatch):
     d = tmp_path / "Qwen3-8B"
     d.mkdir()
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "Qwen3-8B.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "Qwen3-8B.json").read_text())
     (d / "config.json").write_text(json.dumps(dict(cfg, num_hidden_layers=2)))
     monkeypatch.chdir(tmp_path)
     assert models.load("Qwen3-8B").n_layers == 2
@@ -261,7 +261,7 @@ def test_fields_that_change_the_count_are_refused(extra):
 
 
 def test_deepseek_attention_bias_refused():
-    cfg = json.loads((resources.files("aiinfra") / "configs" / "DeepSeek-V3.json").read_text())
+    cfg = json.loads((resources.files("aiinfra.catalog") / "configs" / "DeepSeek-V3.json").read_text())
     with pytest.raises(ValueError, match="deepseek_v3"):
         models.load(dict(cfg, attention_bias=True))
 
@@ -275,7 +275,7 @@ def test_load_rejects_bad_input(bad):
 @pytest.mark.parametrize("bad", [[1, 2], "qwen3", None])
 def test_from_hf_dict_needs_a_mapping(bad):
     with pytest.raises(ValueError, match="cfg"):
-        models.from_hf_dict(bad)
+        models._from_hf_dict(bad)
 
 
 def test_load_rejects_broken_json(tmp_path):
@@ -308,10 +308,10 @@ def test_model_config_validates(change, mixtral, qwen3_8b):
 
 @pytest.mark.parametrize("fn", [
     models.total_params, models.active_params, models.embedding_params, models.lm_head_params,
-    models.stored_lm_head_params, models.norm_params, models.block_linear_params,
+    models._stored_lm_head_params, models._norm_params, models._block_linear_params,
     models.block_linear_params_per_token, models.attention_qk_width, models.attention_v_width,
-    models.decode_read_params, models.param_breakdown, models.params_by_role, models.linear_shapes,
-    models.vector_params,
+    models.decode_read_params, models.param_breakdown, models._params_by_role, models._linear_shapes,
+    models._vector_params,
 ])
 @pytest.mark.parametrize("bad", [None, 42, "not-a-model"])
 def test_count_functions_reject_non_models(fn, bad):

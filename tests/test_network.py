@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from aiinfra import network as net
+from aiinfra import units
+from aiinfra.cluster import network as net
 
 
 def test_transfer_time():
@@ -12,10 +13,10 @@ def test_transfer_time():
 
 
 def test_direction_conversions_round_trip():
-    assert net.per_direction_from_bidirectional(900e9) == pytest.approx(450e9)
-    assert net.per_direction_from_bidirectional(128e9) == pytest.approx(64e9)
-    assert net.bidirectional_from_per_direction(net.per_direction_from_bidirectional(7.0)) == pytest.approx(7.0)
-    assert net.bytes_per_s_from_bits_per_s(400e9) == pytest.approx(50e9)
+    assert net.per_direction_bytes_per_s(900, "GB/s", both_directions=True) == pytest.approx(450e9)
+    assert net.per_direction_bytes_per_s(128, "GB/s", both_directions=True) == pytest.approx(64e9)
+    assert net.bidirectional_from_per_direction(net.per_direction_bytes_per_s(7.0, "GB/s", True)) == pytest.approx(7e9)
+    assert units.bytes_from_bits(400e9) == pytest.approx(50e9)
 
 
 def test_ring_allreduce():
@@ -33,8 +34,6 @@ def test_bus_and_algorithm_bandwidth():
     algbw = net.algorithm_bandwidth_bytes_per_s(1e9, t)
     # an ideal ring's bus bandwidth equals the link rate
     assert net.bus_bandwidth_bytes_per_s(algbw, 8) == pytest.approx(100e9)
-    assert net.allreduce_bus_bandwidth_bytes_per_s(algbw, 8) == pytest.approx(100e9)
-    assert net.bus_bandwidth_bytes_per_s.sym == net.allreduce_bus_bandwidth_bytes_per_s.sym
     assert net.bus_bandwidth_factor(8, "all_gather") == pytest.approx(7 / 8)
     assert net.bus_bandwidth_factor(8, "broadcast") == 1.0
     np.testing.assert_allclose(net.bus_bandwidth_factor(np.array([2, 4]), "all_reduce"), [1.0, 1.5])
@@ -53,16 +52,15 @@ def test_packets_and_cores():
     (lambda: net.transfer_time_s(-1, 1), "size_bytes"),
     (lambda: net.transfer_time_s(1, 0), "bandwidth_bytes_per_s"),
     (lambda: net.transfer_time_s(1, 1, latency_s=-1), "latency_s"),
-    (lambda: net.per_direction_from_bidirectional(0), "bidirectional_bytes_per_s"),
     (lambda: net.bidirectional_from_per_direction(-2), "per_direction_bytes_per_s"),
-    (lambda: net.bytes_per_s_from_bits_per_s(float("inf")), "bits_per_s"),
+    (lambda: units.bytes_from_bits(float("inf")), "bits"),
     (lambda: net.ring_allreduce_time_s(1, 0, 1), "n_ranks"),
     (lambda: net.ring_allreduce_time_s(1, 2.5, 1), "n_ranks"),
     (lambda: net.ring_allreduce_time_s(1, 2, 1, latency_s=-1), "latency_s"),
     (lambda: net.algorithm_bandwidth_bytes_per_s(1, 0), "elapsed_s"),
     (lambda: net.bus_bandwidth_bytes_per_s(1, 4, collective="all_sum"), "collective"),
     (lambda: net.bus_bandwidth_bytes_per_s(-1, 4), "algorithm_bytes_per_s"),
-    (lambda: net.allreduce_bus_bandwidth_bytes_per_s(1, 0), "n_ranks"),
+    (lambda: net.bus_bandwidth_bytes_per_s(1, 0), "n_ranks"),
     (lambda: net.bus_bandwidth_factor(-2), "n_ranks"),
     (lambda: net.packets_per_s(0), "link_bits_per_s"),
     (lambda: net.packets_per_s(1e9, frame_bytes_on_wire=0), "frame_bytes_on_wire"),

@@ -1,11 +1,11 @@
-"""Contiguous vs paged KV allocation (aiinfra.paging, chapter 5)."""
+"""Contiguous vs paged KV allocation (aiinfra.serving.paging, chapter 5)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import paging as pg
-from aiinfra import scheduling as sch
+from aiinfra.serving import paging as pg
+from aiinfra.serving import batching as sch
 
 
 def test_pages_round_up():
@@ -15,7 +15,7 @@ def test_pages_round_up():
     assert pg.paged_reserved_tokens(17, 16) == 32
     assert pg.paged_reserved_tokens(np.array([5, 33]), 16).tolist() == [16, 48]
     assert pg.paged_waste_tokens(17, 16) == 15
-    assert pg.contiguous_waste_tokens(300, 8192) == 7892
+    assert pg._contiguous_waste_tokens(300, 8192) == 7892
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,8 +74,8 @@ def test_paged_batch_bounds(lengths, page, budget):
 
 
 def test_usage_over_time_hand_case():
-    tr = sch.make_trace([0, 0], [3, 10], [2, 3])
-    res = sch.simulate(tr, 2, "continuous")
+    tr = sch._make_trace([0, 0], [3, 10], [2, 3])
+    res = sch._simulate(tr, 2, "continuous")
     use = pg.kv_usage_over_time(res, page_tokens=4, max_context_tokens=16)
     # step 0: 3+1 and 10+1; step 1: 3+2 and 10+2; step 2: only 10+3
     assert use.used_tokens.tolist() == [15, 17, 13]
@@ -88,7 +88,7 @@ def test_usage_over_time_hand_case():
 def test_usage_over_time_laws():
     tr = sch.synthetic_trace(120, seed=5, mean_output_tokens=80, mean_interarrival_steps=6,
                              min_prompt_tokens=50, max_prompt_tokens=900)
-    res = sch.simulate(tr, 12, "continuous")
+    res = sch._simulate(tr, 12, "continuous")
     use = pg.kv_usage_over_time(res, 16, int(tr.final_context_tokens.max()))
     assert np.all(use.used_tokens <= use.paged_tokens)
     assert np.all(use.paged_tokens - use.used_tokens < 16 * np.maximum(res.active, 1))
@@ -104,8 +104,8 @@ def test_usage_over_time_laws():
         (lambda: pg.paged_reserved_tokens(-1, 16), "context_tokens"),
         (lambda: pg.paged_reserved_tokens(10, 0), "page_tokens"),
         (lambda: pg.paged_reserved_tokens(1.5, 16), "context_tokens"),
-        (lambda: pg.contiguous_waste_tokens(9000, 8192), "context_tokens must be <="),
-        (lambda: pg.contiguous_waste_tokens(10, 0), "max_context_tokens"),
+        (lambda: pg._contiguous_waste_tokens(9000, 8192), "context_tokens must be <="),
+        (lambda: pg._contiguous_waste_tokens(10, 0), "max_context_tokens"),
         (lambda: pg.kv_footprint([10], 8192, 16, 0), "kv_bytes_per_token"),
         (lambda: pg.kv_footprint([], 8192, 16, 1.0), "at least one"),
         (lambda: pg.max_batch_contiguous(-1, 10, 1.0), "kv_budget_bytes"),
@@ -114,8 +114,8 @@ def test_usage_over_time_laws():
         (lambda: pg.max_batch_paged([], 5, 16, 1.0), "at least one"),
         (lambda: pg.max_batch_paged([10], 5, 16, float("nan")), "kv_bytes_per_token"),
         (lambda: pg.kv_usage_over_time("x", 16, 10), "ScheduleResult"),
-        (lambda: pg.kv_usage_over_time(sch.simulate(sch.make_trace([0], [5], [5]), 1), 16, 9), "max_context_tokens"),
-        (lambda: pg.kv_usage_over_time(sch.simulate(sch.make_trace([0], [5], [5]), 1), 0, 90), "page_tokens"),
+        (lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 16, 9), "max_context_tokens"),
+        (lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 0, 90), "page_tokens"),
         (lambda: pg.KVUsage(np.zeros(1), np.ones(1), np.ones(1)).mean_waste_fraction("ring"), "scheme"),
     ],
 )
@@ -125,14 +125,14 @@ def test_rejections(call, name):
 
 
 def test_reservations_per_scheme():
-    assert pg.reservation_tokens([100, 5000], "contiguous", 16, 8192).tolist() == [8192, 8192]
-    assert pg.reservation_tokens([100, 5000], "paged", 16, 8192).tolist() == [112, 5008]
+    assert pg._reservation_tokens([100, 5000], "contiguous", 16, 8192).tolist() == [8192, 8192]
+    assert pg._reservation_tokens([100, 5000], "paged", 16, 8192).tolist() == [112, 5008]
     with pytest.raises(ValueError, match="scheme"):
-        pg.reservation_tokens([100], "buddy", 16, 8192)
+        pg._reservation_tokens([100], "buddy", 16, 8192)
     with pytest.raises(ValueError, match="context_tokens must be <="):
-        pg.reservation_tokens([9000], "paged", 16, 8192)
+        pg._reservation_tokens([9000], "paged", 16, 8192)
     with pytest.raises(ValueError, match="page_tokens"):
-        pg.reservation_tokens([10], "contiguous", 0, 8192)
+        pg._reservation_tokens([10], "contiguous", 0, 8192)
 
 
 def test_paging_admits_a_bigger_batch_and_finishes_sooner():
@@ -151,7 +151,7 @@ def test_paging_admits_a_bigger_batch_and_finishes_sooner():
 
 
 def test_simulate_with_kv_budget_rejects():
-    tr = sch.make_trace([0], [100], [10])
+    tr = sch._make_trace([0], [100], [10])
     with pytest.raises(ValueError, match="Trace"):
         pg.simulate_with_kv_budget("trace", 4, 1e9, 1.0, "paged")
     with pytest.raises(ValueError, match="kv_budget_bytes"):

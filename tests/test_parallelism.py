@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aiinfra import parallelism as par
+from aiinfra.catalog import reference
+from aiinfra.cluster import parallelism as par
 
 # Llama-3.x-70B shape (DeepSeek-R1-Distill-Llama-70B): 80 layers, d = 8192, 64 heads.
 LLAMA70 = {"name": "llama-70b-shape", "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64}
@@ -86,14 +87,14 @@ def test_weight_bytes_per_gpu_and_layout():
 
 
 def test_reported_runs_are_consistent():
-    for run in par.REPORTED_TRAINING_RUNS:
+    for run in reference.REPORTED_TRAINING_RUNS:
         assert 0 < run.mfu < 1
         assert run.source
-    llama = [r for r in par.REPORTED_TRAINING_RUNS if r.gpu == "H100 SXM"]
+    llama = [r for r in reference.REPORTED_TRAINING_RUNS if r.gpu == "H100 SXM"]
     # H100 SXM dense BF16 peak ~989 TFLOP/s: the reported MFU matches TFLOPs/GPU / peak
     for r in llama:
         assert r.tflops_per_gpu / 989.0 == pytest.approx(r.mfu, abs=0.01)
-    mega = par.REPORTED_TRAINING_RUNS[0]
+    mega = reference.REPORTED_TRAINING_RUNS[0]
     assert mega.tflops_per_gpu / 312.0 == pytest.approx(mega.mfu, abs=0.01)
     assert mega.gpus * mega.tflops_per_gpu / 1e3 == pytest.approx(502, rel=0.01)
 

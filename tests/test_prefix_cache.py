@@ -1,9 +1,9 @@
-"""Tests for aiinfra.prefix_cache (chapter 7)."""
+"""Tests for aiinfra.serving.prefix_cache (chapter 7)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aiinfra import prefix_cache as pc
+from aiinfra.serving import prefix_cache as pc
 
 # Qwen3-8B (NOTES.md): matrix FLOPs per token = 2 x (block linear weights);
 # causal attention 4 * 36 layers * 32 heads * 128 = 589,824 FLOPs per pair.
@@ -34,16 +34,11 @@ def test_caching_c_tokens_saves_exactly_their_own_prefill(p, data):
     assert full - rest == pytest.approx(alone, rel=1e-9, abs=1e-6)
 
 
-def test_linear_saving():
-    assert pc.ttft_saved_linear_s(0.5, 1000, 1e-5) == pytest.approx(0.005)
-    assert pc.ttft_saved_linear_s(0.0, 1000, 1e-5) == 0.0
-
-
 def test_expected_saving_without_attention_is_linear():
     pi, eta = 989e12, 0.5
     tau = F_TOK / (eta * pi)
     got = pc.expected_ttft_saved_s(0.7, 4096, 1024, F_TOK, pi, eta)
-    assert got == pytest.approx(pc.ttft_saved_linear_s(0.7, 1024, tau))
+    assert got == pytest.approx(0.7 * 1024 * tau)   # h c t_tok
 
 
 def test_expected_saving_sweeps_arrays():
@@ -66,8 +61,6 @@ def test_cache_bytes_and_reload():
     (lambda: pc.prefill_flops_with_prefix(-1, 0, F_TOK), "prompt_tokens"),
     (lambda: pc.prefill_flops_with_prefix(100, 0, 0), "flops_per_token"),
     (lambda: pc.prefill_flops_with_prefix(100, 0, 1, -1), "attention_flops_per_pair"),
-    (lambda: pc.ttft_saved_linear_s(1.5, 10, 1), "hit_rate"),
-    (lambda: pc.ttft_saved_linear_s(0.5, 10, 0), "prefill_time_per_token_s"),
     (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 0), "flops_per_s"),
     (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 1, efficiency=0), "efficiency"),
     (lambda: pc.prefix_cache_bytes(10, 1, 0), "distinct_prefixes"),

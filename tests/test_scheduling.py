@@ -1,10 +1,10 @@
-"""Static vs continuous batching simulation (aiinfra.scheduling, chapter 5)."""
+"""Static vs continuous batching simulation (aiinfra.serving.batching, chapter 5)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import scheduling as sch
+from aiinfra.serving import batching as sch
 
 
 def _trace_strategy():
@@ -19,21 +19,21 @@ def _trace_strategy():
 
 def _build(parts):
     gaps, prompts, outs = parts
-    return sch.make_trace(np.cumsum(gaps) - gaps[0], prompts, outs)
+    return sch._make_trace(np.cumsum(gaps) - gaps[0], prompts, outs)
 
 
 # --- worked cases checked by hand ---------------------------------------------
 
 def test_hand_worked_two_slots_all_at_zero():
     # four requests at step 0, lengths 1, 4, 2, 2, two slots
-    tr = sch.make_trace([0, 0, 0, 0], [10, 10, 10, 10], [1, 4, 2, 2])
-    st_ = sch.simulate(tr, 2, "static")
+    tr = sch._make_trace([0, 0, 0, 0], [10, 10, 10, 10], [1, 4, 2, 2])
+    st_ = sch._simulate(tr, 2, "static")
     # static: batch {0,1} runs steps 0-3 (4 steps), then {2,3} runs steps 4-5
     assert st_.active.tolist() == [2, 1, 1, 1, 2, 2]
     assert st_.start_step.tolist() == [0, 0, 4, 4]
     assert st_.finish_step.tolist() == [0, 3, 5, 5]
     assert st_.slot_utilization == pytest.approx(9 / 12)
-    co = sch.simulate(tr, 2, "continuous")
+    co = sch._simulate(tr, 2, "continuous")
     # continuous: request 2 takes request 0's slot at step 1, request 3 follows at step 3
     assert co.active.tolist() == [2, 2, 2, 2, 1]
     assert co.start_step.tolist() == [0, 0, 1, 3]
@@ -45,9 +45,9 @@ def test_hand_worked_two_slots_all_at_zero():
 
 
 def test_idle_gap_is_not_busy():
-    tr = sch.make_trace([0, 10], [0, 0], [3, 2])
+    tr = sch._make_trace([0, 10], [0, 0], [3, 2])
     for policy in sch.POLICIES:
-        r = sch.simulate(tr, 4, policy)
+        r = sch._simulate(tr, 4, policy)
         assert r.total_steps == 12
         assert r.busy_steps == 5
         assert r.active.tolist() == [1, 1, 1] + [0] * 7 + [1, 1]
@@ -56,7 +56,7 @@ def test_idle_gap_is_not_busy():
 
 def test_batch_of_one_policies_agree():
     tr = sch.synthetic_trace(30, seed=3, mean_output_tokens=20, mean_interarrival_steps=5)
-    a, b = sch.simulate(tr, 1, "static"), sch.simulate(tr, 1, "continuous")
+    a, b = sch._simulate(tr, 1, "static"), sch._simulate(tr, 1, "continuous")
     assert np.array_equal(a.active, b.active)
     assert np.array_equal(a.finish_step, b.finish_step)
     assert a.slot_utilization == 1.0
@@ -95,8 +95,8 @@ def test_laws(parts, cap):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=30), st.integers(1, 8))
 def test_static_runs_to_the_longest_member(outs, cap):
-    tr = sch.make_trace([0] * len(outs), [0] * len(outs), outs)
-    r = sch.simulate(tr, cap, "static")
+    tr = sch._make_trace([0] * len(outs), [0] * len(outs), outs)
+    r = sch._simulate(tr, cap, "static")
     expected = sum(max(outs[i : i + cap]) for i in range(0, len(outs), cap))
     assert r.busy_steps == expected
 
@@ -135,7 +135,7 @@ def test_all_at_zero_when_no_gap():
 
 
 def test_latency_seconds_and_summary():
-    tr = sch.make_trace([0, 0], [0, 0], [2, 4])
+    tr = sch._make_trace([0, 0], [0, 0], [2, 4])
     res = sch.compare_policies(tr, 1)
     assert res["static"].latency_s(0.02).tolist() == pytest.approx([0.04, 0.12])
     rows = sch.summary_rows(res, step_time_s=0.5, percentiles=(50, 100))
@@ -163,7 +163,7 @@ def test_latency_seconds_and_summary():
 )
 def test_make_trace_rejects(args, name):
     with pytest.raises(ValueError, match=name):
-        sch.make_trace(*args)
+        sch._make_trace(*args)
 
 
 @pytest.mark.parametrize(
@@ -184,14 +184,14 @@ def test_synthetic_trace_rejects(kwargs, name):
 
 
 def test_simulate_rejects():
-    tr = sch.make_trace([0], [0], [1])
+    tr = sch._make_trace([0], [0], [1])
     with pytest.raises(ValueError, match="max_batch"):
-        sch.simulate(tr, 0)
+        sch._simulate(tr, 0)
     with pytest.raises(ValueError, match="policy"):
-        sch.simulate(tr, 2, "greedy")
+        sch._simulate(tr, 2, "greedy")
     with pytest.raises(ValueError, match="trace"):
-        sch.simulate([(0, 1, 1)], 2)
-    r = sch.simulate(tr, 1)
+        sch._simulate([(0, 1, 1)], 2)
+    r = sch._simulate(tr, 1)
     with pytest.raises(ValueError, match="step_time_s"):
         r.latency_s(0)
     with pytest.raises(ValueError, match="q must"):
@@ -208,8 +208,8 @@ def test_simulate_rejects():
 
 def test_kv_budget_hand_case():
     # budget 10 token slots; reservations 6, 6, 4: the second must wait for the first
-    tr = sch.make_trace([0, 0, 0], [2, 2, 1], [3, 2, 2])
-    r = sch.simulate(tr, 8, "continuous", kv_budget_tokens=10, reserve_tokens=[6, 6, 4])
+    tr = sch._make_trace([0, 0, 0], [2, 2, 1], [3, 2, 2])
+    r = sch._simulate(tr, 8, "continuous", kv_budget_tokens=10, reserve_tokens=[6, 6, 4])
     assert r.start_step.tolist() == [0, 3, 3]  # strict FIFO: request 2 (4 slots) does not jump the queue
     assert r.reserved_tokens.tolist() == [6, 6, 6, 10, 10]
     assert r.active.tolist() == [1, 1, 1, 2, 2]
@@ -238,14 +238,14 @@ def test_kv_budget_laws(parts, cap, extra, data):
 
 
 def test_kv_budget_rejections():
-    tr = sch.make_trace([0, 0], [2, 2], [3, 2])
+    tr = sch._make_trace([0, 0], [2, 2], [3, 2])
     with pytest.raises(ValueError, match="together"):
-        sch.simulate(tr, 2, kv_budget_tokens=10)
+        sch._simulate(tr, 2, kv_budget_tokens=10)
     with pytest.raises(ValueError, match="kv_budget_tokens"):
-        sch.simulate(tr, 2, kv_budget_tokens=0, reserve_tokens=[5, 5])
+        sch._simulate(tr, 2, kv_budget_tokens=0, reserve_tokens=[5, 5])
     with pytest.raises(ValueError, match="one entry per request"):
-        sch.simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[5])
+        sch._simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[5])
     with pytest.raises(ValueError, match="prompt plus output"):
-        sch.simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[4, 4])
+        sch._simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[4, 4])
     with pytest.raises(ValueError, match="could never run"):
-        sch.simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[11, 5])
+        sch._simulate(tr, 2, kv_budget_tokens=10, reserve_tokens=[11, 5])

@@ -4,96 +4,99 @@ import math
 import numpy as np
 import pytest
 
-from aiinfra import decode, hardware, memory, models, serving
+from aiinfra import decode, memory
+from aiinfra.catalog import hardware, models
+from aiinfra.deployment import Deployment
+from aiinfra.serving import capacity, speculation
 
 
 def test_expected_tokens_limits_and_sum_form():
-    assert serving.expected_tokens_per_target_pass(0.0, 4) == pytest.approx(1.0)
-    assert serving.expected_tokens_per_target_pass(1.0, 4) == pytest.approx(5.0)
+    assert speculation.expected_tokens_per_target_pass(0.0, 4) == pytest.approx(1.0)
+    assert speculation.expected_tokens_per_target_pass(1.0, 4) == pytest.approx(5.0)
     a, g = 0.7, 5
-    assert serving.expected_tokens_per_target_pass(a, g) == pytest.approx(sum(a ** i for i in range(g + 1)))
+    assert speculation.expected_tokens_per_target_pass(a, g) == pytest.approx(sum(a ** i for i in range(g + 1)))
     # continuous at alpha -> 1
-    assert serving.expected_tokens_per_target_pass(1 - 1e-9, 4) == pytest.approx(5.0, rel=1e-6)
-    np.testing.assert_allclose(serving.expected_tokens_per_target_pass(np.array([0.0, 1.0]), 3), [1.0, 4.0])
+    assert speculation.expected_tokens_per_target_pass(1 - 1e-9, 4) == pytest.approx(5.0, rel=1e-6)
+    np.testing.assert_allclose(speculation.expected_tokens_per_target_pass(np.array([0.0, 1.0]), 3), [1.0, 4.0])
 
 
 def test_speculative_speedup():
     # free drafts: speedup equals the expected tokens
-    assert serving.speculative_speedup(0.8, 4, 0.0) == pytest.approx(serving.expected_tokens_per_target_pass(0.8, 4))
+    assert speculation.speculative_speedup(0.8, 4, 0.0) == pytest.approx(speculation.expected_tokens_per_target_pass(0.8, 4))
     # Leviathan et al. 2023, e.g. alpha 0.8, gamma 4, c 0.05 -> 3.3616 / 1.2
-    assert serving.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
+    assert speculation.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
     # bad drafts with expensive drafting lose time
-    assert serving.speculative_speedup(0.1, 8, 0.5) < 1.0
+    assert speculation.speculative_speedup(0.1, 8, 0.5) < 1.0
 
 
-def test_moe_counts():
-    assert serving.moe_active_params(1e9, 0.5e9, 2) == pytest.approx(2e9)
-    assert serving.moe_active_bytes_per_token(2e9, 2) == pytest.approx(4e9)
+def test_moe_reads_fewer_bytes_than_it_stores():
     m = models.load("Mixtral-8x7B-v0.1")
-    assert serving.moe_active_bytes_per_token(models.active_params(m), 2) < memory.weight_bytes(m, "bf16")
+    assert models.active_params(m) * 2 < memory.weight_bytes(m, "bf16")
 
 
 def test_max_users_per_replica_ceilings():
-    users, lim = serving.max_users_per_replica(1, 0.01, 16e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
+    users, lim = decode.max_users_per_replica(1, 0.01, 16e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
     assert lim == "bandwidth" and users == math.floor((0.01 * 3.35e12 - 16e9) / 1e9) == 17
-    users, lim = serving.max_users_per_replica(1, 1.0, 16e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
+    users, lim = decode.max_users_per_replica(1, 1.0, 16e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
     assert lim == "memory" and users == 64
-    users, _ = serving.max_users_per_replica(1, 1.0, 90e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
+    users, _ = decode.max_users_per_replica(1, 1.0, 90e9, 1e9, 1.6e10, 80e9, 3.35e12, 989.4e12)
     assert users == 0
 
 
 def test_capacity_plan_meets_the_target_and_is_minimal():
-    kw = dict(weight_bytes=141e9, kv_bytes_per_user=0.33e9 * 4, flops_per_token=1.5e11,
-              gpu_memory_bytes=80e9, gpu_bandwidth_bytes_per_s=3.35e12, gpu_flops_per_s=989.4e12)
-    plan = serving.gpus_for_users_core(1000, 0.05, **kw)
+    replica = Deployment("Llama-3.1-70B", "H100 SXM", memory_reserve=0.0)
+    plan = capacity.plan(replica, 1000, 0.05, 32768)
     assert plan.step_time_s <= 0.05
     assert plan.replicas * plan.users_per_replica >= 1000
     assert plan.users_per_replica <= plan.max_users_per_replica
     # one replica fewer could not hold everyone
     assert (plan.replicas - 1) * plan.max_users_per_replica < 1000
     assert plan.gpus_total == plan.gpus_per_replica * plan.replicas
-    # a 70B model in BF16 cannot live on one or two 80 GB cards
-    assert plan.gpus_per_replica >= 4
+    # a 70B model in BF16 (141 GB) cannot live on one 80 GB card
+    assert plan.gpus_per_replica >= 2
     # fewer users never need more GPUs
-    assert serving.gpus_for_users_core(100, 0.05, **kw).gpus_total <= plan.gpus_total
+    assert capacity.plan(replica, 100, 0.05, 32768).gpus_total <= plan.gpus_total
     with pytest.raises(ValueError, match="target_tpot_s"):
-        serving.gpus_for_users_core(10, 1e-4, **kw)
+        capacity.plan(replica, 10, 1e-4, 32768)
 
 
-def test_capacity_plan_from_configs():
-    m = models.load("Llama-3.1-8B")
-    g = hardware.gpu("H100 SXM")
-    plan = serving.gpus_for_users(256, 0.03, 4096, m, g)
-    assert plan.as_dict()["gpus_total"] == plan.gpus_total
-    step = decode.decode_step_time_s(m, g, batch=plan.users_per_replica, context_tokens=4096,
-                                     n_gpus=plan.gpus_per_replica)
-    assert step == pytest.approx(plan.step_time_s)
-    assert step <= 0.03
+def test_capacity_plan_of_one_replica_size_by_hand():
+    """Llama-3.1-8B on 1 H100, 4,096 tokens each, 30 ms, 10 % reserve: the three ceilings by hand."""
+    replica = Deployment("Llama-3.1-8B", "H100 SXM")
+    plan = capacity.plan(replica, 256, 0.03, 4096, replica_sizes=(1,))
+    weights = 2 * 8_030_261_248                           # stored BF16 (exact count, tests/test_models.py)
+    read = 2 * models.decode_read_params("Llama-3.1-8B")
+    kv = 32 * 2 * 8 * 128 * 2 * 4096                        # 512 MiB per user
+    memory_ceiling = (72e9 - weights) / kv
+    bandwidth_ceiling = (0.03 * 3.35e12 - read) / kv
+    assert plan.max_users_per_replica == math.floor(min(memory_ceiling, bandwidth_ceiling))
+    assert plan.limiting == ("memory" if memory_ceiling < bandwidth_ceiling else "bandwidth")
+    assert plan.replicas == math.ceil(256 / plan.max_users_per_replica)
+    assert plan.as_dict()["gpus_total"] == plan.gpus_total == plan.replicas
+    assert plan.step_time_s == pytest.approx(replica.step(plan.users_per_replica, 4096).time_s)
+    assert plan.step_time_s <= 0.03
 
 
 def test_cost_per_million_tokens():
-    assert serving.cost_per_million_tokens(3.6, 1000.0) == pytest.approx(1.0)
-    assert serving.cost_per_million_tokens(2.0, 2000.0) == pytest.approx(2.0 / 3600 / 2000 * 1e6)
+    assert capacity.cost_per_million_tokens(3.6, 1000.0) == pytest.approx(1.0)
+    assert capacity.cost_per_million_tokens(2.0, 2000.0) == pytest.approx(2.0 / 3600 / 2000 * 1e6)
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: serving.expected_tokens_per_target_pass(1.2, 3), "alpha"),
-    (lambda: serving.expected_tokens_per_target_pass(0.5, 0), "gamma"),
-    (lambda: serving.expected_tokens_per_target_pass(0.5, 2.5), "gamma"),
-    (lambda: serving.speculative_speedup(0.5, 3, -0.1), "draft_cost_ratio"),
-    (lambda: serving.moe_active_params(-1, 1, 1), "shared_params"),
-    (lambda: serving.moe_active_params(1, 1, 0), "experts_per_token"),
-    (lambda: serving.moe_active_bytes_per_token(1, 0), "bytes_per_param"),
-    (lambda: serving.max_users_per_replica(0, 1, 1, 1, 1, 1, 1, 1), "gpus_per_replica"),
-    (lambda: serving.max_users_per_replica(1, [1, 2], 1, 1, 1, 1, 1, 1), "target_tpot_s"),
-    (lambda: serving.max_users_per_replica(1, 1, 1, 0, 1, 1, 1, 1), "kv_bytes_per_user"),
-    (lambda: serving.max_users_per_replica(1, 1, 1, 1, 1, 1, 1, 1, memory_reserve_fraction=1.0), "memory_reserve_fraction"),
-    (lambda: serving.gpus_for_users_core(0, 1, 1, 1, 1, 1, 1, 1), "concurrent_users"),
-    (lambda: serving.gpus_for_users_core(1, 1, 1, 1, 1, 1, 1, 1, replica_sizes=()), "replica_sizes"),
-    (lambda: serving.gpus_for_users_core(1, 1, 1, 1, 1, 1, 1, 1, replica_sizes=(0,)), "replica_sizes"),
-    (lambda: serving.gpus_for_users(1, 0.1, 0, "Qwen3-8B", hardware.gpu("h100")), "context_tokens"),
-    (lambda: serving.cost_per_million_tokens(-1, 1), "usd_per_gpu_hour"),
-    (lambda: serving.cost_per_million_tokens(1, 0), "tokens_per_s_per_gpu"),
+    (lambda: speculation.expected_tokens_per_target_pass(1.2, 3), "alpha"),
+    (lambda: speculation.expected_tokens_per_target_pass(0.5, 0), "gamma"),
+    (lambda: speculation.expected_tokens_per_target_pass(0.5, 2.5), "gamma"),
+    (lambda: speculation.speculative_speedup(0.5, 3, -0.1), "draft_cost_ratio"),
+    (lambda: decode.max_users_per_replica(0, 1, 1, 1, 1, 1, 1, 1), "gpus_per_replica"),
+    (lambda: decode.max_users_per_replica(1, [1, 2], 1, 1, 1, 1, 1, 1), "target_tpot_s"),
+    (lambda: decode.max_users_per_replica(1, 1, 1, 0, 1, 1, 1, 1), "kv_bytes_per_user"),
+    (lambda: decode.max_users_per_replica(1, 1, 1, 1, 1, 1, 1, 1, memory_reserve_fraction=1.0), "memory_reserve_fraction"),
+    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 0, 0.1, 100), "concurrent_users"),
+    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=()), "replica_sizes"),
+    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=(0,)), "replica_sizes"),
+    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 0), "context_tokens"),
+    (lambda: capacity.cost_per_million_tokens(-1, 1), "usd_per_gpu_hour"),
+    (lambda: capacity.cost_per_million_tokens(1, 0), "tokens_per_s_per_gpu"),
 ])
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):

@@ -1,15 +1,15 @@
-"""Tests for aiinfra.speculation (chapter 7): break-even points of speculative decoding."""
+"""Tests for aiinfra.serving.speculation (chapter 7): break-even points of speculative decoding."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from aiinfra import serving, speculation
+from aiinfra.serving import speculation
 
 
 def test_max_draft_cost_makes_speedup_one():
     for a, g in [(0.6, 2), (0.8, 4), (0.9, 8)]:
         c = speculation.max_draft_cost_ratio(a, g)
-        assert serving.speculative_speedup(a, g, c) == pytest.approx(1.0)
+        assert speculation.speculative_speedup(a, g, c) == pytest.approx(1.0)
 
 
 def test_max_draft_cost_known_value():
@@ -23,7 +23,7 @@ def test_max_draft_cost_known_value():
 def test_breakeven_alpha_is_a_root(g, c):
     a = speculation.breakeven_alpha(g, c)
     assert 0.0 <= a <= 1.0
-    assert serving.speculative_speedup(a, g, c) == pytest.approx(1.0, abs=1e-6)
+    assert speculation.speculative_speedup(a, g, c) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_breakeven_alpha_free_draft_is_zero_and_rises_with_cost():
@@ -35,7 +35,7 @@ def test_breakeven_alpha_free_draft_is_zero_and_rises_with_cost():
 
 def test_best_gamma():
     g, s = speculation.best_gamma(0.8, 0.05, max_gamma=16)
-    speeds = [serving.speculative_speedup(0.8, k, 0.05) for k in range(1, 17)]
+    speeds = [speculation.speculative_speedup(0.8, k, 0.05) for k in range(1, 17)]
     assert s == pytest.approx(max(speeds))
     assert g == int(np.argmax(speeds)) + 1
     # a poor draft: the best gamma is short
@@ -50,7 +50,7 @@ def test_best_gamma():
     (lambda: speculation.breakeven_alpha(0, 0.1), "gamma"),
     (lambda: speculation.best_gamma(0.5, -0.1), "draft_cost_ratio"),
     (lambda: speculation.best_gamma(0.5, 0.1, max_gamma=0), "max_gamma"),
-    (lambda: speculation.best_gamma(np.array([0.5, 0.6]), 0.1), "scalars"),
+    (lambda: speculation.best_gamma(np.array([0.5, 0.6]), 0.1), "single number"),
 ])
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):

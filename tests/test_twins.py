@@ -1,10 +1,10 @@
-"""Every symbolic twin (``@twin`` in aiinfra.symbols) must agree with its numeric function.
+"""Every symbolic twin (``@formula`` in aiinfra.formula) must agree with its numeric function.
 
 All aiinfra submodules are imported first so that every twin is registered. For each
-entry of ``aiinfra.symbols.TWINS`` the test checks that every argument of the function
-has a symbol, then evaluates function and sympy expression at 50 random points drawn
-from ``fn.sym_domains`` (default: floats in [0.5, 1e3]) and requires a relative
-agreement of 1e-9.
+entry of ``aiinfra.formula.TWINS`` the test checks that every numeric argument of the
+function has a symbol (label arguments are held at their defaults), then evaluates function
+and sympy expression at 50 random points drawn from ``fn.sym_domains`` and requires a
+relative agreement of 1e-9.
 """
 import importlib
 import inspect
@@ -18,9 +18,9 @@ import pytest
 import sympy as sp
 
 import aiinfra
-from aiinfra import symbols
+from aiinfra import formula as symbols
 
-DEFAULT_DOMAIN = (0.5, 1e3, "float")
+DEFAULT_DOMAIN = symbols.DEFAULT_SAMPLE
 N_POINTS = 50
 
 
@@ -40,9 +40,9 @@ TWINS = sorted(symbols.TWINS.items())
 
 def test_every_submodule_imports_and_the_registry_is_filled():
     assert "aiinfra.memory" in MODULES and "aiinfra.units" in MODULES
-    assert len(symbols.TWINS) > 0, "no @twin registered: the symbolic twins are missing"
+    assert len(symbols.TWINS) > 100, "the @formula twins are missing"
     for own in ("aiinfra.memory.kv_bytes_per_token_formula", "aiinfra.memory.weight_bytes_formula",
-                "aiinfra.memory.grouped_quant_bytes_formula", "aiinfra.memory.min_cards",
+                "aiinfra.memory._grouped_quant_bytes_formula", "aiinfra.memory.min_cards",
                 "aiinfra.units.bytes_per_s_from_gbit_per_s"):
         assert own in symbols.TWINS
 
@@ -53,13 +53,16 @@ def _draw(rng, domain):
         return int(rng.integers(int(math.ceil(lo)), int(math.floor(hi)) + 1))
     if kind == "float":
         return float(rng.uniform(lo, hi))
+    if kind == "bool":
+        return bool(rng.integers(0, 2))
     raise AssertionError(f"domain kind must be 'int' or 'float', got {kind!r}")
 
 
 @pytest.mark.parametrize("qualname,fn", TWINS, ids=[name for name, _ in TWINS])
 def test_twin_agrees_with_function(qualname, fn):
+    labels = getattr(fn, "sym_labels", {})
     params = [p for p in inspect.signature(fn).parameters.values()
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in labels]
     names = [p.name for p in params]
     missing = [n for n in names if n not in fn.sym_args]
     assert not missing, f"{qualname}: arguments {missing} have no symbol in sym_args"
@@ -76,7 +79,7 @@ def test_twin_agrees_with_function(qualname, fn):
     rng = np.random.default_rng(zlib.crc32(qualname.encode()))
     for _ in range(N_POINTS):
         kwargs = {n: _draw(rng, fn.sym_domains.get(n, DEFAULT_DOMAIN)) for n in names}
-        got = fn(**kwargs)
+        got = fn(**kwargs, **labels)
         assert np.ndim(got) == 0, f"{qualname} returned an array for scalar input"
         got = float(got)
         with mpmath.workdps(30):

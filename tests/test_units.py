@@ -15,7 +15,7 @@ def test_constants_keep_decimal_and_binary_apart():
 
 def test_bits_and_bytes():
     assert u.bytes_from_bits(8) == 1.0
-    assert u.bits_from_bytes(1) == 8.0
+    assert u._bits_from_bytes(1) == 8.0
     np.testing.assert_allclose(u.bytes_from_bits(np.array([8, 16, 0])), [1, 2, 0])
 
 
@@ -29,7 +29,6 @@ def test_line_rate_400_gbit_is_50_gb_per_s_and_moves_1_gb_in_20_ms():
 
 def test_gb_gib_round_trip():
     assert u.gb_from_gib(1) == pytest.approx(1.073741824)
-    assert u.gib_from_gb(u.gb_from_gib(131.42)) == pytest.approx(131.42)
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -70,8 +69,8 @@ BAD_NUMBERS = [-1, float("nan"), float("inf"), True, "3", None]
 
 
 @pytest.mark.parametrize("bad", BAD_NUMBERS)
-@pytest.mark.parametrize("fn", [u.bytes_from_bits, u.bits_from_bytes, u.bytes_per_s_from_gbit_per_s,
-                                u.gbit_per_s_from_bytes_per_s, u.gb_from_gib, u.gib_from_gb])
+@pytest.mark.parametrize("fn", [u.bytes_from_bits, u._bits_from_bytes, u.bytes_per_s_from_gbit_per_s,
+                                u.gbit_per_s_from_bytes_per_s, u.gb_from_gib])
 def test_conversions_reject_bad_input(fn, bad):
     with pytest.raises(ValueError):
         fn(bad)

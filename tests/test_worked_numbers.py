@@ -6,8 +6,10 @@ the precision the source prints them.
 """
 import pytest
 
-from aiinfra import (amdahl, cluster, compute, decode, hardware, memory, models, network, orders,
-                     roofline, units)
+from aiinfra import compute, decode, memory, roofline, units
+from aiinfra.catalog import hardware, models, reference
+from aiinfra.cluster import network, scale
+from aiinfra.deployment import Deployment
 
 MS = 1e-3
 
@@ -56,30 +58,30 @@ def test_fe_1_3_2_critical_batch():
 
 def test_fe_1_2_1_amdahl_two_teams():
     # section 1.2.1 example: coding 5x faster; 20-30% of the time -> 1.19-1.32x; 70-80% -> 2.27-2.78x
-    assert round(amdahl.amdahl_speedup(0.2, 5), 2) == 1.19
-    assert round(amdahl.amdahl_speedup(0.3, 5), 2) == 1.32
-    assert round(amdahl.amdahl_speedup(0.7, 5), 2) == 2.27
-    assert round(amdahl.amdahl_speedup(0.8, 5), 2) == 2.78
-    assert amdahl.time_after_speedup_s(100, 0.2, 5) == pytest.approx(84)
-    assert amdahl.time_after_speedup_s(100, 0.8, 5) == pytest.approx(36)
+    assert round(roofline.amdahl_speedup(0.2, 5), 2) == 1.19
+    assert round(roofline.amdahl_speedup(0.3, 5), 2) == 1.32
+    assert round(roofline.amdahl_speedup(0.7, 5), 2) == 2.27
+    assert round(roofline.amdahl_speedup(0.8, 5), 2) == 2.78
+    assert roofline.time_after_speedup_s(100, 0.2, 5) == pytest.approx(84)
+    assert roofline.time_after_speedup_s(100, 0.8, 5) == pytest.approx(36)
 
 
 def test_fe_1_2_1_seek_example():
     # section 1.2.1: 20 dependent 10 ms seeks + 1 ms CPU = 201 ms; 2x CPU saves 0.5 ms, 10 fewer seeks save 100 ms
-    seek = orders.latency_s("Disk seek")
-    base = orders.sequential_seeks_time_s(20, seek, 1 * MS)
+    seek = reference.latency_s("Disk seek")
+    base = roofline.sequential_seeks_time_s(20, seek, 1 * MS)
     assert round(base / MS) == 201
-    assert round((base - orders.sequential_seeks_time_s(20, seek, 0.5 * MS)) / MS, 1) == 0.5
-    assert round((base - orders.sequential_seeks_time_s(10, seek, 1 * MS)) / MS) == 100
+    assert round((base - roofline.sequential_seeks_time_s(20, seek, 0.5 * MS)) / MS, 1) == 0.5
+    assert round((base - roofline.sequential_seeks_time_s(10, seek, 1 * MS)) / MS) == 100
     # CPU share 1/201, so removing it entirely gains about 0.5%
-    assert round(100 * (1 - 1 / amdahl.amdahl_speedup(1 * MS / base, 1e12)), 1) == 0.5
+    assert round(100 * (1 - 1 / roofline.amdahl_speedup(1 * MS / base, 1e12)), 1) == 0.5
     # a seek is ~1e5 main-memory references (section 1.2.1)
-    assert orders.latency_ratio("Disk seek", "Main memory reference") == pytest.approx(1e5)
+    assert reference.latency_ratio("Disk seek", "Main memory reference") == pytest.approx(1e5)
 
 
 def test_fe_1_2_3_network_units():
     # section 1.2.3: 400 Gbit/s = 50 GB/s, 1 GB in 20 ms
-    bw = network.bytes_per_s_from_bits_per_s(400e9)
+    bw = units.bytes_from_bits(400e9)
     assert bw == pytest.approx(50e9)
     assert round(network.transfer_time_s(units.GB, bw) / MS) == 20
 
@@ -119,7 +121,7 @@ def test_fe_quick_reference_times_and_mbu():
     assert round(t_prefill / MS, 1) == 58.9
     assert round(t_decode_math / MS, 4) == 0.0324
     assert round(t_reads / MS, 2) == 8.62
-    assert decode.decode_step_time_s(m, card, batch=1, context_tokens=2048) == pytest.approx(t_reads)
+    assert Deployment(m, card).step(batch=1, context_tokens=2048).time_s == pytest.approx(t_reads)
     # section 1.3.4: measured TPOT 26.5 ms -> MBU about 33%; GPU-only 10.7 ms is within 20% of the bound
     assert round(100 * roofline.mbu(reads, card.memory_bandwidth_bytes_per_s, 26.5 * MS)) == 33
     assert roofline.mbu(reads, card.memory_bandwidth_bytes_per_s, 10.7 * MS) > 0.8
@@ -227,12 +229,12 @@ def test_tc_kv_and_batch_limit():
 
 def test_tc_cluster_32768():
     g = 32768
-    peak = cluster.peak_flops_per_s(g, 1e15)
-    mfu = cluster.mfu_log2_model(g)
+    peak = scale.peak_flops_per_s(g, 1e15)
+    mfu = scale.mfu_log2_model(g)
     assert round(peak / 1e18, 2) == 32.77
     assert round(100 * mfu) == 32
-    assert round(cluster.realized_flops_per_s(g, 1e15, mfu) / 1e18, 2) == 10.49
+    assert round(scale.realized_flops_per_s(g, 1e15, mfu) / 1e18, 2) == 10.49
     # 1.4 kW all-in already includes cooling, so PUE is 1 here
-    assert round(cluster.cluster_power_w(g, 1400, 1.0, convention="all-in") / 1e6, 1) == 45.9
+    assert round(scale.cluster_power_w(g, 1400, 1.0, convention="all-in") / 1e6, 1) == 45.9
     # the Amdahl-style model is calibrated to the same end point
-    assert round(100 * cluster.mfu_comm_fraction_model(g)) == 32
+    assert round(100 * scale.mfu_comm_fraction_model(g)) == 32

@@ -2,14 +2,24 @@
 
 One function per formula, SI units inside (bytes, FLOPs, seconds, bytes/s, watts), units in
 argument names, a ``ValueError`` naming the argument for any nonsense input, and a sympy
-twin for every scalar formula (``fn.sym``). Import the module you need::
+twin for every formula (``fn.sym``). Import the module you need::
 
-    from aiinfra import models, memory, hardware
-    m = models.load("Qwen3-8B")
-    memory.kv_bytes_per_token(m)        # 147456
+    from aiinfra.catalog import models
+    from aiinfra.deployment import Deployment
+    Deployment("Qwen3-8B", "H100 SXM").kv_bytes_per_token     # 147456.0
 
 Submodules are not imported here, so ``import aiinfra`` stays cheap for the grader and
-the self-check.
+the self-check: no numpy, no sympy, no matplotlib. CONTRIBUTING.md has the map of the package.
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # The grader (aiinfra.grading.extract) imports the validator as ``aiinfra._check``; it is
+    # aiinfra.formula, whose check() is the library's only validator.
+    if name == "_check":
+        import importlib
+
+        return importlib.import_module("aiinfra.formula")
+    raise AttributeError(f"module 'aiinfra' has no attribute {name!r}")

@@ -10,7 +10,9 @@
 Every subcommand prints a table for people and, with ``--json``, one JSON
 object for programs (SI units, the unit in every key). A bad argument gets
 one line on stderr and exit status 2; nothing prints a traceback.
-Also runnable as ``python -m aiinfra``.
+Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
+describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
+and the same peak rule everywhere).
 """
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ import sys
 from pathlib import Path
 
 EXIT_USAGE = 2
+#: aiinfra.deployment.DEFAULT_MEMORY_RESERVE, repeated here so that ``--help`` imports nothing
+#: (tests/test_cli.py checks the two agree).
+DEFAULT_MEMORY_RESERVE = 0.1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,10 +52,17 @@ def _gpu_option(p, default=None):
                    help="GPU name or alias (h100, a100, pro6000, ...)" + (f"; default {default}" if default else ""))
 
 
-def _workload_options(p):
+def _storage_options(p):
     p.add_argument("--precision", default="bf16", help="weight storage precision (bf16, fp16, fp8, int8, int4, ...)")
     p.add_argument("--kv-bytes", type=float, default=2.0, dest="kv_bytes",
                    help="bytes per stored KV element (2 = BF16 cache, 1 = FP8)")
+    p.add_argument("--reserve", type=float, default=DEFAULT_MEMORY_RESERVE,
+                   help="share of each GPU's memory held back for activations and workspace, [0, 1) "
+                        f"(default {DEFAULT_MEMORY_RESERVE})")
+
+
+def _workload_options(p):
+    _storage_options(p)
     p.add_argument("--batch", type=int, default=1, help="requests decoded together")
     p.add_argument("--context", type=int, default=None,
                    help="tokens in each request's KV cache (default: --prompt)")
@@ -98,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     _gpu_option(p, default="H100 SXM")
     p.add_argument("--flops", type=float, required=True, help="floating-point operations of the work")
     p.add_argument("--bytes", type=float, required=True, dest="bytes_moved", help="bytes it must move")
-    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"])
+    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"],
+                   help="matrix-input precision whose dense peak is used")
     _json_option(p)
 
     p = sub.add_parser("plan", help="fewest GPUs for U concurrent users at a target TPOT")
@@ -107,14 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", type=int, required=True, help="concurrent users (each decoding)")
     p.add_argument("--tpot-ms", type=float, required=True, dest="tpot_ms", help="target time per output token, ms")
     p.add_argument("--context", type=int, default=8192, help="tokens in each user's KV cache")
-    p.add_argument("--precision", default="bf16", help="weight storage precision")
-    p.add_argument("--kv-bytes", type=float, default=2.0, dest="kv_bytes", help="bytes per stored KV element")
-    p.add_argument("--reserve", type=float, default=0.1,
-                   help="share of each GPU's memory held back for workspace, [0, 1) (default 0.1)")
+    _storage_options(p)
     p.add_argument("--replica-sizes", default="1,2,4,8", dest="replica_sizes",
                    help="comma-separated GPUs per replica to consider (default 1,2,4,8)")
-    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f")
-    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b")
+    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]")
+    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]")
     _json_option(p)
 
     p = sub.add_parser("list", help="shipped model names and catalogued GPUs")
@@ -125,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 # --- helpers -----------------------------------------------------------------
 
 def _load_model(args):
-    from . import models
+    from aiinfra.catalog import models
 
     if args.model and args.config:
         raise ValueError("give either --model or --config, not both")
@@ -136,16 +146,20 @@ def _load_model(args):
     raise ValueError("one of --model NAME or --config PATH is required")
 
 
-def _load_gpu(name):
-    from . import hardware
+def _count(name, value, minimum=1):
+    from aiinfra.formula import check
 
-    return hardware.gpu(name)
+    return check(name, value, f"int>={minimum}", scalar=True)
 
 
-def _positive_int(name, value, minimum=1):
-    from . import _check
+def _deployment(args, model, gpu, **settings):
+    """The one Deployment a subcommand describes, from the storage options shared by memory/decode/plan."""
+    from aiinfra.deployment import Deployment
+    from aiinfra.formula import check
 
-    return _check.integer(name, value, minimum=minimum)
+    return Deployment(model, gpu, weight_precision=args.precision,
+                      kv_precision=check("--kv-bytes", args.kv_bytes, ">0"),
+                      memory_reserve=check("--reserve", args.reserve, "[0,1)"), **settings)
 
 
 def _rows_table(title, rows):
@@ -169,8 +183,9 @@ def _int(x):
 
 # --- subcommands -------------------------------------------------------------
 
-def cmd_params(args):
-    from . import compute, models
+def _cmd_params(args):
+    from aiinfra import compute, units
+    from aiinfra.catalog import models
 
     m = _load_model(args)
     data = {
@@ -200,22 +215,22 @@ def cmd_params(args):
         ("layers / hidden / heads / kv heads / head_dim",
          f"{m.n_layers} / {m.hidden_size} / {m.n_heads} / {m.n_kv_heads} / {m.head_dim}"),
         ("vocab (tied embeddings)", f"{m.vocab_size:,} ({'yes' if m.tie_word_embeddings else 'no'})"),
-        ("matrix FLOPs per token", f"{data['flops_per_token'] / 1e9:.2f} GFLOPs"),
+        ("matrix FLOPs per token", units.fmt_flops(data["flops_per_token"])),
     ]
     _emit(args, f"params: {m.name}", rows, data)
 
 
-def cmd_memory(args):
-    from . import _check, decode, memory, models, units
+def _cmd_memory(args):
+    from aiinfra import memory, units
+    from aiinfra.catalog import hardware, models
 
     m = _load_model(args)
-    batch = _positive_int("--batch", args.batch)
-    prompt = _positive_int("--prompt", args.prompt)
-    ctx = _positive_int("--context", prompt if args.context is None else args.context, minimum=0)
-    kv_b = _check.positive("--kv-bytes", args.kv_bytes)
-    w = float(memory.weight_bytes(m, args.precision))
-    kv_tok = float(memory.kv_bytes_per_token(m, kv_b))
-    kv_req = float(memory.kv_bytes_per_request(m, ctx, kv_b))
+    batch = _count("--batch", args.batch)
+    prompt = _count("--prompt", args.prompt)
+    ctx = _count("--context", prompt if args.context is None else args.context, minimum=0)
+    g = hardware.gpu(args.gpu) if args.gpu else hardware.gpu("H100 SXM")
+    d = _deployment(args, m, g)
+    w, kv_tok, kv_req = d.weight_bytes, d.kv_bytes_per_token, float(d.kv_bytes(ctx))
     total = w + batch * kv_req
     data = {
         "model": m.name,
@@ -237,103 +252,86 @@ def cmd_memory(args):
         ("weights + KV", units.fmt_bytes(total)),
     ]
     if args.gpu:
-        g = _load_gpu(args.gpu)
-        cards = int(memory.min_cards(total, g.memory_bytes))
-        free_one = g.memory_bytes - w
-        max_batch_one = int(decode.max_batch_from_kv_budget(free_one, kv_req)) if free_one > 0 and kv_req > 0 else 0
-        data.update(gpu=g.name, gpu_memory_bytes=float(g.memory_bytes), min_gpus_for_weights_and_kv=cards,
-                    max_batch_on_one_gpu=max_batch_one)
+        cards = memory.min_cards(total, g.memory_bytes, d.memory_reserve * g.memory_bytes)
+        max_batch_one = int(d.max_batch(ctx)) if kv_req > 0 else 0
+        data.update(gpu=g.name, gpu_memory_bytes=float(g.memory_bytes), memory_reserve=d.memory_reserve,
+                    min_gpus_for_weights_and_kv=cards, max_batch_on_one_gpu=max_batch_one)
         rows += [
-            (f"GPU {g.name}", units.fmt_bytes(g.memory_bytes)),
+            (f"GPU {g.name}", f"{units.fmt_bytes(g.memory_bytes)}, {d.memory_reserve:.0%} held back"),
             ("GPUs to hold weights + KV (ideal split)", str(cards)),
-            ("largest batch on one GPU (KV budget)", str(max_batch_one) if free_one > 0 else "weights do not fit"),
+            ("largest batch on one GPU (KV budget)", str(max_batch_one) if d.free_bytes > 0 else "weights do not fit"),
         ]
     _emit(args, f"memory: {m.name}", rows, data)
 
 
-def cmd_decode(args):
-    import numpy as np
-
-    from . import _check, compute, decode, memory, models, roofline, units
+def _cmd_decode(args):
+    from aiinfra import units
+    from aiinfra.catalog import models
+    from aiinfra.formula import check
 
     m = _load_model(args)
-    g = _load_gpu(args.gpu)
-    batch = _positive_int("--batch", args.batch)
-    prompt = _positive_int("--prompt", args.prompt)
-    out_tokens = _positive_int("--output-tokens", args.output_tokens)
-    ctx = _positive_int("--context", prompt if args.context is None else args.context, minimum=0)
-    n = _positive_int("--n-gpus", args.n_gpus)
-    kv_b = _check.positive("--kv-bytes", args.kv_bytes)
-    eta_f = _check.fraction("--eta-f", args.eta_f)
-    eta_b = _check.fraction("--eta-b", args.eta_b)
-    pi = decode.peak_flops_per_s(g, args.compute_precision) * n
-    bw = g.memory_bandwidth_bytes_per_s * n
-
-    f1 = float(compute.decode_flops(m, ctx))
-    w_read = float(models.decode_read_params(m) * units.bytes_per_param(args.precision))
-    kv = float(memory.kv_bytes_per_request(m, ctx, kv_b))
-    step = float(decode.decode_step_time_s(m, g, batch, ctx, args.precision, kv_b, eta_f, eta_b, n,
-                                           args.compute_precision))
-    t_math = float(roofline.compute_time_s(batch * f1, pi, eta_f))
-    t_read = float(roofline.memory_time_s(w_read + batch * kv, bw, eta_b))
-    prefill_f = float(compute.prefill_flops(m, prompt))
-    ttft = float(decode.prefill_time_s(m, g, prompt, args.precision, eta_f, eta_b, n, args.compute_precision))
-    # the reply's steps see a growing context: P + 1, ..., P + G - 1 keys
-    if out_tokens > 1:
-        steps = decode.decode_step_time_s(m, g, batch, prompt + np.arange(1, out_tokens), args.precision, kv_b,
-                                          eta_f, eta_b, n, args.compute_precision)
-        mean_step = float(np.mean(steps))
-    else:
-        mean_step = step
-    e2e = float(decode.end_to_end_latency_s(ttft, mean_step, out_tokens))
-    resident = float(memory.weight_bytes(m, args.precision)) + batch * float(
-        memory.kv_bytes_per_request(m, prompt + out_tokens, kv_b))
+    batch = _count("--batch", args.batch)
+    prompt = _count("--prompt", args.prompt)
+    out_tokens = _count("--output-tokens", args.output_tokens)
+    ctx = _count("--context", prompt if args.context is None else args.context, minimum=0)
+    d = _deployment(args, m, args.gpu, n_gpus=_count("--n-gpus", args.n_gpus),
+                    compute_precision=args.compute_precision,
+                    eta_f=check("--eta-f", args.eta_f, "(0,1]"), eta_b=check("--eta-b", args.eta_b, "(0,1]"))
+    step = d.step(batch, ctx)
+    prefill = d.prefill(prompt)
+    reply = d.request(prompt, out_tokens, batch)
+    resident = d.weight_bytes + batch * float(d.kv_bytes(prompt + out_tokens))
+    pi, bw, n = d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.n_gpus
     data = {
-        "model": m.name, "gpu": g.name, "n_gpus": n, "precision": args.precision,
+        "model": m.name, "gpu": d.gpu.name, "n_gpus": n, "precision": args.precision,
         "compute_precision": args.compute_precision, "batch": batch, "context_tokens": ctx,
-        "prompt_tokens": prompt, "output_tokens": out_tokens, "eta_f": eta_f, "eta_b": eta_b,
+        "prompt_tokens": prompt, "output_tokens": out_tokens, "eta_f": d.eta_f, "eta_b": d.eta_b,
+        "memory_reserve": d.memory_reserve,
         "peak_flops_per_s": pi, "bandwidth_bytes_per_s": bw,
-        "decode_flops_per_request": f1, "weight_bytes_read_per_step": w_read, "kv_bytes_read_per_request": kv,
-        "compute_time_s": t_math, "memory_time_s": t_read, "step_time_s": step,
-        "bound": roofline.bound_label(batch * f1, w_read + batch * kv, pi, bw, eta_f, eta_b),
-        "tokens_per_s_per_user": float(decode.tokens_per_s_per_user(step)),
-        "tokens_per_s_aggregate": float(decode.tokens_per_s_aggregate(batch, step)),
-        "critical_batch_size": float(decode.critical_batch_size(units.bytes_per_param(args.precision), pi, bw,
-                                                                eta_f, eta_b)),
-        "ridge_point_flops_per_byte": float(roofline.ridge_point_flops_per_byte(pi, bw)),
-        "prefill_flops": prefill_f, "ttft_s": ttft, "mean_tpot_s": mean_step, "end_to_end_latency_s": e2e,
-        "resident_bytes_at_end": resident, "fits_in_memory": bool(resident <= g.memory_bytes * n),
+        "decode_flops_per_request": float(d.step(1, ctx).flops), "weight_bytes_read_per_step": d.weight_bytes_read,
+        "kv_bytes_read_per_request": float(d.kv_bytes(ctx)),
+        "compute_time_s": float(step.compute_s), "memory_time_s": float(step.memory_s),
+        "step_time_s": float(step.time_s), "bound": step.bound,
+        "tokens_per_s_per_user": float(step.tokens_per_s_per_user),
+        "tokens_per_s_aggregate": float(step.tokens_per_s),
+        "critical_batch_size": float(d.critical_batch),
+        "ridge_point_flops_per_byte": float(d.ridge_flops_per_byte),
+        "prefill_flops": float(prefill.flops), "ttft_s": float(prefill.time_s),
+        "mean_tpot_s": float(reply.tpot_s if reply.decode_steps else step.time_s),
+        "end_to_end_latency_s": float(reply.end_to_end_s),
+        "resident_bytes_at_end": resident, "fits_in_memory": bool(batch * d.kv_bytes(prompt + out_tokens) <= d.free_bytes),
     }
     rows = [
-        ("GPU", f"{n} x {g.name}: {units.fmt_flops_rate(pi)} dense {args.compute_precision}, "
+        ("GPU", f"{n} x {d.gpu.name}: {units.fmt_flops_rate(pi)} dense {args.compute_precision}, "
                 f"{units.fmt_rate_bytes(bw)}"),
-        ("efficiency (compute / bandwidth)", f"{eta_f:g} / {eta_b:g}"),
-        (f"decode FLOPs per request @ {ctx:,} ctx", units.fmt_flops(f1)),
-        ("weights read per step", units.fmt_bytes(w_read)),
-        ("KV read per request per step", units.fmt_bytes(kv)),
-        (f"compute time (batch {batch})", units.fmt_time(t_math, 4)),
-        (f"memory time (batch {batch})", units.fmt_time(t_read)),
-        ("decode step = TPOT (lower bound)", f"{units.fmt_time(step)}  ({data['bound']})"),
+        ("efficiency (compute / bandwidth)", f"{d.eta_f:g} / {d.eta_b:g}"),
+        (f"decode FLOPs per request @ {ctx:,} ctx", units.fmt_flops(data["decode_flops_per_request"])),
+        ("weights read per step", units.fmt_bytes(d.weight_bytes_read)),
+        ("KV read per request per step", units.fmt_bytes(data["kv_bytes_read_per_request"])),
+        (f"compute time (batch {batch})", units.fmt_time(data["compute_time_s"], 4)),
+        (f"memory time (batch {batch})", units.fmt_time(data["memory_time_s"])),
+        ("decode step = TPOT (lower bound)", f"{units.fmt_time(data['step_time_s'])}  ({data['bound']})"),
         ("tokens/s per user", f"{data['tokens_per_s_per_user']:,.1f}"),
         (f"tokens/s aggregate (batch {batch})", f"{data['tokens_per_s_aggregate']:,.1f}"),
         ("critical batch B* (weights only)", f"{data['critical_batch_size']:,.1f}"),
         ("ridge point", f"{data['ridge_point_flops_per_byte']:,.1f} FLOP/B"),
-        (f"prefill FLOPs @ {prompt:,} tokens (causal)", units.fmt_flops(prefill_f)),
-        ("TTFT (lower bound, no queueing)", units.fmt_time(ttft)),
-        (f"end-to-end, {out_tokens:,} output tokens", units.fmt_time(e2e)),
+        (f"prefill FLOPs @ {prompt:,} tokens (causal)", f"{units.fmt_flops(data['prefill_flops'])}  ({prefill.bound})"),
+        ("TTFT (lower bound, no queueing)", units.fmt_time(data["ttft_s"])),
+        (f"end-to-end, {out_tokens:,} output tokens", units.fmt_time(data["end_to_end_latency_s"])),
         ("weights + KV at the end of the reply", f"{units.fmt_bytes(resident)}"
                                                   f"{'' if data['fits_in_memory'] else '  (does NOT fit)'}"),
     ]
     if models.active_params(m) != models.total_params(m):
         rows.append(("note", "MoE: reads count the active experts only (optimistic once batch > 1)"))
-    _emit(args, f"decode: {m.name} on {g.name}", rows, data)
+    _emit(args, f"decode: {m.name} on {d.gpu.name}", rows, data)
 
 
-def cmd_roofline(args):
-    from . import decode, roofline, units
+def _cmd_roofline(args):
+    from aiinfra import roofline, units
+    from aiinfra.catalog import hardware
 
-    g = _load_gpu(args.gpu)
-    pi = decode.peak_flops_per_s(g, args.compute_precision)
+    g = hardware.gpu(args.gpu)
+    pi = g.dense_flops_per_s(args.compute_precision)
     bw = g.memory_bandwidth_bytes_per_s
     tc = float(roofline.compute_time_s(args.flops, pi))
     tm = float(roofline.memory_time_s(args.bytes_moved, bw))
@@ -346,7 +344,7 @@ def cmd_roofline(args):
         "arithmetic_intensity_flops_per_byte": float(roofline.arithmetic_intensity_flops_per_byte(
             args.flops, args.bytes_moved)),
         "ridge_point_flops_per_byte": float(roofline.ridge_point_flops_per_byte(pi, bw)),
-        "bound": roofline.bound_label(args.flops, args.bytes_moved, pi, bw),
+        "bound": roofline.bound_of(tc, tm),
     }
     rows = [
         ("GPU", f"{g.name}: {units.fmt_flops_rate(pi)}, {units.fmt_rate_bytes(bw)}"),
@@ -361,20 +359,22 @@ def cmd_roofline(args):
     _emit(args, "roofline", rows, data)
 
 
-def cmd_plan(args):
-    from . import _check, serving, units
+def _cmd_plan(args):
+    from aiinfra import units
+    from aiinfra.formula import check
+    from aiinfra.serving import capacity
 
     m = _load_model(args)
-    g = _load_gpu(args.gpu)
     try:
         sizes = tuple(int(x) for x in args.replica_sizes.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"--replica-sizes must be comma-separated whole numbers, got {args.replica_sizes!r}") \
             from None
-    tpot = _check.positive("--tpot-ms", args.tpot_ms) * 1e-3
-    plan = serving.gpus_for_users(args.users, tpot, args.context, m, g, args.precision, args.kv_bytes,
-                                  args.eta_f, args.eta_b, args.reserve, sizes)
-    data = {"model": m.name, "gpu": g.name, "concurrent_users": args.users, "target_tpot_s": tpot,
+    tpot = check("--tpot-ms", args.tpot_ms, ">0") * units.ms
+    d = _deployment(args, m, args.gpu, eta_f=check("--eta-f", args.eta_f, "(0,1]"),
+                    eta_b=check("--eta-b", args.eta_b, "(0,1]"))
+    plan = capacity.plan(d, args.users, tpot, args.context, sizes)
+    data = {"model": m.name, "gpu": d.gpu.name, "concurrent_users": args.users, "target_tpot_s": tpot,
             "context_tokens": args.context, "precision": args.precision, **plan.as_dict()}
     rows = [
         ("target", f"{args.users:,} users at <= {units.fmt_time(tpot)} per token, {args.context:,} tokens each"),
@@ -384,11 +384,11 @@ def cmd_plan(args):
                               f"limited by {plan.limiting})"),
         ("predicted decode step", units.fmt_time(plan.step_time_s)),
     ]
-    _emit(args, f"plan: {m.name} on {g.name} (lower bound, no communication or queueing)", rows, data)
+    _emit(args, f"plan: {m.name} on {d.gpu.name} (lower bound, no communication or queueing)", rows, data)
 
 
-def cmd_list(args):
-    from . import hardware, models
+def _cmd_list(args):
+    from aiinfra.catalog import hardware, models
 
     data = {"models": models.shipped_names(), "gpus": [g.name for g in hardware.catalog()]}
     if args.json:
@@ -398,8 +398,8 @@ def cmd_list(args):
         print("gpus:\n  " + "\n  ".join(data["gpus"]))
 
 
-COMMANDS = {"params": cmd_params, "memory": cmd_memory, "decode": cmd_decode, "roofline": cmd_roofline,
-            "plan": cmd_plan, "list": cmd_list}
+COMMANDS = {"params": _cmd_params, "memory": _cmd_memory, "decode": _cmd_decode, "roofline": _cmd_roofline,
+            "plan": _cmd_plan, "list": _cmd_list}
 
 
 def main(argv=None) -> int:

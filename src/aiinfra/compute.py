@@ -22,27 +22,26 @@ runs once, not ``P`` times.
 
 The scalar cores take plain numbers; :func:`flops_per_token`,
 :func:`decode_flops`, :func:`prefill_flops` and :func:`request_flops` take a
-``ModelConfig`` from :mod:`aiinfra.models`.
+``ModelConfig`` from :mod:`aiinfra.catalog.models`.
 
 Serves: Chapters 1 (quick-reference numbers), 2 (one request by hand) and 3 (the 2N rule against the exact count).
 """
 from __future__ import annotations
 
-import numpy as np
-import sympy as sp
+import math
 
-from . import _check
-from .symbols import G_out, L, N, P, d, n_ctx, twin
+import numpy as np
+
+from aiinfra.catalog import models
+from aiinfra.formula import check, choice, formula
 
 __all__ = [
-    "forward_flops_per_token",
+    "decode_flops_breakdown",
+    "two_n_ratio",
+    "context_where_two_n_is_off",
+    "request_two_n_ratio",
+    "tokens_to_match_training",
     "attention_flops_per_token",
-    "decode_step_flops",
-    "prefill_attention_flops",
-    "causal_prefill_attention_flops",
-    "full_prefill_attention_flops",
-    "prefill_matmul_flops",
-    "prefill_step_flops",
     "request_step_flops",
     "approx_flops_2n",
     "approx_prefill_flops_2n",
@@ -54,102 +53,75 @@ __all__ = [
     "request_flops",
 ]
 
-N_lin = sp.Symbol("N_lin", positive=True)
-N_head = sp.Symbol("N_head", positive=True)
-w_qk = sp.Symbol("w_qk", positive=True)
-w_v = sp.Symbol("w_v", positive=True)
-P_head = sp.Symbol("P_head", positive=True)
-
-_INT_L = (1, 128, "int")
-_INT_N = (0, 100_000, "int")
-_INT_P = (1, 100_000, "int")
-
-
-def _out(x):
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
-
-
-@twin(2 * (N_lin + N_head), block_linear_params=N_lin, lm_head_params=N_head)
-def forward_flops_per_token(block_linear_params, lm_head_params):
+@formula("2*(N_lin + N_head)", _block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
+def _forward_flops_per_token(_block_linear_params, lm_head_params):
     """Matrix FLOPs of one token through the model, attention scores excluded: ``2 (N_lin + N_head)``.
 
-    ``block_linear_params``: matmul weights the token touches inside the
+    ``_block_linear_params``: matmul weights the token touches inside the
     blocks (active experts only); ``lm_head_params``: vocab x hidden.
     """
-    n_lin = np.asarray(_check.non_negative("block_linear_params", block_linear_params))
-    n_head = np.asarray(_check.non_negative("lm_head_params", lm_head_params))
-    return _out(2.0 * (n_lin + n_head))
+    return 2.0 * (_block_linear_params + lm_head_params)
 
 
-@twin(2 * L * n_ctx * (w_qk + w_v), domains={"n_layers": _INT_L, "context_tokens": _INT_N},
-      n_layers=L, qk_width=w_qk, v_width=w_v, context_tokens=n_ctx)
+@formula("2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", context_tokens="n_ctx int>=0")
 def attention_flops_per_token(n_layers, qk_width, v_width, context_tokens):
     """Attention FLOPs of one query token over ``context_tokens`` keys: ``2 L n (w_qk + w_v)``.
 
     ``qk_width`` and ``v_width`` are per-layer query widths (e.g. heads x
     head_dim); for standard attention this is ``4 L n heads head_dim``.
     """
-    n_l = np.asarray(_check.integers("n_layers", n_layers, minimum=1), dtype=float)
-    wq = np.asarray(_check.positive("qk_width", qk_width))
-    wv = np.asarray(_check.positive("v_width", v_width))
-    n = np.asarray(_check.integers("context_tokens", context_tokens, minimum=0), dtype=float)
-    return _out(2.0 * n_l * n * (wq + wv))
+    return 2.0 * n_layers * context_tokens * (qk_width + v_width)
 
 
-@twin(2 * (N_lin + N_head) + 2 * L * n_ctx * (w_qk + w_v), domains={"n_layers": _INT_L, "context_tokens": _INT_N},
-      block_linear_params=N_lin, lm_head_params=N_head, n_layers=L, qk_width=w_qk, v_width=w_v,
-      context_tokens=n_ctx)
-def decode_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, context_tokens):
+@formula("2*(N_lin + N_head) + 2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         v_width="w_v >0", context_tokens="n_ctx int>=0")
+def _decode_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, context_tokens):
     """FLOPs of one decode step for one request: ``2 (N_lin + N_head) + 2 L n (w_qk + w_v)``.
 
     ``context_tokens`` is the number of keys the new token attends to.
     """
-    return _out(np.asarray(forward_flops_per_token(block_linear_params, lm_head_params))
-                + np.asarray(attention_flops_per_token(n_layers, qk_width, v_width, context_tokens)))
+    return (_forward_flops_per_token(_block_linear_params, lm_head_params)
+            + attention_flops_per_token(n_layers, qk_width, v_width, context_tokens))
 
 
-@twin(L * (w_qk + w_v) * P * (P + 1), domains={"n_layers": _INT_L, "prompt_tokens": _INT_P},
-      n_layers=L, qk_width=w_qk, v_width=w_v, prompt_tokens=P)
-def causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
+@formula("L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
+def _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a causal prefill over ``P`` tokens: ``L (w_qk + w_v) P (P + 1)``.
 
     Position ``i`` attends to ``i`` keys, so there are ``P (P + 1) / 2``
     query-key pairs per layer, each costing ``2 (w_qk + w_v)``.
     """
-    n_l = np.asarray(_check.integers("n_layers", n_layers, minimum=1), dtype=float)
-    wq = np.asarray(_check.positive("qk_width", qk_width))
-    wv = np.asarray(_check.positive("v_width", v_width))
-    p = np.asarray(_check.integers("prompt_tokens", prompt_tokens, minimum=1), dtype=float)
-    return _out(n_l * (wq + wv) * p * (p + 1.0))
+    p = prompt_tokens
+    return n_layers * (qk_width + v_width) * p * (p + 1.0)
 
 
-@twin(2 * L * (w_qk + w_v) * P**2, domains={"n_layers": _INT_L, "prompt_tokens": _INT_P},
-      n_layers=L, qk_width=w_qk, v_width=w_v, prompt_tokens=P)
-def full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
+@formula("2*L*(w_qk + w_v)*P**2", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
+def _full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a non-causal (bidirectional) prefill: ``2 L (w_qk + w_v) P^2``.
 
     Every token sees all ``P``; this is also what a kernel that computes the
     whole square score matrix and then masks it executes.
     """
-    n_l = np.asarray(_check.integers("n_layers", n_layers, minimum=1), dtype=float)
-    wq = np.asarray(_check.positive("qk_width", qk_width))
-    wv = np.asarray(_check.positive("v_width", v_width))
-    p = np.asarray(_check.integers("prompt_tokens", prompt_tokens, minimum=1), dtype=float)
-    return _out(2.0 * n_l * (wq + wv) * p * p)
+    p = prompt_tokens
+    return 2.0 * n_layers * (qk_width + v_width) * p * p
 
 
-def prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=True):
-    """Attention FLOPs of a prefill: :func:`causal_prefill_attention_flops` or, with
-    ``causal=False``, :func:`full_prefill_attention_flops`."""
-    _check.choice("causal", causal, {True, False})
-    fn = causal_prefill_attention_flops if causal else full_prefill_attention_flops
+def _prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=True):
+    """Attention FLOPs of a prefill: :func:`_causal_prefill_attention_flops` or, with
+    ``causal=False``, :func:`_full_prefill_attention_flops`."""
+    choice("causal", causal, {True, False})
+    fn = _causal_prefill_attention_flops if causal else _full_prefill_attention_flops
     return fn(n_layers, qk_width, v_width, prompt_tokens)
 
 
-@twin(2 * N_lin * P + 2 * N_head * P_head, domains={"prompt_tokens": (100, 100_000, "int"), "lm_head_tokens": (1, 100, "int")},
-      block_linear_params=N_lin, lm_head_params=N_head, prompt_tokens=P, lm_head_tokens=P_head)
-def prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, lm_head_tokens=1):
+@formula("2*N_lin*P + 2*N_head*P_head", sample={"prompt_tokens": (100, 100_000), "lm_head_tokens": (1, 100)},
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", prompt_tokens="P int>=1",
+         lm_head_tokens="P_head int>=1")
+def _prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, lm_head_tokens=1):
     """Matrix FLOPs of a prefill: ``2 N_lin P + 2 N_head P_head``.
 
     Every prompt token passes through the blocks; only ``lm_head_tokens``
@@ -157,37 +129,31 @@ def prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, lm_
     output token), ``P`` for scoring every position. ``lm_head_tokens`` must
     lie in [1, P].
     """
-    n_lin = np.asarray(_check.non_negative("block_linear_params", block_linear_params))
-    n_head = np.asarray(_check.non_negative("lm_head_params", lm_head_params))
-    p = np.asarray(_check.integers("prompt_tokens", prompt_tokens, minimum=1), dtype=float)
-    ph = np.asarray(_check.integers("lm_head_tokens", lm_head_tokens, minimum=1), dtype=float)
-    if np.any(ph > p):
+    if np.any(lm_head_tokens > prompt_tokens):
         raise ValueError(f"lm_head_tokens must be <= prompt_tokens, got {lm_head_tokens!r} > {prompt_tokens!r}")
-    return _out(2.0 * n_lin * p + 2.0 * n_head * ph)
+    return 2.0 * _block_linear_params * prompt_tokens + 2.0 * lm_head_params * lm_head_tokens
 
 
-@twin(2 * N_lin * P + 2 * N_head + L * (w_qk + w_v) * P * (P + 1),
-      domains={"n_layers": _INT_L, "prompt_tokens": _INT_P},
-      block_linear_params=N_lin, lm_head_params=N_head, n_layers=L, qk_width=w_qk, v_width=w_v,
-      prompt_tokens=P)
-def prefill_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens):
+@formula("2*N_lin*P + 2*N_head + L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         v_width="w_v >0", prompt_tokens="P int>=1")
+def _prefill_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens):
     """FLOPs of prefilling ``P`` prompt tokens for generation: ``2 N_lin P + 2 N_head + L (w_qk + w_v) P (P+1)``.
 
     Causal attention and the lm_head on the last prompt token only, the
-    case of serving. For the other cases combine :func:`prefill_matmul_flops`
-    with :func:`full_prefill_attention_flops`, or use
+    case of serving. For the other cases combine :func:`_prefill_matmul_flops`
+    with :func:`_full_prefill_attention_flops`, or use
     :func:`prefill_flops` with its flags on a model config.
     """
-    return _out(np.asarray(prefill_matmul_flops(block_linear_params, lm_head_params, prompt_tokens, 1))
-                + np.asarray(causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens)))
+    return (_prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, 1)
+            + _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens))
 
 
-@twin(2 * N_lin * (P + G_out - 1) + 2 * N_head * G_out
-      + L * (w_qk + w_v) * (P + G_out - 1) * (P + G_out),
-      domains={"n_layers": _INT_L, "prompt_tokens": _INT_P, "generated_tokens": (1, 10_000, "int")},
-      block_linear_params=N_lin, lm_head_params=N_head, n_layers=L, qk_width=w_qk, v_width=w_v,
-      prompt_tokens=P, generated_tokens=G_out)
-def request_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens,
+@formula("2*N_lin*(P + G - 1) + 2*N_head*G + L*(w_qk + w_v)*(P + G - 1)*(P + G)",
+         sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000), "generated_tokens": (1, 10_000)},
+         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
+         v_width="w_v >0", prompt_tokens="P int>=1", generated_tokens="G int>=1")
+def request_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens,
                        generated_tokens):
     """Exact FLOPs of a whole request: a causal prefill of ``P`` tokens, then ``G - 1`` decode steps.
 
@@ -199,45 +165,36 @@ def request_step_flops(block_linear_params, lm_head_params, n_layers, qk_width, 
     pairs. Compare with :func:`approx_flops_2n`, which charges ``2N`` for each
     of ``P + G`` tokens and no attention.
     """
-    n_lin = np.asarray(_check.non_negative("block_linear_params", block_linear_params))
-    n_head = np.asarray(_check.non_negative("lm_head_params", lm_head_params))
-    n_l = np.asarray(_check.integers("n_layers", n_layers, minimum=1), dtype=float)
-    wq = np.asarray(_check.positive("qk_width", qk_width))
-    wv = np.asarray(_check.positive("v_width", v_width))
-    p = np.asarray(_check.integers("prompt_tokens", prompt_tokens, minimum=1), dtype=float)
-    g = np.asarray(_check.integers("generated_tokens", generated_tokens, minimum=1), dtype=float)
-    seen = p + g - 1.0
-    return _out(2.0 * n_lin * seen + 2.0 * n_head * g + n_l * (wq + wv) * seen * (seen + 1.0))
+    seen = prompt_tokens + generated_tokens - 1.0
+    return (2.0 * _block_linear_params * seen + 2.0 * lm_head_params * generated_tokens
+            + n_layers * (qk_width + v_width) * seen * (seen + 1.0))
 
 
-@twin(2 * N * (P + G_out), domains={"prompt_tokens": (0, 100_000, "int"), "generated_tokens": (0, 100_000, "int")},
-      n_params=N, prompt_tokens=P, generated_tokens=G_out)
+@formula("2*N*(P + G)", sample={"prompt_tokens": (0, 100_000), "generated_tokens": (0, 100_000)},
+         n_params="N >=0", prompt_tokens="P int>=0", generated_tokens="G int>=0")
 def approx_flops_2n(n_params, prompt_tokens, generated_tokens):
     """The ``2N (P + G)`` rule of thumb for a request: 2 FLOPs per parameter per token, no attention.
 
     A 70e9-parameter model with 500 prompt and 500 generated tokens:
     7e13 + 7e13 = 1.4e14 FLOPs. Use :func:`request_flops` for the exact count.
     """
-    n = np.asarray(_check.non_negative("n_params", n_params))
-    p = np.asarray(_check.integers("prompt_tokens", prompt_tokens, minimum=0), dtype=float)
-    g = np.asarray(_check.integers("generated_tokens", generated_tokens, minimum=0), dtype=float)
-    return _out(2.0 * n * (p + g))
+    return 2.0 * n_params * (prompt_tokens + generated_tokens)
 
 
-@twin(2 * N * P, domains={"prompt_tokens": (0, 100_000, "int")}, n_params=N, prompt_tokens=P)
+@formula("2*N*P", sample={"prompt_tokens": (0, 100_000)}, n_params="N >=0", prompt_tokens="P int>=0")
 def approx_prefill_flops_2n(n_params, prompt_tokens):
     """Prefill share of the rule of thumb: ``2 N P`` (one parallel pass over ``P`` tokens)."""
     return approx_flops_2n(n_params, prompt_tokens, 0)
 
 
-@twin(2 * N * G_out, domains={"generated_tokens": (0, 100_000, "int")}, n_params=N, generated_tokens=G_out)
+@formula("2*N*G", sample={"generated_tokens": (0, 100_000)}, n_params="N >=0", generated_tokens="G int>=0")
 def approx_decode_flops_2n(n_params, generated_tokens):
     """Decode share of the rule of thumb: ``2 N G`` (``G`` sequential passes)."""
     return approx_flops_2n(n_params, 0, generated_tokens)
 
 
-@twin(2 * L * n_ctx * d, domains={"n_layers": _INT_L, "context_tokens": _INT_N},
-      n_layers=L, context_tokens=n_ctx, d_attn=d)
+@formula("2*L*n_ctx*d", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+         n_layers="L int>=1", context_tokens="n_ctx int>=0", d_attn="d >0")
 def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
     """Kaplan et al.'s (2020, Table 1) context term ``2 n_layer n_ctx d_attn`` per token.
 
@@ -246,10 +203,7 @@ def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
     The rule of thumb compares it with ``2N`` to decide whether attention can
     be dropped (1.6% for an 8B model at 1,000 tokens of context).
     """
-    n_l = np.asarray(_check.integers("n_layers", n_layers, minimum=1), dtype=float)
-    n = np.asarray(_check.integers("context_tokens", context_tokens, minimum=0), dtype=float)
-    w = np.asarray(_check.positive("d_attn", d_attn))
-    return _out(2.0 * n_l * n * w)
+    return 2.0 * n_layers * context_tokens * d_attn
 
 
 # --- config-level wrappers ---------------------------------------------------
@@ -259,8 +213,6 @@ def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
 # windowed groups and cap the context of the second.
 
 def _shape(model):
-    from . import models
-
     m = models.load(model)
     n_win = len(m.sliding_window_layers) if m.sliding_window else 0
     return (
@@ -284,6 +236,7 @@ def _causal_pairs(tokens, window=None):
     return inside * (inside + 1.0) / 2.0 + np.maximum(n - w, 0.0) * w
 
 
+@formula(None, model="label")
 def flops_per_token(model):
     """Matrix FLOPs per token of ``model`` (no attention scores): ``2 (block linear + lm_head)``.
 
@@ -291,9 +244,10 @@ def flops_per_token(model):
     Qwen3-8B: 15.14e9.
     """
     _, n_lin, n_head, _, _, _, _ = _shape(model)
-    return forward_flops_per_token(n_lin, n_head)
+    return _forward_flops_per_token(n_lin, n_head)
 
 
+@formula(None, model="label", context_tokens="int>=0")
 def decode_flops(model, context_tokens):
     """FLOPs of one decode step of ``model`` with ``context_tokens`` keys in the cache.
 
@@ -302,15 +256,16 @@ def decode_flops(model, context_tokens):
     Qwen3-8B at 2,048 tokens: 16.34e9. Accepts an array of contexts.
     """
     m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
-    ctx = _check.integers("context_tokens", context_tokens, minimum=0)
-    total = np.asarray(forward_flops_per_token(n_lin, n_head)) + np.zeros_like(np.asarray(ctx, dtype=float))
+    ctx = context_tokens
+    total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
     if n_full:
         total = total + attention_flops_per_token(n_full, wq, wv, ctx)
     if n_win:
         total = total + attention_flops_per_token(n_win, wq, wv, np.minimum(ctx, m.sliding_window))
-    return _out(total)
+    return total
 
 
+@formula(None, model="label", prompt_tokens="int>=1", causal="bool", lm_head_last_token_only="bool")
 def prefill_flops(model, prompt_tokens, causal=True, lm_head_last_token_only=True):
     """FLOPs of prefilling ``prompt_tokens`` through ``model`` (causal, lm_head on the last token by default).
 
@@ -320,19 +275,17 @@ def prefill_flops(model, prompt_tokens, causal=True, lm_head_last_token_only=Tru
     pairs when causal, ``P min(P, window)`` when not.
     """
     m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
-    p = _check.integers("prompt_tokens", prompt_tokens, minimum=1)
-    _check.choice("causal", causal, {True, False})
-    _check.choice("lm_head_last_token_only", lm_head_last_token_only, {True, False})
-    pf = np.asarray(p, dtype=float)
-    total = np.asarray(prefill_matmul_flops(n_lin, n_head, p, 1 if lm_head_last_token_only else p))
+    p = prompt_tokens
+    total = np.asarray(_prefill_matmul_flops(n_lin, n_head, p, 1 if lm_head_last_token_only else p))
     if n_full:
-        total = total + np.asarray(prefill_attention_flops(n_full, wq, wv, p, causal))
+        total = total + np.asarray(_prefill_attention_flops(n_full, wq, wv, p, causal))
     if n_win:
-        pairs = _causal_pairs(pf, m.sliding_window) if causal else pf * np.minimum(pf, m.sliding_window)
+        pairs = _causal_pairs(p, m.sliding_window) if causal else p * np.minimum(p, m.sliding_window)
         total = total + 2.0 * n_win * (wq + wv) * pairs
-    return _out(total)
+    return total
 
 
+@formula(None, model="label", prompt_tokens="int>=1", generated_tokens="int>=1")
 def request_flops(model, prompt_tokens, generated_tokens):
     """Exact FLOPs of one request on ``model``: causal prefill plus ``G - 1`` decode steps.
 
@@ -340,14 +293,121 @@ def request_flops(model, prompt_tokens, generated_tokens):
     ``approx_flops_2n(models.total_params(model), P, G)``.
     """
     m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
-    p = _check.integers("prompt_tokens", prompt_tokens, minimum=1)
-    g = _check.integers("generated_tokens", generated_tokens, minimum=1)
+    p, g = prompt_tokens, generated_tokens
+    seen = p + g - 1.0
     if n_full:
         total = np.asarray(request_step_flops(n_lin, n_head, n_full, wq, wv, p, g))
     else:
-        seen = np.asarray(p, dtype=float) + np.asarray(g, dtype=float) - 1.0
-        total = 2.0 * n_lin * seen + 2.0 * n_head * np.asarray(g, dtype=float)
+        total = 2.0 * n_lin * seen + 2.0 * n_head * g
     if n_win:
-        seen = np.asarray(p, dtype=float) + np.asarray(g, dtype=float) - 1.0
         total = total + 2.0 * n_win * (wq + wv) * _causal_pairs(seen, m.sliding_window)
-    return _out(total)
+    return total
+
+
+# --- the 2N rule against the exact count (chapter 3) ------------------------
+#
+# The rule of thumb charges ``2N`` FLOPs per token, ``N`` being every stored parameter
+# (Kaplan et al. 2020). The exact count differs in three places: the embedding table is a
+# lookup (0 FLOPs) although its parameters are part of ``N``; the lm_head multiplies every
+# output position by a vocab x hidden matrix (tied models reuse the embedding, so ``N``
+# counts the table once); attention over the context costs ``2 n (w_qk + w_v)`` per layer, a
+# term ``N`` does not contain. At short contexts the over-counted embedding and the missing
+# attention roughly cancel; as the context grows attention wins.
+
+_MAX_CONTEXT = 1 << 40
+
+
+def _two_n_flops_per_token(model) -> float:
+    """The rule of thumb for one token: ``2 N``, ``N`` = the parameters a token uses.
+
+    For a dense model that is every stored parameter; for a mixture of
+    experts, the active ones (:func:`aiinfra.catalog.models.active_params`).
+    """
+    return approx_flops_2n(models.active_params(models.load(model)), 1, 0)
+
+
+def decode_flops_breakdown(model, context_tokens) -> dict:
+    """The exact FLOPs of one decode step, by piece, next to what ``2N`` charges for the same pieces.
+
+    Returns a dict with ``exact`` (``blocks``, ``lm_head``, ``attention``,
+    ``embedding`` = 0, ``total``) and ``two_n`` (``blocks`` incl. norms,
+    ``lm_head`` (0 when tied), ``embedding``, ``attention`` = 0, ``total``),
+    each a dict of FLOPs. ``context_tokens`` is the number of keys the new
+    token attends to. Scalars only.
+    """
+    m = models.load(model)
+    ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
+    matrices = flops_per_token(m)
+    head = _forward_flops_per_token(0, models.lm_head_params(m))
+    total = decode_flops(m, ctx)
+    exact = {"blocks": matrices - head, "lm_head": head, "attention": total - matrices, "embedding": 0.0,
+             "total": total}
+    n_embed = models.embedding_params(m)
+    n_head_stored = models._stored_lm_head_params(m)
+    n_total = models.active_params(m)
+    two = {
+        "blocks": approx_flops_2n(n_total - n_embed - n_head_stored, 1, 0),
+        "lm_head": approx_flops_2n(n_head_stored, 1, 0),
+        "attention": 0.0,
+        "embedding": approx_flops_2n(n_embed, 1, 0),
+        "total": approx_flops_2n(n_total, 1, 0),
+    }
+    return {"exact": exact, "two_n": two}
+
+
+@formula(None, model="label", context_tokens="int>=0")
+def two_n_ratio(model, context_tokens):
+    """Exact decode-step FLOPs over ``2N``: 1 means the rule is exact, 1.1 means 10 % short.
+
+    ``context_tokens`` may be an integer array (for a curve). Qwen3-8B: about
+    1.0 at 2,048 tokens, where the free embedding and the attention cancel.
+    """
+    return decode_flops(model, context_tokens) / _two_n_flops_per_token(model)
+
+
+def context_where_two_n_is_off(model, tolerance=0.1) -> float:
+    """The smallest context (tokens) at which the exact decode step exceeds ``2N`` by more than ``tolerance``.
+
+    Exact FLOPs grow with the context (attention), so the answer is found by
+    bisection on :func:`two_n_ratio`. Returns ``math.inf`` if the ratio
+    never passes ``1 + tolerance`` (e.g. every layer has a short sliding
+    window), and 0 if it is already past at an empty context. The rule can
+    also be off on the *low* side at short contexts (a large embedding
+    table counted in ``N`` but free at run time); check ``two_n_ratio(model, 0)``.
+    """
+    tol = check("tolerance", tolerance, ">0", scalar=True)
+    target = 1.0 + tol
+    if two_n_ratio(model, 0) > target:
+        return 0.0
+    if two_n_ratio(model, _MAX_CONTEXT) <= target:
+        return math.inf
+    lo, hi = 0, _MAX_CONTEXT  # ratio(lo) <= target < ratio(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if two_n_ratio(model, mid) > target:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)
+
+
+def request_two_n_ratio(model, prompt_tokens, generated_tokens) -> float:
+    """Exact FLOPs of a whole request (causal prefill + ``G - 1`` decode steps) over ``2N (P + G)``.
+
+    ``N`` as in :func:`_two_n_flops_per_token` (active parameters).
+    """
+    m = models.load(model)
+    exact = request_flops(m, prompt_tokens, generated_tokens)
+    return exact / approx_flops_2n(models.active_params(m), prompt_tokens, generated_tokens)
+
+
+@formula("3*D", training_tokens="D >0")
+def tokens_to_match_training(training_tokens):
+    """Tokens served whose forward FLOPs equal the training run's: ``6 N D / (2 N) = 3 D``.
+
+    Training costs about ``6N`` FLOPs per training token (forward 2N plus
+    backward 4N, Kaplan et al. 2020); inference about ``2N`` per token, so
+    ``N`` cancels. Llama 3 (about 15e12 training tokens) matches its training
+    compute after about 45e12 served tokens. Accepts arrays.
+    """
+    return 3.0 * training_tokens

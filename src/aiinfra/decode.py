@@ -18,9 +18,15 @@ tokens takes ``TTFT + (G - 1) TPOT``; a flag selects the other convention,
 in which every output token costs a decode step. :func:`decode_time_s`
 gives the time of any number of steps.
 
-The scalar cores take plain numbers or numpy arrays; the config wrappers
-(:func:`decode_step_time_s`, :func:`prefill_time_s`) take a ``ModelConfig``
-and a ``GPU``.
+The formulas take plain numbers or numpy arrays. For a real model on a real
+GPU, :class:`aiinfra.deployment.Deployment` gathers the bytes, FLOPs and peaks
+and calls them.
+
+The KV budget (chapter 5): multiplying a single-stream rate ``beta / W`` by the
+batch (:func:`naive_batch_tokens_per_s`) forgets that every request reads its
+own KV cache in every step; one step of ``B`` requests on ``n`` GPUs reads the
+weights once and every cache once, so ``tok/s = B n eta beta / (W + B S)``
+(:func:`node_batch_tokens_per_s`), which flattens at ``n eta beta / S``.
 
 Serves: Chapters 1 (one model step, checking against measurement), 2 (one decode step)
 and 4 (latency, throughput and tokens per second), and the KV-cache and batching pages.
@@ -28,13 +34,11 @@ and 4 (latency, throughput and tokens per second), and the KV-cache and batching
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
-from . import _check, roofline
-from .symbols import B, F, F_1, G_out, Pi, R, R_W, R_state, T, b_W, beta, eta_B, eta_F, twin
+from aiinfra import roofline
+from aiinfra.formula import check, formula
 
 __all__ = [
     "batched_decode_step_time_s",
@@ -45,38 +49,22 @@ __all__ = [
     "tpot_s",
     "end_to_end_latency_s",
     "decode_time_s",
+    "decode_share_of_reply",
     "critical_batch_size",
     "crossover_batch_with_state",
     "max_batch_from_kv_budget",
-    "ThroughputCurve",
-    "throughput_vs_batch",
-    "decode_step_time_s",
-    "prefill_time_s",
-    "peak_flops_per_s",
+    "max_users_per_replica",
+    "naive_batch_tokens_per_s",
+    "node_batch_tokens_per_s",
+    "kv_read_share",
+    "throughput_ratio_if_tpot_only",
 ]
 
-_EFF = (0.05, 1.0, "float")
-
-T_ttft = sp.Symbol("T_TTFT", positive=True)
-T_tpot = sp.Symbol("T_TPOT", positive=True)
-T_e2e = sp.Symbol("T_E2E", positive=True)
-T_queue = sp.Symbol("T_queue", nonnegative=True)
-M_free = sp.Symbol("M_free", positive=True)
-M_kv = sp.Symbol("M_KV1", positive=True)
-k_pf = sp.Symbol("k_pf", integer=True, nonnegative=True)
+_STEP = dict(flops_per_request="F_1 >=0", weight_bytes="R_W >=0", state_bytes_per_request="R_state >=0",
+             flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0", eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
 
 
-def _out(x):
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
-
-
-@twin(
-    sp.Max(B * F_1 / (eta_F * Pi), (R_W + B * R_state) / (eta_B * beta)),
-    domains={"eta_f": _EFF, "eta_b": _EFF},
-    batch=B, flops_per_request=F_1, weight_bytes=R_W, state_bytes_per_request=R_state,
-    flops_per_s=Pi, bandwidth_bytes_per_s=beta, eta_f=eta_F, eta_b=eta_B,
-)
+@formula("Max(B*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))", batch="B >0", **_STEP)
 def batched_decode_step_time_s(batch, flops_per_request, weight_bytes, state_bytes_per_request,
                                flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Time of one decode step for ``batch`` requests that share one weight read.
@@ -88,19 +76,16 @@ def batched_decode_step_time_s(batch, flops_per_request, weight_bytes, state_byt
     so it is a lower bound. ``batch`` may be a real number (for crossing
     points) or an array (for curves).
     """
-    b = np.asarray(_check.positive("batch", batch))
-    f1 = np.asarray(_check.non_negative("flops_per_request", flops_per_request))
-    rw = np.asarray(_check.non_negative("weight_bytes", weight_bytes))
-    rs = np.asarray(_check.non_negative("state_bytes_per_request", state_bytes_per_request))
-    t = np.asarray(roofline.step_time_overlapped_s(b * f1, rw + b * rs, flops_per_s, bandwidth_bytes_per_s,
-                                                   eta_f, eta_b))
+    b = batch
+    t = np.asarray(roofline.step_time_overlapped_s(b * flops_per_request, weight_bytes + b * state_bytes_per_request,
+                                                   flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b))
     if np.any(t <= 0):
         raise ValueError("flops_per_request, weight_bytes and state_bytes_per_request are all 0: a step must do some work")
-    return _out(t)
+    return t
 
 
-@twin((beta * eta_B) / (R_W + R_state), domains={"efficiency": _EFF},
-      weight_bytes=R_W, bandwidth_bytes_per_s=beta, state_bytes=R_state, efficiency=eta_B)
+@formula("(beta*eta_B)/(R_W + R_state)", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0",
+         state_bytes="R_state >=0", efficiency="eta_B (0,1]")
 def memory_bound_tokens_per_s(weight_bytes, bandwidth_bytes_per_s, state_bytes=0.0, efficiency=1.0):
     """Single-stream decode speed when every step streams the weights: ``eta_B beta / (R_W + R_state)``.
 
@@ -108,34 +93,24 @@ def memory_bound_tokens_per_s(weight_bytes, bandwidth_bytes_per_s, state_bytes=0
     that reads all ``weight_bytes`` (plus ``state_bytes`` of KV) from memory.
     Compute is assumed to hide under the reads (true at batch 1).
     """
-    rw = np.asarray(_check.positive("weight_bytes", weight_bytes))
-    bw = np.asarray(_check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
-    rs = np.asarray(_check.non_negative("state_bytes", state_bytes))
-    eta = np.asarray(_check.fraction("efficiency", efficiency))
-    return _out(eta * bw / (rw + rs))
+    return efficiency * bandwidth_bytes_per_s / (weight_bytes + state_bytes)
 
 
-@twin(1 / T, step_time_s=T)
+@formula("1/T", step_time_s="T >0")
 def tokens_per_s_per_user(step_time_s):
     """Tokens per second one user sees: ``1 / T_step`` (one token per request per step)."""
-    t = np.asarray(_check.positive("step_time_s", step_time_s))
-    return _out(1.0 / t)
+    return 1.0 / step_time_s
 
 
-@twin(B / T, batch=B, step_time_s=T)
+@formula("B/T", batch="B >0", step_time_s="T >0")
 def tokens_per_s_aggregate(batch, step_time_s):
     """Tokens per second the whole batch produces: ``B / T_step``."""
-    b = np.asarray(_check.positive("batch", batch))
-    t = np.asarray(_check.positive("step_time_s", step_time_s))
-    return _out(b / t)
+    return batch / step_time_s
 
 
-@twin(
-    T_queue + sp.Max(F / (eta_F * Pi), R / (eta_B * beta)),
-    domains={"eta_f": _EFF, "eta_b": _EFF, "queue_s": (0.0, 10.0, "float")},
-    prefill_flops=F, prefill_bytes=R, flops_per_s=Pi, bandwidth_bytes_per_s=beta,
-    eta_f=eta_F, eta_b=eta_B, queue_s=T_queue,
-)
+@formula("T_queue + Max(F/(eta_F*Pi), R/(eta_B*beta))", sample={"queue_s": (0.0, 10.0)},
+         prefill_flops="F >=0", prefill_bytes="R >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0",
+         eta_f="eta_F (0,1]", eta_b="eta_B (0,1]", queue_s="T_queue >=0")
 def ttft_s(prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0, queue_s=0.0):
     """Time to first token: queueing plus the roofline time of the prefill pass.
 
@@ -143,15 +118,13 @@ def ttft_s(prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta
     ``prefill_bytes`` is what the pass must read (at least the weights once).
     Prefill of a long prompt is normally compute-bound, so the first term wins.
     """
-    q = np.asarray(_check.non_negative("queue_s", queue_s))
-    f = np.asarray(_check.non_negative("prefill_flops", prefill_flops))
-    r = np.asarray(_check.non_negative("prefill_bytes", prefill_bytes))
-    return _out(q + roofline.step_time_overlapped_s(f, r, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b))
+    return queue_s + roofline.step_time_overlapped_s(prefill_flops, prefill_bytes, flops_per_s,
+                                                      bandwidth_bytes_per_s, eta_f, eta_b)
 
 
-@twin((T_e2e - T_ttft) / (G_out - 1),
-      domains={"end_to_end_s": (100.0, 1000.0, "float"), "ttft_s": (0.5, 99.0, "float"), "output_tokens": (2, 4096, "int")},
-      end_to_end_s=T_e2e, ttft_s=T_ttft, output_tokens=G_out)
+@formula("(T_E2E - T_TTFT)/(G - 1)", sample={"end_to_end_s": (100.0, 1000.0), "ttft_s": (0.5, 99.0),
+                                             "output_tokens": (2, 4096)},
+         end_to_end_s="T_E2E >0", ttft_s="T_TTFT >=0", output_tokens="G int>=2")
 def tpot_s(end_to_end_s, ttft_s, output_tokens):
     """Time per output token as serving benchmarks measure it: ``(T_E2E - TTFT) / (G - 1)``.
 
@@ -159,17 +132,13 @@ def tpot_s(end_to_end_s, ttft_s, output_tokens):
     averaged; ``output_tokens`` must therefore be at least 2. For a
     prediction, use :func:`batched_decode_step_time_s` (one step = one TPOT).
     """
-    e2e = np.asarray(_check.positive("end_to_end_s", end_to_end_s))
-    first = np.asarray(_check.non_negative("ttft_s", ttft_s))
-    g = np.asarray(_check.integers("output_tokens", output_tokens, minimum=2))
-    if np.any(first >= e2e):
+    if np.any(ttft_s >= end_to_end_s):
         raise ValueError(f"ttft_s must be < end_to_end_s, got ttft_s={ttft_s!r}, end_to_end_s={end_to_end_s!r}")
-    return _out((e2e - first) / (g - 1))
+    return (end_to_end_s - ttft_s) / (output_tokens - 1)
 
 
-@twin(T_ttft + (G_out - k_pf) * T_tpot,
-      domains={"output_tokens": (1, 4096, "int"), "first_token_from_prefill": (0, 1, "int")},
-      ttft_s=T_ttft, tpot_s=T_tpot, output_tokens=G_out, first_token_from_prefill=k_pf)
+@formula("T_TTFT + (G - k_pf)*T_TPOT", sample={"output_tokens": (1, 4096)},
+         ttft_s="T_TTFT >=0", tpot_s="T_TPOT >0", output_tokens="G int>=1", first_token_from_prefill="k_pf bool")
 def end_to_end_latency_s(ttft_s, tpot_s, output_tokens, first_token_from_prefill=True):
     """Latency of a whole reply of ``output_tokens`` tokens: ``TTFT + (G - k) TPOT``.
 
@@ -180,27 +149,22 @@ def end_to_end_latency_s(ttft_s, tpot_s, output_tokens, first_token_from_prefill
     Catch's latency chapter): ``TTFT + G TPOT``. The two differ by one step;
     say which one a figure uses.
     """
-    first = np.asarray(_check.non_negative("ttft_s", ttft_s))
-    g = np.asarray(_check.integers("output_tokens", output_tokens, minimum=1))
-    _check.choice("first_token_from_prefill", first_token_from_prefill, {True, False})
-    steps = g - 1 if first_token_from_prefill else g
-    return _out(first + np.asarray(decode_time_s(tpot_s, steps)))
+    steps = output_tokens - 1 if first_token_from_prefill else output_tokens
+    return ttft_s + decode_time_s(tpot_s, steps)
 
 
-@twin(G_out * T_tpot, domains={"decode_steps": (0, 4096, "int")}, tpot_s=T_tpot, decode_steps=G_out)
+@formula("G*T_TPOT", sample={"decode_steps": (0, 4096)}, tpot_s="T_TPOT >0", decode_steps="G int>=0")
 def decode_time_s(tpot_s, decode_steps):
     """Time of ``decode_steps`` sequential decode steps: ``n * TPOT``.
 
     The steps cannot overlap, since each one's input is the previous one's
     output. A 1,000-step reply at 41.8 ms per step takes 41.8 s.
     """
-    step = np.asarray(_check.positive("tpot_s", tpot_s))
-    n = np.asarray(_check.integers("decode_steps", decode_steps, minimum=0))
-    return _out(n * step)
+    return decode_steps * tpot_s
 
 
-@twin(b_W * eta_F * Pi / (2 * eta_B * beta), domains={"eta_f": _EFF, "eta_b": _EFF},
-      bytes_per_weight=b_W, flops_per_s=Pi, bandwidth_bytes_per_s=beta, eta_f=eta_F, eta_b=eta_B)
+@formula("b_W*eta_F*Pi/(2*eta_B*beta)", bytes_per_weight="b_W >0", flops_per_s="Pi >0",
+         bandwidth_bytes_per_s="beta >0", eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
 def critical_batch_size(bytes_per_weight, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Critical batch ``B* = b_W eta_F Pi / (2 eta_B beta)``.
 
@@ -210,14 +174,11 @@ def critical_batch_size(bytes_per_weight, flops_per_s, bandwidth_bytes_per_s, et
     precision (1 for int8/fp8, 2 for BF16), not the activation or KV one.
     KV reads are ignored; see :func:`crossover_batch_with_state` for them.
     """
-    bw_ = np.asarray(_check.positive("bytes_per_weight", bytes_per_weight))
-    pi = np.asarray(_check.positive("flops_per_s", flops_per_s))
-    bw = np.asarray(_check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
-    ef = np.asarray(_check.fraction("eta_f", eta_f))
-    eb = np.asarray(_check.fraction("eta_b", eta_b))
-    return _out(bw_ * ef * pi / (2 * eb * bw))
+    return bytes_per_weight * eta_f * flops_per_s / (2 * eta_b * bandwidth_bytes_per_s)
 
 
+@formula("R_W/(eta_B*beta*F_1/(eta_F*Pi) - R_state)", sample={"state_bytes_per_request": (0.0, 1e-5)},
+         flops_per_request="F_1 >0", **{k: v for k, v in _STEP.items() if k != "flops_per_request"})
 def crossover_batch_with_state(flops_per_request, weight_bytes, state_bytes_per_request,
                                flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Batch at which compute time equals memory time once KV reads are counted.
@@ -226,37 +187,15 @@ def crossover_batch_with_state(flops_per_request, weight_bytes, state_bytes_per_
     ``B = R_W / (eta_B beta F_1 / (eta_F Pi) - R_state)``. If each request's
     KV read already takes longer than its arithmetic (the denominator is
     <= 0), the step stays memory-bound at every batch and ``math.inf`` is
-    returned. Scalars only.
+    returned.
     """
-    f1 = _check.positive("flops_per_request", flops_per_request)
-    rw = _check.non_negative("weight_bytes", weight_bytes)
-    rs = _check.non_negative("state_bytes_per_request", state_bytes_per_request)
-    pi = _check.positive("flops_per_s", flops_per_s)
-    bw = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    ef = _check.fraction("eta_f", eta_f)
-    eb = _check.fraction("eta_b", eta_b)
-    for name, v in (("flops_per_request", f1), ("weight_bytes", rw), ("flops_per_s", pi)):
-        if np.ndim(v):
-            raise ValueError(f"{name} must be a scalar here, got an array")
-    denom = eb * bw * f1 / (ef * pi) - rs
-    if denom <= 0:
-        return math.inf
-    return float(rw / denom)
+    denom = eta_b * bandwidth_bytes_per_s * flops_per_request / (eta_f * flops_per_s) - state_bytes_per_request
+    with np.errstate(divide="ignore"):
+        return np.where(denom <= 0, math.inf, weight_bytes / np.where(denom <= 0, 1.0, denom))
 
 
-# The closed form, derived rather than typed: solve compute time = memory time for B.
-# Not registered as a twin because the numeric function returns inf where it has no root.
-crossover_batch_with_state.sym = sp.solve(
-    sp.Eq(B * F_1 / (eta_F * Pi), (R_W + B * R_state) / (eta_B * beta)), B
-)[0]
-crossover_batch_with_state.sym_args = dict(
-    flops_per_request=F_1, weight_bytes=R_W, state_bytes_per_request=R_state,
-    flops_per_s=Pi, bandwidth_bytes_per_s=beta, eta_f=eta_F, eta_b=eta_B,
-)
-
-
-@twin(sp.floor(M_free / M_kv), domains={"free_bytes": (0.0, 1e4, "float"), "kv_bytes_per_request": (0.5, 100.0, "float")},
-      free_bytes=M_free, kv_bytes_per_request=M_kv)
+@formula("floor(M_free/M_KV1)", out=int, sample={"free_bytes": (0.0, 1e4), "kv_bytes_per_request": (0.5, 100.0)},
+         free_bytes="M_free >=0", kv_bytes_per_request="M_KV1 >0")
 def max_batch_from_kv_budget(free_bytes, kv_bytes_per_request):
     """Largest batch whose KV fits: ``floor(M_free / M_KV,1)``.
 
@@ -264,101 +203,114 @@ def max_batch_from_kv_budget(free_bytes, kv_bytes_per_request):
     the GPUs of one replica); ``kv_bytes_per_request`` is one request's KV at
     its full context. Returns an int (or an int array).
     """
-    m = np.asarray(_check.non_negative("free_bytes", free_bytes))
-    kv = np.asarray(_check.positive("kv_bytes_per_request", kv_bytes_per_request))
     # a relative nudge keeps exact ratios (e.g. 4.0 computed as 3.9999999) from losing one
-    out = np.floor(m / kv * (1 + 1e-12)).astype(np.int64)
-    return int(out) if out.ndim == 0 else out
+    return np.floor(free_bytes / kv_bytes_per_request * (1 + 1e-12))
 
 
-@dataclass(frozen=True)
-class ThroughputCurve:
-    """Arrays over batch size, as returned by :func:`throughput_vs_batch`."""
+def max_users_per_replica(gpus_per_replica, target_tpot_s, weight_bytes, kv_bytes_per_user, flops_per_token,
+                          gpu_memory_bytes, gpu_bandwidth_bytes_per_s, gpu_flops_per_s,
+                          eta_f=1.0, eta_b=1.0, memory_reserve_fraction=0.0, weight_read_bytes=None):
+    """Most concurrent users one replica of ``g`` GPUs can hold and still meet ``target_tpot_s``.
 
-    batch: np.ndarray
-    step_time_s: np.ndarray
-    tokens_per_s_per_user: np.ndarray
-    tokens_per_s_aggregate: np.ndarray
-    compute_time_s: np.ndarray
-    memory_time_s: np.ndarray
-    bound: np.ndarray
+    Three ceilings, each floored to a whole user:
 
+    * memory:    ``(g M_GPU (1 - r) - W) / KV``
+    * bandwidth: ``(t g eta_B beta - W_read) / KV``   (a step reads W_read + B KV)
+    * compute:   ``t g eta_F Pi / F_1``
 
-def throughput_vs_batch(batch, flops_per_request, weight_bytes, state_bytes_per_request,
-                        flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
-    """Step time, per-user and aggregate tokens/s over an array of batch sizes.
-
-    Evaluates :func:`batched_decode_step_time_s` at every ``batch`` and
-    returns a :class:`ThroughputCurve` with the two component times and a
-    bound label per point, ready to plot.
+    ``weight_bytes`` ``W`` is what must be resident; ``weight_read_bytes``
+    ``W_read`` what one step reads (defaults to ``W``; smaller for MoE, or
+    when the embedding table is skipped). ``r`` is the share of memory held
+    back for workspace. Returns ``(users, limiting)`` with ``limiting`` one of
+    ``"memory"``, ``"bandwidth"``, ``"compute"``; ``users`` is 0 when the
+    weights alone do not fit or one user's step already misses the target.
+    :meth:`aiinfra.deployment.Deployment.max_users` fills it in for a model.
     """
-    b = np.atleast_1d(np.asarray(_check.positive("batch", batch), dtype=float))
-    step = batched_decode_step_time_s(b, flops_per_request, weight_bytes, state_bytes_per_request,
-                                      flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b)
-    # the inputs are validated by the call above; the two terms, broadcast to the batch axis
-    f1, rw, rs, pi, bw, ef, eb = (np.asarray(x, dtype=float) for x in (
-        flops_per_request, weight_bytes, state_bytes_per_request, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b))
-    tc = np.broadcast_to(b * f1 / (ef * pi), np.shape(step)).copy()
-    tm = np.broadcast_to((rw + b * rs) / (eb * bw), np.shape(step)).copy()
-    bound = np.where(tm > tc, "memory-bound", "compute-bound")
-    return ThroughputCurve(b, step, 1.0 / step, b / step, tc, tm, bound)
+    g = check("gpus_per_replica", gpus_per_replica, "int>=1", scalar=True)
+    t = check("target_tpot_s", target_tpot_s, ">0", scalar=True)
+    w = check("weight_bytes", weight_bytes, ">0", scalar=True)
+    w_read = w if weight_read_bytes is None else check("weight_read_bytes", weight_read_bytes, ">0", scalar=True)
+    kv = check("kv_bytes_per_user", kv_bytes_per_user, ">0", scalar=True)
+    f1 = check("flops_per_token", flops_per_token, ">0", scalar=True)
+    mem = check("gpu_memory_bytes", gpu_memory_bytes, ">0", scalar=True)
+    bw = check("gpu_bandwidth_bytes_per_s", gpu_bandwidth_bytes_per_s, ">0", scalar=True)
+    pi = check("gpu_flops_per_s", gpu_flops_per_s, ">0", scalar=True)
+    ef = check("eta_f", eta_f, "(0,1]", scalar=True)
+    eb = check("eta_b", eta_b, "(0,1]", scalar=True)
+    r = check("memory_reserve_fraction", memory_reserve_fraction, "[0,1)", scalar=True)
+    limits = {
+        "memory": (g * mem * (1.0 - r) - w) / kv,
+        "bandwidth": (t * g * eb * bw - w_read) / kv,
+        "compute": t * g * ef * pi / f1,
+    }
+    limiting = min(limits, key=limits.get)
+    users = max(0, math.floor(limits[limiting] * (1 + 1e-12)))
+    return users, limiting
 
 
-# --- config-level wrappers ---------------------------------------------------
+@formula("(G - 1)*T_TPOT/(T_TTFT + (G - 1)*T_TPOT)", sample={"output_tokens": (2, 4096)},
+         ttft_s="T_TTFT >0", tpot_s="T_TPOT >0", output_tokens="G int>=1")
+def decode_share_of_reply(ttft_s, tpot_s, output_tokens):
+    """Fraction of a reply's latency spent in decode: ``(G - 1) T_TPOT / (TTFT + (G - 1) T_TPOT)``.
 
-COMPUTE_PRECISIONS = ("bf16", "fp8")
-
-
-def peak_flops_per_s(gpu, compute_precision="bf16"):
-    """Dense peak of ``gpu`` for the matrix-input precision ``compute_precision`` ("bf16" or "fp8").
-
-    Weight-only quantisation (int8/int4 weights, BF16 math) still runs at the
-    BF16 peak, so the compute precision is chosen separately from the
-    storage precision of the weights.
+    Uses the serving-benchmark convention of :func:`end_to_end_latency_s`
+    (prefill emits the first token, each later token costs one step).
+    The 8B request with a 500-token reply: 64 ms of prefill against
+    499 x 7.8 ms of decode, 98 % decode. Accepts arrays.
     """
-    _check.choice("compute_precision", compute_precision, set(COMPUTE_PRECISIONS))
-    rate = gpu.bf16_dense_flops_per_s if compute_precision == "bf16" else gpu.fp8_dense_flops_per_s
-    if not rate:
-        raise ValueError(f"compute_precision {compute_precision!r} has no dense peak listed for this GPU")
-    return float(rate)
+    total = end_to_end_latency_s(ttft_s, tpot_s, output_tokens)
+    return (total - ttft_s) / total
 
 
-def decode_step_time_s(model, gpu, batch=1, context_tokens=2048, precision="bf16", kv_bytes_per_element=2,
-                       eta_f=1.0, eta_b=1.0, n_gpus=1, compute_precision="bf16"):
-    """Lower bound on one decode step of ``model`` on ``n_gpus`` x ``gpu``.
+# --- the KV budget and what it does to throughput (chapter 5) -----------------
 
-    Reads: the weights one token touches (:func:`aiinfra.models.decode_read_params`
-    at storage ``precision``) plus each request's KV at ``context_tokens``
-    (``kv_bytes_per_element`` bytes per stored element). FLOPs:
-    :func:`aiinfra.compute.decode_flops` per request, at the dense peak of
-    ``compute_precision``. The ``n_gpus`` share bandwidth and compute
-    perfectly (no communication cost): a lower bound for a tensor-parallel
-    replica. ``context_tokens`` (or ``batch``) may be an array, e.g. the
-    growing context of every step of one reply.
+@formula("B*beta/R_W", batch="B >0", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0")
+def naive_batch_tokens_per_s(batch, weight_bytes, bandwidth_bytes_per_s):
+    """The naive claim ``B * beta / W``: batch size times a single stream's memory-bound rate.
+
+    Kept to be corrected, not used: it holds only while the KV reads ``B S``
+    are negligible next to the weights ``W`` and ``beta`` is the bandwidth
+    of whatever holds the weights (the whole node, if the model spans it).
     """
-    from . import compute, memory, models, units
-
-    g = _check.integer("n_gpus", n_gpus, minimum=1)
-    ctx = _check.integers("context_tokens", context_tokens, minimum=0)
-    weight_bytes = models.decode_read_params(model) * units.bytes_per_param(precision)
-    kv = memory.kv_bytes_per_request(model, ctx, kv_bytes_per_element)
-    return batched_decode_step_time_s(batch, compute.decode_flops(model, ctx), weight_bytes, kv,
-                                      g * peak_flops_per_s(gpu, compute_precision),
-                                      g * gpu.memory_bandwidth_bytes_per_s, eta_f, eta_b)
+    return batch * bandwidth_bytes_per_s / weight_bytes
 
 
-def prefill_time_s(model, gpu, prompt_tokens, precision="bf16", eta_f=1.0, eta_b=1.0, n_gpus=1,
-                   compute_precision="bf16", queue_s=0.0):
-    """Lower bound on TTFT: queueing plus the prefill pass of one prompt.
+@formula("B*n_G*eta_B*beta/(R_W + B*R_state)", sample={"n_gpus": (1, 64)},
+         batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0", bandwidth_bytes_per_s="beta >0",
+         n_gpus="n_G int>=1", efficiency="eta_B (0,1]")
+def node_batch_tokens_per_s(batch, weight_bytes, kv_bytes_per_request, bandwidth_bytes_per_s, n_gpus=1,
+                            efficiency=1.0):
+    """Memory-bound aggregate decode rate of ``batch`` requests on ``n_gpus``: ``B n eta beta / (W + B S)``.
 
-    ``queue_s + max(F_prefill / (eta_F Pi), W / (eta_B beta))`` with the causal
-    FLOP count of :func:`aiinfra.compute.prefill_flops` (lm_head on the last
-    prompt token only) and one read of the weights ``W`` at ``precision``.
+    ``weight_bytes`` (``W``) is what one step reads of the weights, summed over
+    the GPUs that hold them; ``kv_bytes_per_request`` (``S``) the KV one
+    request reads per step (its whole cache); ``bandwidth_bytes_per_s`` the
+    bandwidth of one GPU. As ``B`` grows, ``B S`` overtakes ``W`` and the rate
+    flattens at ``n eta beta / S``, however large the batch. Assumes the GPUs
+    split weights and caches evenly and stream them in parallel with no
+    communication cost. Accepts arrays.
     """
-    from . import compute, models, units
+    total = weight_bytes + batch * kv_bytes_per_request
+    if np.any(total <= 0):
+        raise ValueError("weight_bytes and kv_bytes_per_request are both 0: a step must read something")
+    return batch * n_gpus * efficiency * bandwidth_bytes_per_s / total
 
-    g = _check.integer("n_gpus", n_gpus, minimum=1)
-    weight_bytes = models.decode_read_params(model) * units.bytes_per_param(precision)
-    return ttft_s(compute.prefill_flops(model, prompt_tokens), weight_bytes,
-                  g * peak_flops_per_s(gpu, compute_precision), g * gpu.memory_bandwidth_bytes_per_s,
-                  eta_f, eta_b, queue_s)
+
+@formula("B*R_state/(R_W + B*R_state)", batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0")
+def kv_read_share(batch, weight_bytes, kv_bytes_per_request):
+    """Share of one decode step's bytes that are KV: ``B S / (W + B S)``."""
+    total = weight_bytes + batch * kv_bytes_per_request
+    if np.any(total <= 0):
+        raise ValueError("weight_bytes and kv_bytes_per_request are both 0: a step must read something")
+    return batch * kv_bytes_per_request / total
+
+
+@formula("B*T_1/T_B", batch="B >0", tpot_1_s="T_1 >0", tpot_b_s="T_B >0")
+def throughput_ratio_if_tpot_only(batch, tpot_1_s, tpot_b_s):
+    """Throughput at ``batch`` relative to batch 1 if tokens came out at TPOT pace only: ``B T_1 / T_B``.
+
+    Ignores prefill and queueing, which a measured end-to-end throughput
+    includes; the gap between this and the measured ratio is time spent
+    outside the decode steps. Chapter 1.
+    """
+    return batch * tpot_1_s / tpot_b_s

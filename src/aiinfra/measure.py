@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-import sympy as sp
 
-from . import _check, decode, hardware, roofline
-from .symbols import twin
+from aiinfra import decode, roofline
+from aiinfra.catalog import hardware
+from aiinfra.formula import check, choice, formula
 
 __all__ = [
     "Backend",
@@ -66,7 +66,6 @@ __all__ = [
     "matmul_flops",
     "matmul_min_bytes",
     "toy_decode_shape",
-    "last_level_cache_bytes",
     "default_stream_bytes",
     "measure_copy_bandwidth",
     "measure_read_bandwidth",
@@ -74,7 +73,6 @@ __all__ = [
     "measure_decode_step",
     "measure_decode_sweep",
     "measure_call_overhead",
-    "measure_split_decode",
     "measure_split_read",
     "Ceilings",
     "measure_ceilings",
@@ -87,25 +85,13 @@ __all__ = [
     "mfu_against",
     "step_time_with_calls_s",
     "fit_per_call_s",
-    "catalog_gpu_for",
     "achieved_rate_per_s",
     "cpu_flops_per_cycle",
     "cpu_peak_flops_per_s",
-    "dram_bandwidth_bytes_per_s",
 ]
 
 #: Bytes per element of the dtypes the measurements use.
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
-
-_m, _k, _n, _b = sp.symbols("m k n b", positive=True)
-_calls = sp.Symbol("k_calls", positive=True)
-_t_bound = sp.Symbol("T_bound", positive=True)
-_t_call = sp.Symbol("t_call", positive=True)
-_amount = sp.Symbol("Q", positive=True)
-_elapsed = sp.Symbol("T", positive=True)
-_fma, _simd, _elem = sp.symbols("n_FMA w_SIMD w_elem", positive=True)
-_cores, _clock = sp.symbols("n_cores f_clk", positive=True)
-_chan, _mts, _bpt = sp.symbols("n_ch r_MT b_tr", positive=True)
 
 
 # ---------------------------------------------------------------------------
@@ -131,7 +117,7 @@ class Backend:
         raise NotImplementedError
 
     def check_dtype(self, dtype: str) -> str:
-        return _check.choice("dtype", dtype, set(self.dtypes))
+        return choice("dtype", dtype, set(self.dtypes))
 
 
 class NumpyBackend(Backend):
@@ -151,7 +137,7 @@ class NumpyBackend(Backend):
 
     @property
     def description(self) -> str:
-        return f"numpy {np.__version__} on the CPU ({cpu_name()}, {os.cpu_count()} logical cores, {blas_name()})"
+        return f"numpy {np.__version__} on the CPU ({_cpu_name()}, {os.cpu_count()} logical cores, {_blas_name()})"
 
     def full(self, shape, value, dtype):
         return np.full(shape, value, dtype=self.check_dtype(dtype))
@@ -222,7 +208,7 @@ class TorchBackend(Backend):
         self.torch.cuda.synchronize()
 
 
-def cpu_name() -> str:
+def _cpu_name() -> str:
     """The CPU model from ``/proc/cpuinfo`` (Linux), else ``platform.processor()``, else "unknown CPU"."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -234,7 +220,7 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def blas_name() -> str:
+def _blas_name() -> str:
     """The BLAS library numpy was built against, e.g. "scipy-openblas 0.3.31", or "unknown BLAS"."""
     try:
         cfg = np.show_config(mode="dicts")
@@ -251,7 +237,7 @@ def get_backend(prefer: str = "auto") -> Backend:
     present, else numpy on the CPU. ``"numpy"`` forces the CPU. ``"torch"``
     requires the GPU path and raises ``ValueError`` when it is unavailable.
     """
-    _check.choice("prefer", prefer, {"auto", "numpy", "torch"})
+    choice("prefer", prefer, {"auto", "numpy", "torch"})
     if prefer in ("auto", "torch") and importlib.util.find_spec("torch") is not None:
         import torch  # noqa: PLC0415 - optional, only when installed
 
@@ -345,13 +331,13 @@ def time_interleaved(fns: Sequence[Callable[[], object]], *, budget_s: float = 1
     for f in fns:
         if not callable(f):
             raise ValueError(f"fns must hold callables only, got {type(f).__name__}")
-    budget = _check.positive("budget_s", budget_s)
-    n_warm = _check.integer("warmup", warmup, minimum=1)
-    lo = _check.integer("min_repeats", min_repeats, minimum=1)
-    hi = _check.integer("max_repeats", max_repeats, minimum=1)
+    budget = check("budget_s", budget_s, ">0")
+    n_warm = check("warmup", warmup, "int>=1", scalar=True)
+    lo = check("min_repeats", min_repeats, "int>=1", scalar=True)
+    hi = check("max_repeats", max_repeats, "int>=1", scalar=True)
     if hi < lo:
         raise ValueError(f"max_repeats must be >= min_repeats ({lo}), got {max_repeats!r}")
-    n_inner = _check.integer("inner", inner, minimum=1)
+    n_inner = check("inner", inner, "int>=1", scalar=True)
     if sync is not None and not callable(sync):
         raise ValueError(f"sync must be callable or None, got {type(sync).__name__}")
     wait = sync if sync is not None else (lambda: None)
@@ -419,24 +405,21 @@ class Measurement:
 # ---------------------------------------------------------------------------
 
 
-@twin(2 * _m * _k * _n, domains={"m": (1, 4096, "int"), "k": (1, 4096, "int"), "n": (1, 4096, "int")},
-      m=_m, k=_k, n=_n)
+_MATMUL = {"m": (1, 4096), "k": (1, 4096), "n": (1, 4096)}
+
+
+@formula("2*m*k*n", sample=_MATMUL, m="m int>=1", k="k int>=1", n="n int>=1")
 def matmul_flops(m, k, n):
     """FLOPs of an ``(m x k) @ (k x n)`` product: ``2 m k n`` (one multiply and one add per term).
 
     With ``m k = N`` weights and ``n = B`` columns this is the ``2 N B`` of a
     batched decode step. Chapter 8.
     """
-    mm = _check.integers("m", m, minimum=1)
-    kk = _check.integers("k", k, minimum=1)
-    nn = _check.integers("n", n, minimum=1)
-    out = 2.0 * np.asarray(mm, dtype=float) * np.asarray(kk, dtype=float) * np.asarray(nn, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return 2.0 * m * k * n
 
 
-@twin((_m * _k + _k * _n + _m * _n) * _b,
-      domains={"m": (1, 4096, "int"), "k": (1, 4096, "int"), "n": (1, 4096, "int"), "bytes_per_element": (1, 8, "int")},
-      m=_m, k=_k, n=_n, bytes_per_element=_b)
+@formula("(m*k + k*n + m*n)*b", sample={**_MATMUL, "bytes_per_element": (1, 8, "int")},
+         m="m int>=1", k="k int>=1", n="n int>=1", bytes_per_element="b >0")
 def matmul_min_bytes(m, k, n, bytes_per_element):
     """Least bytes an ``(m x k) @ (k x n)`` product moves to and from memory: ``(m k + k n + m n) b``.
 
@@ -445,12 +428,7 @@ def matmul_min_bytes(m, k, n, bytes_per_element):
     ``n = B`` small, ``(k + m) B`` activation elements are a rounding error.
     Chapter 8.
     """
-    mm = np.asarray(_check.integers("m", m, minimum=1), dtype=float)
-    kk = np.asarray(_check.integers("k", k, minimum=1), dtype=float)
-    nn = np.asarray(_check.integers("n", n, minimum=1), dtype=float)
-    b = np.asarray(_check.positive("bytes_per_element", bytes_per_element), dtype=float)
-    out = (mm * kk + kk * nn + mm * nn) * b
-    return float(out) if out.ndim == 0 else out
+    return (m * k + k * n + m * n) * bytes_per_element
 
 
 def toy_decode_shape(n_params) -> tuple[int, int]:
@@ -459,13 +437,13 @@ def toy_decode_shape(n_params) -> tuple[int, int]:
     ``cols = round(sqrt(N))`` and ``rows = round(N / cols)``; the product is
     within one row of ``N``. Chapter 8 uses it for the toy decode step.
     """
-    n = _check.integer("n_params", n_params, minimum=4)
+    n = check("n_params", n_params, "int>=4", scalar=True)
     cols = max(2, int(round(math.sqrt(n))))
     rows = max(2, int(round(n / cols)))
     return rows, cols
 
 
-def last_level_cache_bytes() -> int | None:
+def _last_level_cache_bytes() -> int | None:
     """Size of the CPU's largest cache in bytes (Linux sysfs), or None when it cannot be read."""
     best = None
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -502,7 +480,7 @@ def default_stream_bytes(backend=None) -> int:
     be = _backend(backend)
     if be.device == "cuda":
         return 2**30
-    llc = last_level_cache_bytes() or 0
+    llc = _last_level_cache_bytes() or 0
     return int(max(MIN_STREAM_BYTES, 2 * llc))
 
 
@@ -512,7 +490,7 @@ def default_stream_bytes(backend=None) -> int:
 
 
 def _elements(name, n_bytes, dtype):
-    nb = _check.integer(name, n_bytes, minimum=1024)
+    nb = check(name, n_bytes, "int>=1024", scalar=True)
     return max(1, nb // DTYPE_BYTES[dtype])
 
 
@@ -562,7 +540,7 @@ def measure_gemm(n=None, *, dtype="float32", budget_s=0.6, backend=None) -> Meas
     """
     be = _backend(backend)
     be.check_dtype(dtype)
-    size = (8192 if be.device == "cuda" else 1024) if n is None else _check.integer("n", n, minimum=2)
+    size = (8192 if be.device == "cuda" else 1024) if n is None else check("n", n, "int>=2", scalar=True)
     a = be.full((size, size), 0.5, dtype)
     b = be.full((size, size), 0.5, dtype)
     out = be.full((size, size), 0.0, dtype)
@@ -583,8 +561,8 @@ class _DecodeSetup:
     def step(self, batch, pieces=1):
         """``(fn, params)``: one step at ``batch`` columns, issued as ``pieces`` calls on row blocks."""
         be, rows, cols = self.be, self.rows, self.cols
-        bsz = _check.integer("batch", batch, minimum=1)
-        k = _check.integer("pieces", pieces, minimum=1)
+        bsz = check("batch", batch, "int>=1", scalar=True)
+        k = check("pieces", pieces, "int>=1", scalar=True)
         if k > rows:
             raise ValueError(f"pieces must be <= the weight matrix's {rows} rows, got {pieces!r}")
         x = be.full((cols, bsz), 0.5, self.dtype) if bsz > 1 else be.full(cols, 0.5, self.dtype)
@@ -630,23 +608,23 @@ def measure_decode_step(n_params=None, batch=1, *, dtype="float32", budget_s=0.4
     """
     be = _backend(backend)
     be.check_dtype(dtype)
-    n = _default_decode_params(be, dtype) if n_params is None else _check.integer("n_params", n_params, minimum=4)
-    return _DecodeSetup(be, n, dtype).run([(batch, 1)], _check.positive("budget_s", budget_s))[0]
+    n = _default_decode_params(be, dtype) if n_params is None else check("n_params", n_params, "int>=4", scalar=True)
+    return _DecodeSetup(be, n, dtype).run([(batch, 1)], check("budget_s", budget_s, ">0"))[0]
 
 
 def _counts(name: str, values) -> list[int]:
     """A non-empty sequence of whole numbers >= 1 (batch sizes, numbers of calls)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
         raise ValueError(f"{name} must be a non-empty sequence of whole numbers >= 1, got {values!r}")
-    return [_check.integer(name, v, minimum=1) for v in values]
+    return [check(name, v, "int>=1", scalar=True) for v in values]
 
 
 def _decode_runs(plan, n_params, dtype, budget_s, backend) -> list[Measurement]:
     """Time the toy decode step for each (batch, calls) in ``plan`` in interleaved rounds."""
     be = _backend(backend)
     be.check_dtype(dtype)
-    total = _check.positive("budget_s", budget_s)
-    n = _default_decode_params(be, dtype) if n_params is None else _check.integer("n_params", n_params, minimum=4)
+    total = check("budget_s", budget_s, ">0")
+    n = _default_decode_params(be, dtype) if n_params is None else check("n_params", n_params, "int>=4", scalar=True)
     return _DecodeSetup(be, n, dtype).run(plan, total)
 
 
@@ -671,9 +649,9 @@ def measure_call_overhead(*, size=8, calls=2000, op="sum", budget_s=0.3, backend
     (:func:`measure_split_read` uses sums).
     """
     be = _backend(backend)
-    s = _check.integer("size", size, minimum=1)
-    c = _check.integer("calls", calls, minimum=1)
-    _check.choice("op", op, {"sum", "matmul"})
+    s = check("size", size, "int>=1", scalar=True)
+    c = check("calls", calls, "int>=1", scalar=True)
+    choice("op", op, {"sum", "matmul"})
     if op == "sum":
         a = be.full(s, 0.5, "float32")
         fn, flops, nbytes = (lambda: be.reduce(a)), float(s), float(4 * s)
@@ -684,18 +662,6 @@ def measure_call_overhead(*, size=8, calls=2000, op="sum", budget_s=0.3, backend
         fn, flops, nbytes = (lambda: be.matmul(m, x, out=y)), matmul_flops(s, s, 1), matmul_min_bytes(s, s, 1, 4)
     t = time_call(fn, budget_s=budget_s, inner=c, sync=be.sync)
     return Measurement("call", be.description, flops, nbytes, t, {"size": s, "calls": c, "op": op})
-
-
-def measure_split_decode(pieces: Sequence[int], n_params=None, *, dtype="float32", budget_s=1.2,
-                         backend=None) -> list[Measurement]:
-    """The same toy decode step (batch 1) issued as ``k`` calls on ``k`` row blocks, for each ``k`` in ``pieces``.
-
-    Bytes and FLOPs do not change with ``k``; only the number of calls does.
-    The extra time over ``k = 1`` is the per-call cost times ``k``: one
-    condition changed at a time. The variants are timed in interleaved
-    rounds within ``budget_s`` in total.
-    """
-    return _decode_runs([(1, k) for k in _counts("pieces", pieces)], n_params, dtype, budget_s, backend)
 
 
 def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", budget_s=1.0,
@@ -712,7 +678,7 @@ def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", 
     be = _backend(backend)
     be.check_dtype(dtype)
     ks = _counts("pieces", pieces)
-    total = _check.positive("budget_s", budget_s)
+    total = check("budget_s", budget_s, ">0")
     n_bytes = default_stream_bytes(be) if n_bytes is None else n_bytes
     n = _elements("n_bytes", n_bytes, dtype)
     if max(ks) > n:
@@ -753,9 +719,9 @@ class Ceilings:
     source: str
 
     def __post_init__(self):
-        object.__setattr__(self, "flops_per_s", _check.positive("flops_per_s", self.flops_per_s))
+        object.__setattr__(self, "flops_per_s", check("flops_per_s", self.flops_per_s, ">0"))
         object.__setattr__(self, "bandwidth_bytes_per_s",
-                           _check.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s))
+                           check("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, ">0"))
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -782,7 +748,7 @@ def measure_ceilings(*, dtype="float32", budget_s=1.2, backend=None):
     """
     be = _backend(backend)
     be.check_dtype(dtype)
-    total = _check.positive("budget_s", budget_s)
+    total = check("budget_s", budget_s, ">0")
     copy = measure_copy_bandwidth(dtype=dtype, budget_s=total / 4, backend=be)
     read = measure_read_bandwidth(dtype=dtype, budget_s=total / 4, backend=be)
     gemm = measure_gemm(dtype=dtype, budget_s=total / 2, backend=be)
@@ -813,8 +779,8 @@ def predict_decode_step_s(n_params, batch, bytes_per_weight, ceilings: Ceilings)
     :func:`predict_time_s`. ``batch`` may be an array (a sweep).
     """
     rows, cols = toy_decode_shape(n_params)
-    bsz = _check.integers("batch", batch, minimum=1)
-    bpw = _check.positive("bytes_per_weight", bytes_per_weight)
+    bsz = check("batch", batch, "int>=1")
+    bpw = check("bytes_per_weight", bytes_per_weight, ">0")
     return predict_time_s(matmul_flops(rows, cols, bsz), matmul_min_bytes(rows, cols, bsz, bpw), ceilings)
 
 
@@ -829,8 +795,8 @@ def predicted_knee_batch(bytes_per_weight, ceilings: Ceilings) -> float:
 
 
 def _sweep(batches, times_s):
-    bs = np.asarray(_check.integers("batches", batches, minimum=1), dtype=float).ravel()
-    ts = np.asarray(_check.positive("times_s", times_s), dtype=float).ravel()
+    bs = np.asarray(check("batches", batches, "int>=1"), dtype=float).ravel()
+    ts = np.asarray(check("times_s", times_s, ">0"), dtype=float).ravel()
     if bs.size < 2 or bs.size != ts.size:
         raise ValueError(f"batches and times_s must have the same length >= 2, got {bs.size} and {ts.size}")
     if np.any(np.diff(bs) <= 0):
@@ -885,8 +851,8 @@ def mfu_against(m: Measurement, ceilings: Ceilings) -> float:
     return roofline.mfu(m.flops, _clamp_peak(m.flops_per_s, c.flops_per_s), m.seconds)
 
 
-@twin(_t_bound + _calls * _t_call, domains={"n_calls": (1, 5000, "int")},
-      bound_s=_t_bound, n_calls=_calls, per_call_s=_t_call)
+@formula("T_bound + k_calls*t_call", sample={"n_calls": (1, 5000)},
+         bound_s="T_bound >=0", n_calls="k_calls int>=0", per_call_s="t_call >=0")
 def step_time_with_calls_s(bound_s, n_calls, per_call_s):
     """Step time when each of ``k`` calls adds a fixed cost the device cannot hide: ``T_bound + k t_call``.
 
@@ -895,18 +861,14 @@ def step_time_with_calls_s(bound_s, n_calls, per_call_s):
     when the host is the bottleneck; a fast GPU running behind a queue of
     launches can hide part of it. Chapter 8.
     """
-    t = _check.non_negative("bound_s", bound_s)
-    k = _check.integers("n_calls", n_calls, minimum=0)
-    c = _check.non_negative("per_call_s", per_call_s)
-    out = np.asarray(t, dtype=float) + np.asarray(k, dtype=float) * np.asarray(c, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return bound_s + n_calls * per_call_s
 
 
 def fit_per_call_s(n_calls, times_s) -> float:
     """Least-squares slope of time against number of calls: the extra seconds each call adds.
 
     Fits ``T = T_1 + k t_call`` to a split-step sweep
-    (:func:`measure_split_decode`); floored at 0 (noise can tilt a flat
+    (:func:`measure_split_read`); floored at 0 (noise can tilt a flat
     sweep downwards).
     """
     ks, ts = _sweep(n_calls, times_s)
@@ -914,20 +876,7 @@ def fit_per_call_s(n_calls, times_s) -> float:
     return float(max(slope, 0.0))
 
 
-def catalog_gpu_for(device_name: str):
-    """The catalogued :class:`aiinfra.hardware.GPU` matching a device name such as "NVIDIA H200", or None."""
-    if not isinstance(device_name, str) or not device_name.strip():
-        raise ValueError(f"device_name must be a non-empty string, got {device_name!r}")
-    name = device_name.strip()
-    for candidate in (name, name.removeprefix("NVIDIA ").strip(), name.split(" ", 1)[-1]):
-        try:
-            return hardware.gpu(candidate)
-        except ValueError:
-            continue
-    return None
-
-
-@twin(_amount / _elapsed, amount=_amount, elapsed_s=_elapsed)
+@formula("Q/T", amount="Q >=0", elapsed_s="T >0")
 def achieved_rate_per_s(amount, elapsed_s):
     """What a timing implies: ``amount / elapsed_s`` (bytes -> B/s, FLOPs -> FLOP/s).
 
@@ -936,15 +885,14 @@ def achieved_rate_per_s(amount, elapsed_s):
     cached result, a miscounted size), not that the machine is fast.
     Chapter 8.
     """
-    q = _check.non_negative("amount", amount)
-    t = _check.positive("elapsed_s", elapsed_s)
-    out = np.asarray(q, dtype=float) / np.asarray(t, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return amount / elapsed_s
 
 
-@twin(2 * _fma * _simd / _elem, domains={"fma_units": (1, 4, "int"), "simd_bits": (128, 512, "int"),
-                                         "bits_per_element": (16, 64, "int")},
-      fma_units=_fma, simd_bits=_simd, bits_per_element=_elem)
+_CPU = {"fma_units": (1, 4), "simd_bits": (128, 512), "bits_per_element": (16, 64)}
+
+
+@formula("2*n_FMA*w_SIMD/w_elem", sample=_CPU, fma_units="n_FMA int>=1", simd_bits="w_SIMD int>=1",
+         bits_per_element="w_elem int>=1")
 def cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element):
     """Peak FLOPs one CPU core can finish per clock cycle: ``2 n_FMA w_SIMD / w_elem``.
 
@@ -953,41 +901,16 @@ def cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element):
     as 2 FLOPs. Two 256-bit FMA units in float32: ``2 x 2 x 8 = 32``.
     Chapter 8.
     """
-    f = _check.integers("fma_units", fma_units, minimum=1)
-    w = _check.integers("simd_bits", simd_bits, minimum=1)
-    e = _check.integers("bits_per_element", bits_per_element, minimum=1)
-    out = 2.0 * np.asarray(f, dtype=float) * np.asarray(w, dtype=float) / np.asarray(e, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return 2.0 * fma_units * simd_bits / bits_per_element
 
 
-@twin(_cores * _clock * 2 * _fma * _simd / _elem,
-      domains={"cores": (1, 128, "int"), "fma_units": (1, 4, "int"), "simd_bits": (128, 512, "int"),
-               "bits_per_element": (16, 64, "int")},
-      cores=_cores, clock_hz=_clock, fma_units=_fma, simd_bits=_simd, bits_per_element=_elem)
+@formula("n_cores*f_clk*2*n_FMA*w_SIMD/w_elem", sample={**_CPU, "cores": (1, 128)},
+         cores="n_cores int>=1", clock_hz="f_clk >0", fma_units="n_FMA int>=1", simd_bits="w_SIMD int>=1",
+         bits_per_element="w_elem int>=1")
 def cpu_peak_flops_per_s(cores, clock_hz, fma_units, simd_bits, bits_per_element):
     """Datasheet-style peak of a CPU: ``cores x clock x`` :func:`cpu_flops_per_cycle`.
 
     Assumes every core runs its FMA units every cycle at ``clock_hz`` (real
     all-core clocks under wide vector load are often lower). Chapter 8.
     """
-    c = _check.integers("cores", cores, minimum=1)
-    hz = _check.positive("clock_hz", clock_hz)
-    per_cycle = cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element)
-    out = np.asarray(c, dtype=float) * np.asarray(hz, dtype=float) * np.asarray(per_cycle, dtype=float)
-    return float(out) if out.ndim == 0 else out
-
-
-@twin(_chan * _mts * _bpt, domains={"channels": (1, 12, "int")},
-      channels=_chan, transfers_per_s=_mts, bytes_per_transfer=_bpt)
-def dram_bandwidth_bytes_per_s(channels, transfers_per_s, bytes_per_transfer=8):
-    """Peak DRAM bandwidth: ``channels x transfers/s x bytes per transfer`` (reads and writes share it).
-
-    A DDR4/DDR5 channel is 64 bits wide, 8 bytes per transfer; "DDR5-4800"
-    means 4.8e9 transfers/s, so one channel peaks at 38.4 GB/s and eight at
-    307.2 GB/s. Chapter 8.
-    """
-    ch = _check.integers("channels", channels, minimum=1)
-    mt = _check.positive("transfers_per_s", transfers_per_s)
-    b = _check.positive("bytes_per_transfer", bytes_per_transfer)
-    out = np.asarray(ch, dtype=float) * np.asarray(mt, dtype=float) * np.asarray(b, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return cores * clock_hz * cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element)

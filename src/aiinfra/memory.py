@@ -1,14 +1,16 @@
-"""Bytes that must sit in GPU memory: weights, the KV cache, and how they split over cards.
+"""Bytes in GPU memory: weights, the KV cache, how they split over cards, and the bus that feeds them.
 
 Every function returns bytes as SI floats (decimal GB = 1e9 B; use
 :mod:`aiinfra.units` to print GiB). The scalar formulas carry symbolic twins
 (``fn.sym``) so chapters can show the equation they compute; the wrappers
-that take a :class:`~aiinfra.models.ModelConfig` call those cores with
-exact counts from :mod:`aiinfra.models`.
+that take a :class:`~aiinfra.catalog.models.ModelConfig` call those cores with
+exact counts from :mod:`aiinfra.catalog.models`.
 
-Chapter 1 (capacity checks: does a 70B model fit, on which cards),
-chapter 4 (the bytes one decode step reads) and chapter 5 (KV bytes for MHA,
-GQA and MLA) are the main users.
+Chapter 1 (capacity checks, and how often each kind of data moves while one
+request is generated), chapter 2 (the memory bus), chapter 4 (the bytes one
+decode step reads) and chapter 5 (KV bytes for MHA, GQA and MLA) are the main
+users. For the questions a whole deployment asks (free memory, largest batch)
+see :class:`aiinfra.deployment.Deployment`.
 """
 from __future__ import annotations
 
@@ -16,38 +18,19 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
-from aiinfra.units import _check
-from aiinfra import models as _models
-from aiinfra.symbols import L, M, M_cap, H_kv, N, b_KV, b_W, d_head, n_ctx, n_gpu, twin
 from aiinfra import units as _units
-
-# Symbols local to this module's twins (quantities the book's notation table does not name).
-_N_q = sp.Symbol("N_q", positive=True)      # parameters that are quantized
-_N_o = sp.Symbol("N_o", positive=True)      # parameters kept at higher precision
-_bits = sp.Symbol("q", positive=True)       # bits per quantized weight
-_g = sp.Symbol("g", positive=True)          # weights per scale group
-_s = sp.Symbol("s_g", positive=True)        # bytes per group scale
-_b_o = sp.Symbol("b_o", positive=True)      # bytes per non-quantized parameter
-_r_kv = sp.Symbol("r_kv", positive=True)    # MLA latent width
-_d_rope = sp.Symbol("d_rope", positive=True)  # MLA decoupled RoPE key width
-_M_W = sp.Symbol("M_W", positive=True)      # resident weight bytes
-_M_S = sp.Symbol("M_S", positive=True)      # resident state (KV) bytes
-_M_ws = sp.Symbol("M_ws", positive=True)    # workspace (activations, allocator slack) bytes
-_M_res = sp.Symbol("M_res", positive=True)  # bytes reserved per card
-
+from aiinfra.catalog import models as _models
+from aiinfra.formula import check, choice, formula
 
 # --------------------------------------------------------------------------------------
 # Weights
 # --------------------------------------------------------------------------------------
 
-@twin(N * b_W, n_params=N, bytes_per_param=b_W)
+@formula("N*b_W", n_params="N >=0", bytes_per_param="b_W >0")
 def weight_bytes_formula(n_params, bytes_per_param):
     """Weight bytes ``N * b_W``: parameter count times bytes per parameter. Accepts arrays."""
-    n = _check.non_negative("n_params", n_params)
-    b = _check.positive("bytes_per_param", bytes_per_param)
-    return n * b
+    return n_params * bytes_per_param
 
 
 def weight_bytes(m, precision: str = "bf16") -> float:
@@ -55,13 +38,12 @@ def weight_bytes(m, precision: str = "bf16") -> float:
 
     DeepSeek-R1-Distill-Llama-70B in BF16: 141.11 GB (131.42 GiB).
     """
-    return float(weight_bytes_formula(_models.total_params(m), _units.bytes_per_param(precision)))
+    return weight_bytes_formula(_models.total_params(m), _units.bytes_per_param(precision))
 
 
-@twin(_N_q * _bits / 8 + _N_q * _s / _g + _N_o * _b_o,
-      n_quant_params=_N_q, n_other_params=_N_o, bits=_bits, group_size=_g, scale_bytes=_s,
-      other_bytes_per_param=_b_o)
-def grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size, scale_bytes,
+@formula("N_q*q/8 + N_q*s_g/g + N_o*b_o", n_quant_params="N_q >=0", n_other_params="N_o >=0", bits="q >0",
+         group_size="g >0", scale_bytes="s_g >=0", other_bytes_per_param="b_o >0")
+def _grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size, scale_bytes,
                                 other_bytes_per_param):
     """Bytes of a grouped-quantized model: ``N_q*q/8 + N_q*s/g + N_o*b_o``.
 
@@ -70,13 +52,8 @@ def grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size
     closed form assumes ``g`` divides every row; :func:`grouped_quant_weight_bytes`
     counts groups matrix by matrix instead. Accepts arrays.
     """
-    nq = _check.non_negative("n_quant_params", n_quant_params)
-    no = _check.non_negative("n_other_params", n_other_params)
-    q = _check.positive("bits", bits)
-    g = _check.positive("group_size", group_size)
-    s = _check.non_negative("scale_bytes", scale_bytes)
-    bo = _check.positive("other_bytes_per_param", other_bytes_per_param)
-    return nq * q / 8 + nq * s / g + no * bo
+    nq, no = n_quant_params, n_other_params
+    return nq * bits / 8 + nq * scale_bytes / group_size + no * other_bytes_per_param
 
 
 def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=()) -> float:
@@ -95,11 +72,11 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
     73.73 GB.
     """
     m = _models._as_model(m)
-    q = _check.integer("bits", bits, minimum=1)
+    q = check("bits", bits, "int>=1", scalar=True)
     if q > 16:
         raise ValueError(f"bits must be a whole number in [1, 16], got {bits!r}")
-    g = _check.integer("group_size", group_size, minimum=1)
-    s = _check.non_negative("scale_bytes", scale_bytes)
+    g = check("group_size", group_size, "int>=1", scalar=True)
+    s = check("scale_bytes", scale_bytes, ">=0")
     if isinstance(keep_bf16, str):
         keep_bf16 = (keep_bf16,)
     keep = set(keep_bf16)
@@ -108,8 +85,8 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
         raise ValueError(f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}")
     bf16 = _units.bytes_per_param("bf16")
     quant_bytes = 0.0
-    other_params = _models.total_params(m) - _models.block_linear_params(m)
-    for lin in _models.linear_shapes(m):
+    other_params = _models.total_params(m) - _models._block_linear_params(m)
+    for lin in _models._linear_shapes(m):
         if lin.role in keep:
             other_params += lin.params
             continue
@@ -122,25 +99,19 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
 # KV cache
 # --------------------------------------------------------------------------------------
 
-@twin(2 * L * H_kv * d_head * b_KV,
-      domains={"n_layers": (1, 128, "int"), "n_kv_heads": (1, 128, "int"), "head_dim": (1, 512, "int")},
-      n_layers=L, n_kv_heads=H_kv, head_dim=d_head, bytes_per_element=b_KV)
+@formula("2*L*H_kv*d_head*b_KV", n_layers="L >0", n_kv_heads="H_kv >0", head_dim="d_head >0",
+         bytes_per_element="b_KV >0")
 def kv_bytes_per_token_formula(n_layers, n_kv_heads, head_dim, bytes_per_element):
     """KV bytes one token adds with MHA/GQA: ``2 * L * H_kv * d_head * b_KV`` (K and V, every layer).
 
     Full multi-head attention at d = 8192 (64 heads of 128, 80 layers, BF16)
     gives 2,621,440 B; the 8-KV-head GQA of Llama-3-70B gives 327,680 B.
     """
-    layers = _check.positive("n_layers", n_layers)
-    heads = _check.positive("n_kv_heads", n_kv_heads)
-    width = _check.positive("head_dim", head_dim)
-    b = _check.positive("bytes_per_element", bytes_per_element)
-    return 2 * layers * heads * width * b
+    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_element
 
 
-@twin((_r_kv + _d_rope) * L * b_KV,
-      domains={"n_layers": (1, 128, "int"), "kv_lora_rank": (1, 1024, "int"), "qk_rope_head_dim": (1, 128, "int")},
-      n_layers=L, kv_lora_rank=_r_kv, qk_rope_head_dim=_d_rope, bytes_per_element=b_KV)
+@formula("(r_kv + d_rope)*L*b_KV", n_layers="L >0", kv_lora_rank="r_kv >0", qk_rope_head_dim="d_rope >0",
+         bytes_per_element="b_KV >0")
 def mla_kv_bytes_per_token_formula(n_layers, kv_lora_rank, qk_rope_head_dim, bytes_per_element):
     """KV bytes one token adds with MLA: ``(r_kv + d_rope) * L * b_KV``.
 
@@ -149,19 +120,7 @@ def mla_kv_bytes_per_token_formula(n_layers, kv_lora_rank, qk_rope_head_dim, byt
     per layer, instead of per-head keys and values. DeepSeek-V3 in BF16:
     (512 + 64) * 61 * 2 = 70,272 B.
     """
-    layers = _check.positive("n_layers", n_layers)
-    r = _check.positive("kv_lora_rank", kv_lora_rank)
-    rope = _check.positive("qk_rope_head_dim", qk_rope_head_dim)
-    b = _check.positive("bytes_per_element", bytes_per_element)
-    return (r + rope) * layers * b
-
-
-@twin(2 * L * H_kv * d_head * n_ctx * b_KV,
-      n_layers=L, n_kv_heads=H_kv, head_dim=d_head, context_tokens=n_ctx, bytes_per_element=b_KV)
-def kv_bytes_for_context_formula(n_layers, n_kv_heads, head_dim, context_tokens, bytes_per_element):
-    """KV bytes of one request holding ``n_ctx`` tokens, full attention: ``2 L H_kv d_head n_ctx b_KV``."""
-    ctx = _check.non_negative("context_tokens", context_tokens)
-    return kv_bytes_per_token_formula(n_layers, n_kv_heads, head_dim, bytes_per_element) * ctx
+    return (kv_lora_rank + qk_rope_head_dim) * n_layers * bytes_per_element
 
 
 def _per_layer_token_bytes(m: _models.ModelConfig, b):
@@ -183,7 +142,7 @@ def kv_bytes_per_token(m, bytes_per_element=2):
     Qwen3-8B in BF16: 147,456 B (144 KiB).
     """
     m = _models._as_model(m)
-    b = _check.positive("bytes_per_element", bytes_per_element)
+    b = check("bytes_per_element", bytes_per_element, ">0")
     return _per_layer_token_bytes(m, b) * m.n_layers
 
 
@@ -198,8 +157,8 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
     8,192 tokens: 2.5 GiB.
     """
     m = _models._as_model(m)
-    ctx = _check.non_negative("context_tokens", context_tokens)
-    b = _check.positive("bytes_per_element", bytes_per_element)
+    ctx = check("context_tokens", context_tokens, ">=0")
+    b = check("bytes_per_element", bytes_per_element, ">0")
     per_layer = _per_layer_token_bytes(m, b)
     n_window = len(m.sliding_window_layers)
     n_full = m.n_layers - n_window
@@ -214,19 +173,15 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
 # Does it fit?
 # --------------------------------------------------------------------------------------
 
-@twin(M_cap - (_M_W + _M_S + _M_ws),
-      weights_bytes=_M_W, state_bytes=_M_S, workspace_bytes=_M_ws, capacity_bytes=M_cap)
+@formula("M_cap - (M_W + M_S + M_ws)", weights_bytes="M_W >=0", state_bytes="M_S >=0",
+         workspace_bytes="M_ws >=0", capacity_bytes="M_cap >0")
 def free_bytes(weights_bytes, state_bytes, workspace_bytes, capacity_bytes):
     """Capacity left after weights, state (KV) and workspace: ``M_cap - (M_W + M_S + M_ws)``.
 
     Negative means the shortfall. One H100 (80 GB) holding the 73.73 GB
     8-bit 70B model alone leaves 6.27 GB. Accepts arrays.
     """
-    w = _check.non_negative("weights_bytes", weights_bytes)
-    s = _check.non_negative("state_bytes", state_bytes)
-    ws = _check.non_negative("workspace_bytes", workspace_bytes)
-    cap = _check.positive("capacity_bytes", capacity_bytes)
-    return cap - (w + s + ws)
+    return capacity_bytes - (weights_bytes + state_bytes + workspace_bytes)
 
 
 def fits(weights_bytes, state_bytes, workspace_bytes, capacity_bytes):
@@ -238,15 +193,13 @@ def fits(weights_bytes, state_bytes, workspace_bytes, capacity_bytes):
     return bool(left >= 0) if np.ndim(left) == 0 else np.asarray(left) >= 0
 
 
-@twin(M / n_gpu, domains={"n_cards": (1, 64, "int")}, total_bytes=M, n_cards=n_gpu)
+@formula("M/n_G", total_bytes="M >=0", n_cards="n_G int>=1")
 def split_even(total_bytes, n_cards):
     """Bytes per card when ``total_bytes`` is split evenly over ``n_cards``: ``M / n_G``.
 
     The 141.11 GB BF16 70B model on two cards: 70.55 GB each.
     """
-    total = _check.non_negative("total_bytes", total_bytes)
-    n = _check.integer("n_cards", n_cards, minimum=1)
-    return total / n
+    return total_bytes / n_cards
 
 
 @dataclass(frozen=True)
@@ -268,12 +221,14 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
     Card ``i`` gets ``total * u_i / sum(u)`` with ``u_i = capacity_i -
     reserve``, so every card is filled to the same fraction; the result says
     what each card has left (``u_i - share_i``) and whether each share fits.
+    A card filled exactly (the total equals the usable sum) fits: the few
+    units in the last place that the division can leave over are counted as 0.
     """
-    total = _check.non_negative("total_bytes", total_bytes)
+    total = check("total_bytes", total_bytes, ">=0", scalar=True)
     if isinstance(capacities_bytes, (str, bytes)) or np.ndim(capacities_bytes) != 1 or len(capacities_bytes) == 0:
         raise ValueError(f"capacities_bytes must be a non-empty list of numbers, got {capacities_bytes!r}")
-    caps = np.asarray(_check.positive("capacities_bytes", capacities_bytes), dtype=float)
-    reserve = _check.non_negative("reserve_bytes_per_card", reserve_bytes_per_card)
+    caps = check("capacities_bytes", capacities_bytes, ">0")
+    reserve = check("reserve_bytes_per_card", reserve_bytes_per_card, ">=0", scalar=True)
     usable = caps - reserve
     if np.any(usable <= 0):
         raise ValueError(
@@ -281,6 +236,7 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
         )
     shares = total * usable / usable.sum()
     left = usable - shares
+    left = np.where(np.abs(left) <= 1e-12 * usable, 0.0, left)
     return CapacitySplit(
         shares_bytes=tuple(float(x) for x in shares),
         free_bytes=tuple(float(x) for x in left),
@@ -288,30 +244,165 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
     )
 
 
-@twin(sp.ceiling(M / (M_cap - _M_res)),
-      domains={"capacity_bytes_per_card": (500.0, 1000.0, "float"),
-               "reserve_bytes_per_card": (0.5, 400.0, "float"),
-               "total_bytes": (0.5, 1e5, "float")},
-      total_bytes=M, capacity_bytes_per_card=M_cap, reserve_bytes_per_card=_M_res)
-def min_cards(total_bytes, capacity_bytes_per_card, reserve_bytes_per_card=0) -> int:
+@formula("ceiling(M/(M_cap - M_res))", out=int,
+         sample={"capacity_bytes_per_card": (500.0, 1000.0), "reserve_bytes_per_card": (0.5, 400.0),
+                 "total_bytes": (0.5, 1e5)},
+         total_bytes="M >=0", capacity_bytes_per_card="M_cap >0", reserve_bytes_per_card="M_res >=0")
+def min_cards(total_bytes, capacity_bytes_per_card, reserve_bytes_per_card=0):
     """Fewest cards that hold ``total_bytes``: ``ceil(M / (M_cap - M_res))``.
 
     Ignores that a split must fall on layer or tensor boundaries. The
-    73.73 GB 8-bit 70B model needs 4 RTX 4090s (24 GB each).
+    73.73 GB 8-bit 70B model needs 4 RTX 4090s (24 GB each). Any positive
+    size needs at least one card, however small (the quotient of a
+    subnormal size can round to 0); nothing needs none.
     """
-    total = _check.non_negative("total_bytes", total_bytes)
-    cap = _check.positive("capacity_bytes_per_card", capacity_bytes_per_card)
-    reserve = _check.non_negative("reserve_bytes_per_card", reserve_bytes_per_card)
-    if reserve >= cap:
+    usable = capacity_bytes_per_card - reserve_bytes_per_card
+    if np.any(usable <= 0):
         raise ValueError(
-            f"reserve_bytes_per_card must be < capacity_bytes_per_card ({cap!r}), got {reserve_bytes_per_card!r}"
+            f"reserve_bytes_per_card must be < capacity_bytes_per_card ({capacity_bytes_per_card!r}), "
+            f"got {reserve_bytes_per_card!r}"
         )
-    return math.ceil(total / (cap - reserve))
+    cards = np.ceil(total_bytes / usable)
+    return np.where(total_bytes > 0, np.maximum(cards, 1.0), 0.0)
+
+
+def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
+    """KV bytes per token the model would cache if every query head kept its own keys and values.
+
+    ``L * (qk_width + v_width) * b`` with the widths of
+    :func:`aiinfra.catalog.models.attention_qk_width` and
+    :func:`~aiinfra.catalog.models.attention_v_width`: for an MHA/GQA model that
+    is ``2 L H d_head b`` with all ``H`` query heads, for an MLA model the full
+    per-head keys (no-RoPE plus RoPE part) and values that the latent
+    replaces. Divide by :func:`kv_bytes_per_token` for the saving of GQA or
+    MLA (chapter 5).
+    """
+    m = _models._as_model(m)
+    b = check("bytes_per_element", bytes_per_element, ">0")
+    out = m.n_layers * (_models.attention_qk_width(m) + _models.attention_v_width(m)) * np.asarray(b)
+    return float(out) if out.ndim == 0 else out
+
+
+# --------------------------------------------------------------------------------------
+# The bytes one request moves (chapter 1)
+# --------------------------------------------------------------------------------------
+#
+# Batch 1; decode step ``i`` (``i = 0 .. G-1``) attends to the ``P + i`` tokens already in
+# the cache, reads all of their keys and values once, and appends its own; prefill writes
+# the prompt's ``P`` entries.
+
+@formula("k_tok*(P + G)", sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000),
+                                   "kv_bytes_per_token": (1e3, 1e6)},
+         kv_bytes_per_token="k_tok >0", prompt_tokens="P int>=0", output_tokens="G int>=0")
+def _kv_bytes_written(kv_bytes_per_token, prompt_tokens, output_tokens):
+    """Bytes appended to the KV cache over a whole request: ``k (P + G)``.
+
+    Prefill stores one entry per prompt token, each decode step one more, so
+    the cache ends at ``P + G`` entries of ``k`` bytes. This is also the cache
+    size the request holds when it finishes. Chapter 1.
+    """
+    return kv_bytes_per_token * (prompt_tokens + output_tokens)
+
+
+@formula("k_tok*(G*P + G*(G - 1)/2)", sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000),
+                                               "kv_bytes_per_token": (1e3, 1e6)},
+         kv_bytes_per_token="k_tok >0", prompt_tokens="P int>=0", output_tokens="G int>=0")
+def kv_bytes_read(kv_bytes_per_token, prompt_tokens, output_tokens):
+    """Bytes of KV cache read over all decode steps: ``k (G P + G (G - 1) / 2)``.
+
+    Step ``i`` (0-based) reads the ``P + i`` entries already cached, so the
+    total is ``k * sum_{i=0}^{G-1} (P + i)``. It grows with the *square* of
+    the answer length, while the weight reads grow linearly. Prefill's own
+    attention reads are not counted (they stay on chip in a fused kernel).
+    Chapter 1.
+    """
+    g, p = output_tokens, prompt_tokens
+    return kv_bytes_per_token * (g * p + g * (g - 1) / 2)
+
+
+@formula("G*R_W", sample={"output_tokens": (1, 5000)}, weight_bytes_per_step="R_W >0", output_tokens="G int>=0")
+def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
+    """Weight bytes streamed from device memory over a request at batch 1: ``G R_W``.
+
+    Each decode step reads every weight it multiplies once (``R_W`` bytes),
+    however many times the weights were loaded (once, at start-up). With a
+    batch of ``B`` requests sharing a step, divide by ``B`` for one request's
+    share. Chapter 1.
+    """
+    return weight_bytes_per_step * output_tokens
+
+
+@formula("d*b_act", sample={"hidden_size": (64, 16384), "bytes_per_element": (1, 4, "int")},
+         hidden_size="d int>=1", bytes_per_element="b_act >0")
+def _activation_bytes_per_token(hidden_size, bytes_per_element=2):
+    """Bytes of one token's hidden vector, ``d b``: what crosses a pipeline cut.
+
+    When a model's layers are split between two cards, each token's hidden
+    state (``hidden_size`` elements, 2 bytes each in BF16) is handed from one
+    card to the next once per step. Tensor parallelism moves more (two
+    all-reduces per layer; see chapter 6). Chapter 1.
+    """
+    return hidden_size * bytes_per_element
+
+
+def request_traffic(weight_bytes_resident, weight_bytes_per_step, kv_bytes_per_token, hidden_size,
+                    prompt_tokens, output_tokens, bytes_per_element=2):
+    """Every movement of one batch-1 request, as a dict of bytes (chapter 1's table).
+
+    Keys: ``weights_loaded`` (once, at start-up), ``weights_streamed`` (over all
+    decode steps), ``kv_written`` and ``kv_read`` (whole request),
+    ``kv_per_token`` (appended per token), ``activation_per_token_per_cut``
+    (hidden vector handed across a pipeline cut), ``steps`` (decode steps).
+    """
+    loaded = check("weight_bytes_resident", weight_bytes_resident, ">0")
+    g = check("output_tokens", output_tokens, "int>=0", scalar=True)
+    p = check("prompt_tokens", prompt_tokens, "int>=0", scalar=True)
+    return {
+        "weights_loaded": float(loaded),
+        "weights_streamed": _weight_bytes_streamed(weight_bytes_per_step, g),
+        "kv_per_token": check("kv_bytes_per_token", kv_bytes_per_token, ">0"),
+        "kv_written": _kv_bytes_written(kv_bytes_per_token, p, g),
+        "kv_read": kv_bytes_read(kv_bytes_per_token, p, g),
+        "activation_per_token_per_cut": _activation_bytes_per_token(hidden_size, bytes_per_element),
+        "steps": g,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# The memory bus
+# --------------------------------------------------------------------------------------
+
+#: Data bits one HBM stack (HBM2, HBM2e, HBM3, HBM3e) exposes to the GPU.
+HBM_BITS_PER_STACK = 1024
+#: Data bits of one DDR4/DDR5 channel (8 bytes per transfer).
+DDR_BITS_PER_CHANNEL = 64
+
+
+@formula("w_bus*r_pin/8", sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
+         bus_width_bits="w_bus int>=1", transfers_per_s="r_pin >0")
+def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
+    """Peak bandwidth of a memory bus: ``w_bus * r_pin / 8`` bytes per second (reads and writes share it).
+
+    ``bus_width_bits`` is the data width (HBM: stacks x 1,024; DDR: channels
+    x 64); ``transfers_per_s`` the data rate of one pin (HBM3 on an H100: ~5.2
+    Gbit/s per pin; "DDR5-4800": 4.8e9). An H100 SXM's 5 active stacks (5,120
+    bits) need ~5.2 Gbit/s per pin for 3.35 TB/s; eight DDR5-4800 channels
+    give 307.2 GB/s. Chapters 2 and 8. Accepts arrays.
+    """
+    return _units.bytes_from_bits(bus_width_bits * transfers_per_s)
+
+
+@formula("8*beta/w_bus", sample={"bus_width_bits": (64, 8192)},
+         bandwidth_bytes_per_s="beta >0", bus_width_bits="w_bus int>=1")
+def bus_transfer_rate_per_s(bandwidth_bytes_per_s, bus_width_bits):
+    """The per-pin data rate a bandwidth implies: ``8 beta / w_bus`` (the inverse of :func:`bus_bandwidth_bytes_per_s`)."""
+    return _units._bits_from_bytes(bandwidth_bytes_per_s) / bus_width_bits
 
 
 __all__ = [
-    "weight_bytes_formula", "weight_bytes", "grouped_quant_bytes_formula", "grouped_quant_weight_bytes",
-    "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula", "kv_bytes_for_context_formula",
+    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes",
+    "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
-    "split_by_capacity", "min_cards",
+    "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",
+    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s",
 ]

@@ -22,15 +22,20 @@ MFU = F / (Pi T) and MBU = R / (beta T). Both are at most 1 when ``F`` and
 All quantities are SI: FLOP, bytes, seconds, FLOP/s and B/s. Every function
 takes numpy arrays as well as scalars, so a figure can sweep any argument.
 
-Serves: Chapters 1 (four metrics, one model step), 2 (one request by hand) and 4 (the decode roofline).
+Two more laws of "how long": Amdahl's law (G. Amdahl, AFIPS 1967): if a
+fraction ``f`` of the original time is made ``s`` times faster and the rest is
+untouched, the job takes ``(1 - f) + f / s`` of its old time, so the speedup is
+``1 / ((1 - f) + f / s)`` with the limit ``1 / (1 - f)``; and the time of
+dependent operations that cannot overlap (a chain of disk seeks).
+
+Serves: Chapters 1 (orders of magnitude, four metrics, one model step, pitfalls), 2 (one request
+by hand), 4 (the decode roofline) and every later chapter that speeds up part of a pipeline.
 """
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
-from . import _check
-from .symbols import F, Pi, R, T, beta, eta_B, eta_F, twin
+from aiinfra.formula import check, formula
 
 __all__ = [
     "compute_time_s",
@@ -41,39 +46,31 @@ __all__ = [
     "ridge_point_flops_per_byte",
     "attainable_flops_per_s",
     "bound_label",
+    "bound_of",
     "mfu",
     "mbu",
     "MEMORY_BOUND",
     "COMPUTE_BOUND",
+    "amdahl_speedup",
+    "amdahl_limit",
+    "time_after_speedup_s",
+    "sequential_seeks_time_s",
 ]
 
 MEMORY_BOUND = "memory-bound"
 COMPUTE_BOUND = "compute-bound"
 
-I_sym = sp.Symbol("I", positive=True)
-
-_EFF = (0.05, 1.0, "float")
-
-
-def _out(x):
-    arr = np.asarray(x, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
-
-
-@twin(F / (eta_F * Pi), domains={"efficiency": _EFF}, flops=F, flops_per_s=Pi, efficiency=eta_F)
+@formula("F/(eta_F*Pi)", flops="F >=0", flops_per_s="Pi >0", efficiency="eta_F (0,1]")
 def compute_time_s(flops, flops_per_s, efficiency=1.0):
     """Lower bound on the time to execute ``flops``: ``F / (eta_F * Pi)``.
 
     ``flops_per_s`` is the dense peak for the precision used; ``efficiency``
     (0, 1] is the achieved fraction of that peak (1 gives the physical limit).
     """
-    f = _check.non_negative("flops", flops)
-    pi = _check.positive("flops_per_s", flops_per_s)
-    eta = _check.fraction("efficiency", efficiency)
-    return _out(np.asarray(f) / (np.asarray(eta) * np.asarray(pi)))
+    return flops / (efficiency * flops_per_s)
 
 
-@twin(R / (eta_B * beta), domains={"efficiency": _EFF}, bytes_moved=R, bandwidth_bytes_per_s=beta, efficiency=eta_B)
+@formula("R/(eta_B*beta)", bytes_moved="R >=0", bandwidth_bytes_per_s="beta >0", efficiency="eta_B (0,1]")
 def memory_time_s(bytes_moved, bandwidth_bytes_per_s, efficiency=1.0):
     """Lower bound on the time to move ``bytes_moved`` bytes: ``R / (eta_B * beta)``.
 
@@ -81,26 +78,20 @@ def memory_time_s(bytes_moved, bandwidth_bytes_per_s, efficiency=1.0):
     (HBM for weights and KV, a link for a transfer); ``efficiency`` (0, 1] is
     the achieved fraction of it.
     """
-    r = _check.non_negative("bytes_moved", bytes_moved)
-    bw = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    eta = _check.fraction("efficiency", efficiency)
-    return _out(np.asarray(r) / (np.asarray(eta) * np.asarray(bw)))
+    return bytes_moved / (efficiency * bandwidth_bytes_per_s)
+
+
+_TWO_TIMES = dict(flops="F >=0", bytes_moved="R >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0",
+                  eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
 
 
 def _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b):
-    """Validated compute and memory times as arrays, the efficiencies named as the caller names them."""
-    ef = _check.fraction("eta_f", eta_f)
-    eb = _check.fraction("eta_b", eta_b)
-    tc = np.asarray(compute_time_s(flops, flops_per_s, ef))
-    tm = np.asarray(memory_time_s(bytes_moved, bandwidth_bytes_per_s, eb))
-    return tc, tm
+    """Compute and memory times as arrays (inputs already validated)."""
+    return (np.asarray(compute_time_s(flops, flops_per_s, eta_f)),
+            np.asarray(memory_time_s(bytes_moved, bandwidth_bytes_per_s, eta_b)))
 
 
-@twin(
-    sp.Max(F / (eta_F * Pi), R / (eta_B * beta)),
-    domains={"eta_f": _EFF, "eta_b": _EFF},
-    flops=F, bytes_moved=R, flops_per_s=Pi, bandwidth_bytes_per_s=beta, eta_f=eta_F, eta_b=eta_B,
-)
+@formula("Max(F/(eta_F*Pi), R/(eta_B*beta))", **_TWO_TIMES)
 def step_time_overlapped_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Step time when reads and arithmetic overlap: ``max(F/(eta_F Pi), R/(eta_B beta))``.
 
@@ -108,14 +99,10 @@ def step_time_overlapped_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_
     so the slower stream sets the pace. This is the usual roofline bound.
     """
     tc, tm = _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b)
-    return _out(np.maximum(tc, tm))
+    return np.maximum(tc, tm)
 
 
-@twin(
-    F / (eta_F * Pi) + R / (eta_B * beta),
-    domains={"eta_f": _EFF, "eta_b": _EFF},
-    flops=F, bytes_moved=R, flops_per_s=Pi, bandwidth_bytes_per_s=beta, eta_f=eta_F, eta_b=eta_B,
-)
+@formula("F/(eta_F*Pi) + R/(eta_B*beta)", **_TWO_TIMES)
 def step_time_serial_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Step time when reads and arithmetic cannot overlap: ``F/(eta_F Pi) + R/(eta_B beta)``.
 
@@ -123,18 +110,16 @@ def step_time_serial_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, e
     between the two (at most a factor of 2 apart).
     """
     tc, tm = _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b)
-    return _out(np.asarray(tc) + np.asarray(tm))
+    return tc + tm
 
 
-@twin(F / R, flops=F, bytes_moved=R)
+@formula("F/R", flops="F >=0", bytes_moved="R >0")
 def arithmetic_intensity_flops_per_byte(flops, bytes_moved):
     """Arithmetic intensity ``I = F / R``: FLOPs performed per byte moved."""
-    f = _check.non_negative("flops", flops)
-    r = _check.positive("bytes_moved", bytes_moved)
-    return _out(np.asarray(f) / np.asarray(r))
+    return flops / bytes_moved
 
 
-@twin(Pi / beta, flops_per_s=Pi, bandwidth_bytes_per_s=beta)
+@formula("Pi/beta", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
 def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
     """Ridge point ``Pi / beta``: the intensity where compute and memory time are equal.
 
@@ -143,20 +128,16 @@ def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
     interface the bytes cross (e.g. 989.4e12 / 3.352e12 = 295 FLOP/B for an
     H100 SXM with BF16 and HBM3).
     """
-    pi = _check.positive("flops_per_s", flops_per_s)
-    bw = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    return _out(np.asarray(pi) / np.asarray(bw))
+    return flops_per_s / bandwidth_bytes_per_s
 
 
-@twin(sp.Min(Pi, I_sym * beta), intensity_flops_per_byte=I_sym, flops_per_s=Pi, bandwidth_bytes_per_s=beta)
+@formula("Min(Pi, I*beta)", intensity_flops_per_byte="I >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
 def attainable_flops_per_s(intensity_flops_per_byte, flops_per_s, bandwidth_bytes_per_s):
     """The roofline itself: ``min(Pi, I * beta)``, the best rate work of intensity ``I`` can reach."""
-    i = _check.non_negative("intensity_flops_per_byte", intensity_flops_per_byte)
-    pi = _check.positive("flops_per_s", flops_per_s)
-    bw = _check.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    return _out(np.minimum(pi, np.asarray(i) * bw))
+    return np.minimum(flops_per_s, intensity_flops_per_byte * bandwidth_bytes_per_s)
 
 
+@formula(None, **{k: v.split()[1] for k, v in _TWO_TIMES.items()})
 def bound_label(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """``"memory-bound"`` when the memory time exceeds the compute time, else ``"compute-bound"``.
 
@@ -165,25 +146,32 @@ def bound_label(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.
     array of labels.
     """
     tc, tm = _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b)
-    labels = np.where(tm > tc, MEMORY_BOUND, COMPUTE_BOUND)
+    return bound_of(tc, tm)
+
+
+def bound_of(compute_s, memory_s):
+    """The label of the larger of two times: ``"memory-bound"`` when ``memory_s > compute_s``, else ``"compute-bound"``.
+
+    The one rule every reported bound follows (a tie is compute-bound).
+    Arrays give an array of labels.
+    """
+    labels = np.where(np.asarray(memory_s) > np.asarray(compute_s), MEMORY_BOUND, COMPUTE_BOUND)
     return str(labels) if labels.ndim == 0 else labels
 
 
-def _utilisation(name_work, work, name_rate, rate, elapsed_s):
-    w = np.asarray(_check.non_negative(name_work, work))
-    r = np.asarray(_check.positive(name_rate, rate))
-    t = np.asarray(_check.positive("elapsed_s", elapsed_s))
+def _utilisation(name_work, w, name_rate, r, elapsed_s):
+    t = elapsed_s
     u = w / (r * t)
     if np.any(u > 1 + 1e-12):
         raise ValueError(
             f"elapsed_s is shorter than the peak-rate bound {name_work}/{name_rate}, "
             f"so the utilisation would exceed 1; got elapsed_s={elapsed_s!r}"
         )
-    return _out(np.minimum(u, 1.0))
+    return np.minimum(u, 1.0)
 
 
-@twin(F / (Pi * T), domains={"flops": (0.5, 10, "float"), "flops_per_s": (10, 100, "float"), "elapsed_s": (1, 100, "float")},
-      flops=F, flops_per_s=Pi, elapsed_s=T)
+@formula("F/(Pi*T)", sample={"flops": (0.5, 10), "flops_per_s": (10, 100), "elapsed_s": (1, 100)},
+         flops="F >=0", flops_per_s="Pi >0", elapsed_s="T >0")
 def mfu(flops, flops_per_s, elapsed_s):
     """Model FLOPs utilisation ``F / (Pi * T)``, in [0, 1].
 
@@ -195,8 +183,8 @@ def mfu(flops, flops_per_s, elapsed_s):
     return _utilisation("flops", flops, "flops_per_s", flops_per_s, elapsed_s)
 
 
-@twin(R / (beta * T), domains={"bytes_moved": (0.5, 10, "float"), "bandwidth_bytes_per_s": (10, 100, "float"), "elapsed_s": (1, 100, "float")},
-      bytes_moved=R, bandwidth_bytes_per_s=beta, elapsed_s=T)
+@formula("R/(beta*T)", sample={"bytes_moved": (0.5, 10), "bandwidth_bytes_per_s": (10, 100), "elapsed_s": (1, 100)},
+         bytes_moved="R >=0", bandwidth_bytes_per_s="beta >0", elapsed_s="T >0")
 def mbu(bytes_moved, bandwidth_bytes_per_s, elapsed_s):
     """Memory bandwidth utilisation ``R / (beta * T)``, in [0, 1].
 
@@ -205,3 +193,49 @@ def mbu(bytes_moved, bandwidth_bytes_per_s, elapsed_s):
     is below ``R / beta``.
     """
     return _utilisation("bytes_moved", bytes_moved, "bandwidth_bytes_per_s", bandwidth_bytes_per_s, elapsed_s)
+
+
+# --- Amdahl's law -------------------------------------------------------------
+
+@formula("1/((1 - f) + f/s)", fraction="f [0,1]", speedup="s >0")
+def amdahl_speedup(fraction, speedup):
+    """Overall speedup ``1 / ((1 - f) + f / s)``.
+
+    ``fraction`` is the share ``f`` in [0, 1] of the *original* time that is
+    sped up, ``speedup`` the factor ``s > 0`` applied to it (``s < 1`` is a
+    slowdown). Example: coding is 20% of a task and becomes 5x faster, so the
+    task as a whole gets 1 / (0.8 + 0.04) = 1.19x faster.
+    """
+    return 1.0 / ((1.0 - fraction) + fraction / speedup)
+
+
+@formula("1/(1 - f)", fraction="f [0,1)")
+def amdahl_limit(fraction):
+    """Ceiling on the overall speedup as the part's own speedup grows without bound: ``1 / (1 - f)``.
+
+    ``fraction`` must lie in [0, 1); at ``f = 1`` there is no ceiling and the
+    function raises rather than return infinity.
+    """
+    return 1.0 / (1.0 - fraction)
+
+
+@formula("T*((1 - f) + f/s)", original_time_s="T >=0", fraction="f [0,1]", speedup="s >0")
+def time_after_speedup_s(original_time_s, fraction, speedup):
+    """New duration ``T ((1 - f) + f / s)`` of a job of ``original_time_s`` seconds.
+
+    E.g. 100 hours with 20% coding made 5x faster: 80 + 20/5 = 84 hours.
+    """
+    return original_time_s / amdahl_speedup(fraction, speedup)
+
+
+@formula("k*t_seek + t_cpu", sample={"n_seeks": (0, 100), "compute_time_s": (0.0, 10.0)},
+         n_seeks="k int>=0", seek_time_s="t_seek >0", compute_time_s="t_cpu >=0")
+def sequential_seeks_time_s(n_seeks, seek_time_s=10e-3, compute_time_s=0.0):
+    """Time of ``n_seeks`` dependent disk seeks plus CPU work: ``k t_seek + t_cpu``.
+
+    The seeks cannot overlap because each one's target depends on the data
+    the previous one returned. With the 2009 seek of 10 ms, 20 seeks and 1 ms
+    of CPU take 201 ms: halving the CPU time saves 0.5 ms, halving the seeks
+    saves 100 ms.
+    """
+    return n_seeks * seek_time_s + compute_time_s

@@ -17,44 +17,8 @@ they never round the underlying value.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 
-import numpy as np
-import sympy as sp
-
-from aiinfra import _check as _shared_check
-from aiinfra.symbols import beta, twin
-
-
-def _no_text(name: str, value) -> None:
-    """Reject strings (and arrays of them) before the shared checkers, which would parse "3" as 3."""
-    if isinstance(value, (str, bytes)) or (
-        not isinstance(value, (bool, int, float)) and np.asarray(value).dtype.kind in "USOV"
-    ):
-        raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
-
-
-def _strict(fn):
-    def checked(name, value, *args, **kwargs):
-        _no_text(name, value)
-        return fn(name, value, *args, **kwargs)
-
-    checked.__name__ = fn.__name__
-    checked.__doc__ = fn.__doc__
-    return checked
-
-
-#: The shared validators of :mod:`aiinfra._check`, made to refuse text as well.
-#: Used by units, hardware, models and memory.
-_check = SimpleNamespace(
-    positive=_strict(_shared_check.positive),
-    non_negative=_strict(_shared_check.non_negative),
-    fraction=_strict(_shared_check.fraction),
-    at_least=_strict(_shared_check.at_least),
-    integer=_shared_check.integer,
-    integers=_strict(_shared_check.integers),
-    choice=_shared_check.choice,
-)
+from aiinfra.formula import check, choice, formula
 
 # --- decimal (SI) byte multiples -------------------------------------------
 KB: float = 1e3
@@ -70,6 +34,19 @@ GiB: int = 2**30
 TiB: int = 2**40
 
 BITS_PER_BYTE: int = 8
+
+# --- dimensionless SI prefixes (counts of FLOPs, parameters, tokens) ---------
+KILO: float = 1e3
+MEGA: float = 1e6
+GIGA: float = 1e9
+TERA: float = 1e12
+PETA: float = 1e15
+EXA: float = 1e18
+
+# --- time -------------------------------------------------------------------
+ns: float = 1e-9
+us: float = 1e-6
+ms: float = 1e-3
 
 #: Storage bytes per parameter for each supported number format. The 4-bit
 #: formats pack two values per byte; block scales are *not* included here
@@ -90,43 +67,46 @@ _DECIMAL_BYTE_UNITS = {"B": 1.0, "KB": KB, "MB": MB, "GB": GB, "TB": TB, "PB": P
 _BINARY_BYTE_UNITS = {"KiB": float(KiB), "MiB": float(MiB), "GiB": float(GiB), "TiB": float(TiB)}
 _BYTE_UNITS = {**_DECIMAL_BYTE_UNITS, **_BINARY_BYTE_UNITS}
 
-_gbit = sp.Symbol("r_Gbit", positive=True)
+#: Decimal giga, for line rates in bits per second (1 Gbit/s = 1e9 bit/s).
+Gbit: float = 1e9
 
 
+@formula("n_bits/8", bits="n_bits >=0")
 def bytes_from_bits(bits):
-    """Bytes in ``bits`` bits: ``bits / 8``. Accepts arrays."""
-    return _check.non_negative("bits", bits) / BITS_PER_BYTE
+    """Bytes in ``bits`` bits: ``bits / 8``; bits per second to bytes per second alike. Accepts arrays.
+
+    The one bridge between bits and bytes: 400 Gbit/s (one ConnectX-7 port)
+    is 5e10 B/s.
+    """
+    return bits / BITS_PER_BYTE
 
 
-def bits_from_bytes(n_bytes):
+@formula("8*n_B", n_bytes="n_B >=0")
+def _bits_from_bytes(n_bytes):
     """Bits in ``n_bytes`` bytes: ``8 * n_bytes``. Accepts arrays."""
-    return _check.non_negative("n_bytes", n_bytes) * BITS_PER_BYTE
+    return n_bytes * BITS_PER_BYTE
 
 
-@twin(_gbit * sp.Integer(10) ** 9 / 8, gbit_per_s=_gbit)
+@formula("r_Gbit*10**9/8", gbit_per_s="r_Gbit >=0")
 def bytes_per_s_from_gbit_per_s(gbit_per_s):
     """Convert a line rate in Gbit/s (decimal giga, bits) to bytes per second.
 
     ``400`` Gbit/s (one ConnectX-7 port) gives ``5e10`` B/s, i.e. 50 GB/s.
     The result is the *nominal* line rate; protocol overhead is not removed.
     """
-    return _check.non_negative("gbit_per_s", gbit_per_s) * 1e9 / BITS_PER_BYTE
+    return bytes_from_bits(gbit_per_s * Gbit)
 
 
-@twin(beta * 8 / sp.Integer(10) ** 9, bytes_per_s=beta)
+@formula("beta*8/10**9", bytes_per_s="beta >=0")
 def gbit_per_s_from_bytes_per_s(bytes_per_s):
     """Convert bytes per second to Gbit/s (decimal giga, bits): ``8 * x / 1e9``."""
-    return _check.non_negative("bytes_per_s", bytes_per_s) * BITS_PER_BYTE / 1e9
+    return _bits_from_bytes(bytes_per_s) / Gbit
 
 
+@formula("g*2**30/10**9", gib="g >=0")
 def gb_from_gib(gib):
     """Decimal gigabytes in ``gib`` binary gibibytes (1 GiB = 1.073741824 GB)."""
-    return _check.non_negative("gib", gib) * GiB / GB
-
-
-def gib_from_gb(gb):
-    """Binary gibibytes in ``gb`` decimal gigabytes (1 GB = 0.931 GiB)."""
-    return _check.non_negative("gb", gb) * GB / GiB
+    return gib * GiB / GB
 
 
 def bytes_per_param(precision: str) -> float:
@@ -146,20 +126,11 @@ def bytes_per_param(precision: str) -> float:
 # --- formatters --------------------------------------------------------------
 
 def _digits(digits) -> int:
-    return _check.integer("digits", digits, minimum=0)
+    return check("digits", digits, "int>=0", scalar=True)
 
 
-def _scalar(name: str, value, *, allow_zero: bool = True) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number, got a bool ({value!r})")
-    _no_text(name, value)
-    if np.ndim(value) != 0:
-        raise ValueError(f"{name} must be a single number, got {value!r}")
-    try:
-        as_float = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a single number, got {value!r}") from None
-    return _check.non_negative(name, as_float) if allow_zero else _check.positive(name, as_float)
+def _scalar(name: str, value) -> float:
+    return check(name, value, ">=0", scalar=True)
 
 
 def _auto_prefix(value: float, ladder: list[tuple[str, float]]) -> tuple[str, float]:
@@ -171,7 +142,7 @@ def _auto_prefix(value: float, ladder: list[tuple[str, float]]) -> tuple[str, fl
     return chosen
 
 
-_TIME_LADDER = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)]
+_TIME_LADDER = [("ns", ns), ("us", us), ("ms", ms), ("s", 1.0)]
 _SI_LADDER = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15), ("E", 1e18)]
 
 
@@ -188,7 +159,7 @@ def fmt_time(seconds, digits=2, unit: str | None = None) -> str:
     if unit is None:
         name, scale = ("s", 1.0) if s == 0 else _auto_prefix(s, _TIME_LADDER)
     else:
-        _check.choice("unit", unit, set(scales))
+        choice("unit", unit, set(scales))
         name, scale = unit, scales[unit]
     return f"{s / scale:.{d}f} {name}"
 
@@ -206,7 +177,7 @@ def fmt_bytes(n_bytes, unit: str | None = None, digits=2) -> str:
         ladder = list(_DECIMAL_BYTE_UNITS.items())
         name, scale = ("B", 1.0) if n == 0 else _auto_prefix(n, ladder)
     else:
-        _check.choice("unit", unit, set(_BYTE_UNITS))
+        choice("unit", unit, set(_BYTE_UNITS))
         name, scale = unit, _BYTE_UNITS[unit]
     return f"{n / scale:.{d}f} {name}"
 
@@ -218,7 +189,7 @@ def fmt_rate_bytes(bytes_per_s, unit: str | None = None, digits=2) -> str:
     """
     rate = _scalar("bytes_per_s", bytes_per_s)
     if unit is not None:
-        _check.choice("unit", unit, set(_BYTE_UNITS))
+        choice("unit", unit, set(_BYTE_UNITS))
     return fmt_bytes(rate, unit=unit, digits=digits) + "/s"
 
 
@@ -244,10 +215,21 @@ def fmt_flops_rate(flops_per_s, digits=1) -> str:
     return _fmt_si(_scalar("flops_per_s", flops_per_s), _digits(digits), "FLOP/s")
 
 
+def fmt_power(watts, digits=1) -> str:
+    """Format a power: ``fmt_power(45.9e6) == "45.9 MW"`` (W, kW or MW; whole watts below 1 kW)."""
+    w = _scalar("watts", watts)
+    d = _digits(digits)
+    if w >= 1e6:
+        return f"{w / 1e6:.{d}f} MW"
+    if w >= 1e3:
+        return f"{w / 1e3:.{d}f} kW"
+    return f"{w:.0f} W"
+
+
 __all__ = [
-    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "BITS_PER_BYTE", "PRECISION_BYTES",
-    "bytes_from_bits", "bits_from_bytes", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
-    "gb_from_gib", "gib_from_gb", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
-    "fmt_flops", "fmt_flops_rate",
+    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "Gbit", "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA", "ns", "us", "ms", "BITS_PER_BYTE", "PRECISION_BYTES",
+    "bytes_from_bits", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
+    "gb_from_gib", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
+    "fmt_flops", "fmt_flops_rate", "fmt_power",
 ]
 

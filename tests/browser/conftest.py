@@ -54,7 +54,7 @@ def expected_figures(html: str) -> int:
     """How many interactive figures a page displays, from its embedded widget state.
 
     A figure is a displayed widget view whose root model carries the CSS
-    class ``aiinfra-figure`` (set by :mod:`aiinfra.interactive`).
+    class ``aiinfra-figure`` (set by :mod:`aiinfra.book.interactive`).
     """
     m = _STATE_RE.search(html)
     if not m:

@@ -1,7 +1,7 @@
 """Every interactive figure of the static book responds to its sliders with no kernel.
 
 Figures are found generically: the page's embedded widget state says how many
-views carry the ``aiinfra-figure`` class (see :mod:`aiinfra.interactive`), and
+views carry the ``aiinfra-figure`` class (see :mod:`aiinfra.book.interactive`), and
 all of them must render. For every enabled slider of every figure, pressing
 an arrow key on its handle must change both the readout text and the image.
 Screenshots of each figure before and after the first key press go to

@@ -11,7 +11,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from aiinfra import _check
+from aiinfra.formula import check, choice
 
 EXERCISE_ID = re.compile(r"^([1-9][0-9]?)-([1-9][0-9]?)$")
 PART_ID = re.compile(r"^[a-z]$")
@@ -83,8 +83,8 @@ class Numeric:
 
     def __post_init__(self):
         _check_part_common(self)
-        _check.fraction("rel_tol", self.rel_tol, open_low=False, closed_high=False)
-        _check.non_negative("abs_tol", self.abs_tol)
+        check("rel_tol", self.rel_tol, "[0,1)")
+        check("abs_tol", self.abs_tol, ">=0")
         if not self.hint:
             raise ValueError(f"Numeric part {self.part!r} needs a hint for wrong answers")
         if not isinstance(self.unit, str):
@@ -151,7 +151,7 @@ def _check_part_common(part) -> None:
         raise ValueError(f"part must be one lower-case letter 'a'..'z', got {part.part!r}")
     if not isinstance(part.prompt, str) or not part.prompt.strip():
         raise ValueError(f"prompt of part {part.part!r} must be a non-empty string")
-    _check.positive("points", part.points)
+    check("points", part.points, ">0")
     if part.ref is not None and not callable(part.ref):
         raise ValueError(f"ref of part {part.part!r} must be callable, got {part.ref!r}")
 
@@ -180,7 +180,7 @@ class Exercise:
     def __post_init__(self):
         if not isinstance(self.id, str) or not EXERCISE_ID.match(self.id):
             raise ValueError(f"id must look like '1-2' (chapter-number), got {self.id!r}")
-        _check.choice("level", self.level, LEVELS)
+        choice("level", self.level, LEVELS)
         if not self.parts:
             raise ValueError(f"exercise {self.id} needs at least one part")
         letters = [p.part for p in self.parts]

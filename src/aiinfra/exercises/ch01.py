@@ -7,7 +7,10 @@ solution, so keep them short and readable.
 """
 from __future__ import annotations
 
-from aiinfra import decode, hardware, memory, models, network, roofline, units
+from aiinfra import decode, memory, roofline, units
+from aiinfra.catalog import hardware, models
+from aiinfra.cluster import network
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -393,23 +396,16 @@ def ref_1_4_c(p):
 
 
 def ref_1_4_d(p):
-    m = models.load(p["model"])
-    gpu = hardware.gpu(GPU_1_4)
-    return decode.decode_step_time_s(m, gpu, batch=1, context_tokens=p["prompt_tokens"]) * 1e3
+    return deployment.Deployment(p["model"], GPU_1_4).step(1, p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_1_4_e(p):
-    m = models.load(p["model"])
-    gpu = hardware.gpu(GPU_1_4)
-    return decode.decode_step_time_s(m, gpu, batch=p["batch"], context_tokens=p["prompt_tokens"]) * 1e3
+    return deployment.Deployment(p["model"], GPU_1_4).step(p["batch"], p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_1_4_f(p):
-    m = models.load(p["model"])
-    gpu = hardware.gpu(GPU_1_4)
-    read = (models.decode_read_params(m) * units.bytes_per_param("bf16")
-            + memory.kv_bytes_per_request(m, p["prompt_tokens"]))
-    return roofline.mbu(read, gpu.memory_bandwidth_bytes_per_s, p["tpot_1_ms"] / 1e3)
+    d = deployment.Deployment(p["model"], GPU_1_4)
+    return roofline.mbu(d.step(1, p["prompt_tokens"]).bytes_moved, d.bandwidth_bytes_per_s, p["tpot_1_ms"] / 1e3)
 
 
 EX_1_4 = Exercise(

@@ -6,7 +6,10 @@ solution.
 """
 from __future__ import annotations
 
-from aiinfra import chain, decode, hardware, network, roofline, units
+from aiinfra import decode, memory, roofline, units
+from aiinfra.catalog import hardware
+from aiinfra.cluster import network
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -15,23 +18,23 @@ from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 
 def ref_2_1_a(p):
-    return chain.per_direction_bytes_per_s(p["nvlink_tb_s"], "TB/s", both_directions=True) / units.GB
+    return network.per_direction_bytes_per_s(p["nvlink_tb_s"], "TB/s", both_directions=True) / units.GB
 
 
 def ref_2_1_b(p):
-    return chain.per_direction_bytes_per_s(p["nic_gbit_s"], "Gbit/s", both_directions=False) / units.GB
+    return network.per_direction_bytes_per_s(p["nic_gbit_s"], "Gbit/s", both_directions=False) / units.GB
 
 
 def ref_2_1_c(p):
-    return chain.per_direction_bytes_per_s(p["pcie_gb_s"], "GB/s", both_directions=True) / units.GB
+    return network.per_direction_bytes_per_s(p["pcie_gb_s"], "GB/s", both_directions=True) / units.GB
 
 
 def ref_2_1_d(p):
-    return chain.per_direction_bytes_per_s(p["switch_gbit_s"], "Gbit/s", both_directions=True) / units.GB
+    return network.per_direction_bytes_per_s(p["switch_gbit_s"], "Gbit/s", both_directions=True) / units.GB
 
 
 def ref_2_1_e(p):
-    return float(chain.misread_factor(printed_in_bits=True, printed_both_directions=True))
+    return float(network.misread_factor(printed_in_bits=True, printed_both_directions=True))
 
 
 def ref_2_1_f(p):
@@ -90,15 +93,15 @@ def _path_one_server():
 
 
 def ref_2_2_a(p):
-    return chain.bottleneck(_path_two_servers()).name
+    return network.bottleneck(_path_two_servers()).name
 
 
 def ref_2_2_b(p):
-    return chain.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) * 1e3
+    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) * 1e3
 
 
 def ref_2_2_c(p):
-    return chain.path_transfer_time_s(p["kv_gb"] * units.GB, _path_one_server()) * 1e3
+    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_one_server()) * 1e3
 
 
 def ref_2_2_d(p):
@@ -106,8 +109,8 @@ def ref_2_2_d(p):
 
 
 def ref_2_2_e(p):
-    step = chain.worked_request().step_time_s
-    return chain.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) / step
+    step = deployment.TEACHING_8B.step(1, deployment.TEACHING_PROMPT_TOKENS).time_s
+    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) / step
 
 
 EX_2_2 = Exercise(
@@ -147,41 +150,40 @@ EX_2_2 = Exercise(
 
 
 def _worked(p):
-    return chain.worked_request(batch=p["batch"], eta_b=p["eta_b"], eta_f=p["eta_f"],
-                                bandwidth_bytes_per_s=p["bandwidth_tb_s"] * units.TB)
+    """The teaching deployment with this student's bandwidth and efficiencies."""
+    gpu = hardware.custom_gpu(base=deployment.TEACHING_8B.gpu, memory_bandwidth_bytes_per_s=p["bandwidth_tb_s"] * units.TB)
+    return deployment.TEACHING_8B.replace(gpu=gpu, eta_b=p["eta_b"], eta_f=p["eta_f"])
 
 
 def given_2_3(p):
-    a = chain.TEACHING_8B
-    return {"n_b": a.n_params / 1e9, "prompt": a.prompt_tokens, "kv_gb": a.kv_bytes_per_request / units.GB,
-            "pflops": a.peak_flops_per_s / 1e15}
+    d = deployment.TEACHING_8B
+    return {"n_b": d.model.n_params / 1e9, "prompt": deployment.TEACHING_PROMPT_TOKENS,
+            "kv_gb": d.kv_bytes(deployment.TEACHING_PROMPT_TOKENS) / units.GB, "pflops": d.peak_flops_per_s / 1e15}
 
 
 def ref_2_3_a(p):
-    return _worked(p).prefill_time_s * 1e3
+    return _worked(p).prefill(deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_b(p):
-    return _worked(p).step_time_s * 1e3
+    return _worked(p).step(1, deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_c(p):
-    return _worked(p).batched_step_time_s * 1e3
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
 
 
 def ref_2_3_d(p):
-    return _worked(p).tokens_per_s_batched
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).tokens_per_s
 
 
 def ref_2_3_e(p):
-    return _worked(p).throughput_gain
+    d = _worked(p)
+    return d.step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).tokens_per_s / d.step(1, deployment.TEACHING_PROMPT_TOKENS).tokens_per_s
 
 
 def ref_2_3_f(p):
-    r = _worked(p)
-    a = r.assumptions
-    return roofline.bound_label(p["batch"] * r.decode_flops_per_request, r.batched_bytes_per_step,
-                                a.peak_flops_per_s, a.bandwidth_bytes_per_s, a.eta_f, a.eta_b)
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).bound
 
 
 EX_2_3 = Exercise(
@@ -229,21 +231,21 @@ EX_2_3 = Exercise(
 
 def given_2_4(p):
     h100 = hardware.gpu("H100 SXM")
-    a = chain.TEACHING_8B
+    n = deployment.TEACHING_8B.model.n_params
     sparse = 2 * h100.bf16_dense_flops_per_s
-    claim = sparse / (2 * a.n_params)
-    return {"sparse_tflops": sparse / 1e12, "n_b": a.n_params / 1e9, "gflops_tok": 2 * a.n_params / 1e9,
+    claim = sparse / (2 * n)
+    return {"sparse_tflops": sparse / 1e12, "n_b": n / 1e9, "gflops_tok": 2 * n / 1e9,
             "claim": claim, "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB}
 
 
 def ref_2_4_a(p):
     h100 = hardware.gpu("H100 SXM")
-    return h100.bf16_dense_flops_per_s / (2 * chain.TEACHING_8B.n_params)
+    return h100.bf16_dense_flops_per_s / (2 * deployment.TEACHING_8B.model.n_params)
 
 
 def ref_2_4_b(p):
     h100 = hardware.gpu("H100 SXM")
-    return decode.memory_bound_tokens_per_s(chain.TEACHING_8B.weight_bytes, h100.memory_bandwidth_bytes_per_s)
+    return decode.memory_bound_tokens_per_s(deployment.TEACHING_8B.weight_bytes, h100.memory_bandwidth_bytes_per_s)
 
 
 def ref_2_4_c(p):
@@ -294,28 +296,28 @@ EX_2_4 = Exercise(
 
 def given_2_5(p):
     g = hardware.gpu(p["gpu"])
-    return {"tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "stacks": chain.HBM_STACKS[g.name],
-            "bits_per_stack": chain.HBM_BITS_PER_STACK}
+    return {"tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "stacks": hardware.HBM_STACKS[g.name],
+            "bits_per_stack": memory.HBM_BITS_PER_STACK}
 
 
 def ref_2_5_a(p):
-    return float(p["stacks"] * chain.HBM_BITS_PER_STACK)
+    return float(p["stacks"] * memory.HBM_BITS_PER_STACK)
 
 
 def ref_2_5_b(p):
     g = hardware.gpu(p["gpu"])
-    return chain.hbm_pin_rate_bits_per_s(g.memory_bandwidth_bytes_per_s, p["stacks"] * chain.HBM_BITS_PER_STACK) / 1e9
+    return memory.bus_transfer_rate_per_s(g.memory_bandwidth_bytes_per_s, p["stacks"] * memory.HBM_BITS_PER_STACK) / 1e9
 
 
 def ref_2_5_c(p):
     g = hardware.gpu(p["gpu"])
-    return roofline.memory_time_s(chain.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) * 1e3
+    return roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) * 1e3
 
 
 def ref_2_5_d(p):
     g = hardware.gpu(p["gpu"])
-    return network.transfer_time_s(chain.TEACHING_8B.weight_bytes, hardware.link("cx7").bytes_per_s_per_direction) / (
-        roofline.memory_time_s(chain.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s))
+    return network.transfer_time_s(deployment.TEACHING_8B.weight_bytes, hardware.link("cx7").bytes_per_s_per_direction) / (
+        roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s))
 
 
 EX_2_5 = Exercise(

@@ -6,7 +6,10 @@ solution.
 """
 from __future__ import annotations
 
-from aiinfra import compute, hardware, inference, memory, models, units
+from aiinfra import compute, memory, units
+from aiinfra.catalog import hardware, models
+from aiinfra import deployment
+from aiinfra.serving import capacity
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -38,7 +41,7 @@ def ref_3_1_d(p):
 
 
 def ref_3_1_e(p):
-    return inference.request_two_n_ratio(p["model"], p["prompt_tokens"], p["generated_tokens"])
+    return compute.request_two_n_ratio(p["model"], p["prompt_tokens"], p["generated_tokens"])
 
 
 EX_3_1 = Exercise(
@@ -83,24 +86,24 @@ EX_3_1 = Exercise(
 
 
 def ref_3_2_a(p):
-    return inference.two_n_ratio(p["model"], p["context_tokens"])
+    return compute.two_n_ratio(p["model"], p["context_tokens"])
 
 
 def ref_3_2_b(p):
-    return inference.context_where_two_n_is_off(p["model"], p["tolerance"])
+    return compute.context_where_two_n_is_off(p["model"], p["tolerance"])
 
 
 def ref_3_2_c(p):
-    return inference.context_where_two_n_is_off("Llama-3.1-70B", p["tolerance"])
+    return compute.context_where_two_n_is_off("Llama-3.1-70B", p["tolerance"])
 
 
 def ref_3_2_d(p):
-    small = inference.context_where_two_n_is_off(p["model"], p["tolerance"])
+    small = compute.context_where_two_n_is_off(p["model"], p["tolerance"])
     return "the larger model" if ref_3_2_c(p) > small else "the smaller model"
 
 
 def ref_3_2_e(p):
-    return inference.two_n_ratio(p["model"], 0)
+    return compute.two_n_ratio(p["model"], 0)
 
 
 EX_3_2 = Exercise(
@@ -143,7 +146,7 @@ EX_3_2 = Exercise(
 
 
 def _phases(p):
-    return inference.request_phases(p["model"], hardware.gpu(p["gpu"]), p["prompt_tokens"], p["generated_tokens"])
+    return deployment.Deployment(p["model"], p["gpu"]).request(p["prompt_tokens"], p["generated_tokens"])
 
 
 def given_3_3(p):
@@ -152,25 +155,24 @@ def given_3_3(p):
 
 
 def ref_3_3_a(p):
-    return _phases(p).prefill_s * 1e3
+    return _phases(p).prefill.time_s * 1e3
 
 
 def ref_3_3_b(p):
-    return _phases(p).prefill_bound
+    return _phases(p).prefill.bound
 
 
 def ref_3_3_c(p):
-    ph = _phases(p)
-    return ph.decode_s / ph.decode_steps * 1e3
+    return _phases(p).tpot_s * 1e3
 
 
 def ref_3_3_d(p):
-    return _phases(p).decode_s
+    return _phases(p).decode.time_s
 
 
 def ref_3_3_e(p):
     ph = _phases(p)
-    return ph.decode_s / ph.total_s
+    return ph.decode.time_s / ph.end_to_end_s
 
 
 EX_3_3 = Exercise(
@@ -226,11 +228,11 @@ def ref_3_4_a(p):
 
 
 def ref_3_4_b(p):
-    return inference.request_phases(p["model"], hardware.gpu("H100 SXM"), p["tokens"], p["tokens"]).prefill_s * 1e3
+    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).prefill.time_s * 1e3
 
 
 def ref_3_4_c(p):
-    return inference.request_phases(p["model"], hardware.gpu("H100 SXM"), p["tokens"], p["tokens"]).decode_s * 1e3
+    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).decode.time_s * 1e3
 
 
 def ref_3_4_d(p):
@@ -284,17 +286,17 @@ def ref_3_5_b(p):
 
 
 def ref_3_5_c(p):
-    cached = inference.request_phases(p["model"], hardware.gpu("H100 SXM"), p["prompt_tokens"],
-                                      p["generated_tokens"]).decode_flops
-    return inference.decode_flops_without_cache(p["model"], p["prompt_tokens"], p["generated_tokens"]) / cached
+    d = deployment.Deployment(p["model"], "H100 SXM")
+    cached = d.request(p["prompt_tokens"], p["generated_tokens"]).decode.flops
+    return d.decode_without_cache(p["prompt_tokens"], p["generated_tokens"]).flops / cached
 
 
 def ref_3_5_d(p):
-    return inference.tokens_to_match_training(p["training_tokens_t"] * 1e12) / 1e12
+    return compute.tokens_to_match_training(p["training_tokens_t"] * 1e12) / 1e12
 
 
 def ref_3_5_e(p):
-    return inference.gpu_hours_for_tokens(ref_3_5_d(p) * 1e12, p["tokens_per_s_per_gpu"]) / 1e6
+    return capacity.gpu_hours_for_tokens(ref_3_5_d(p) * 1e12, p["tokens_per_s_per_gpu"]) / 1e6
 
 
 EX_3_5 = Exercise(

@@ -6,7 +6,9 @@ shows these functions as the worked solutions.
 """
 from __future__ import annotations
 
-from aiinfra import decode, hardware, measurements, memory, models, units
+from aiinfra import decode, memory, units
+from aiinfra.catalog import hardware, models, reference
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -155,7 +157,7 @@ EX_4_2 = Exercise(
 # ---------------------------------------------------------------------------
 
 def _meas():
-    return measurements.QWEN3_8B_RTX_PRO_6000
+    return reference.QWEN3_8B_RTX_PRO_6000
 
 
 def given_4_3(p):
@@ -164,18 +166,16 @@ def given_4_3(p):
             "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "tpot_meas_ms": _meas().tpot(1) * 1e3}
 
 
-def _m43():
-    return models.load(_meas().model), hardware.gpu(_meas().gpu)
+def _d43():
+    return deployment.Deployment(_meas().model, _meas().gpu)
 
 
 def ref_4_3_a(p):
-    m, g = _m43()
-    return decode.prefill_time_s(m, g, p["prompt_tokens"]) * 1e3
+    return _d43().prefill(p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_4_3_b(p):
-    m, g = _m43()
-    return decode.decode_step_time_s(m, g, batch=1, context_tokens=p["prompt_tokens"]) * 1e3
+    return _d43().step(1, p["prompt_tokens"]).time_s * 1e3
 
 
 def ref_4_3_c(p):
@@ -233,8 +233,7 @@ CTX_4_4 = 4096
 
 
 def _step_4_4(batch):
-    return decode.decode_step_time_s(models.load(MODEL_4_4), hardware.gpu(GPU_4_4), batch=batch,
-                                     context_tokens=CTX_4_4)
+    return deployment.Deployment(MODEL_4_4, GPU_4_4).step(batch, CTX_4_4).time_s
 
 
 def given_4_4(p):

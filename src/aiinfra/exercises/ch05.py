@@ -6,7 +6,10 @@ shows these functions as the worked solutions.
 """
 from __future__ import annotations
 
-from aiinfra import compute, decode, hardware, kvbudget, memory, models, paging, scheduling, units
+from aiinfra import compute, decode, memory, units
+from aiinfra.catalog import hardware, models
+from aiinfra.serving import batching as scheduling
+from aiinfra.serving import capacity, paging
 from aiinfra.exercises import Exercise, Free, Numeric, Param
 
 MODEL_70B = "Llama-3.1-70B"
@@ -35,7 +38,7 @@ def ref_5_1_a(p):
 
 
 def ref_5_1_b(p):
-    return kvbudget.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) / units.KiB
+    return memory.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) / units.KiB
 
 
 def ref_5_1_c(p):
@@ -48,7 +51,7 @@ def ref_5_1_d(p):
 
 
 def ref_5_1_e(p):
-    s = kvbudget.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) * p["context_tokens"]
+    s = memory.mha_equivalent_kv_bytes_per_token(models.load(MODEL_70B)) * p["context_tokens"]
     return float(decode.max_batch_from_kv_budget(_free_5_1(p), s))
 
 
@@ -109,7 +112,7 @@ def _w_5_2():
 
 
 def ref_5_2_a(p):
-    return kvbudget.naive_batch_tokens_per_s(p["batch"], _w_5_2(), hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s)
+    return decode.naive_batch_tokens_per_s(p["batch"], _w_5_2(), hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s)
 
 
 def ref_5_2_b(p):
@@ -118,7 +121,7 @@ def ref_5_2_b(p):
 
 def ref_5_2_c(p):
     bw = hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s
-    return kvbudget.node_batch_tokens_per_s(p["batch"], _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
+    return decode.node_batch_tokens_per_s(p["batch"], _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
 
 
 def ref_5_2_d(p):
@@ -127,7 +130,7 @@ def ref_5_2_d(p):
 
 def ref_5_2_e(p):
     bw = hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s
-    one = kvbudget.node_batch_tokens_per_s(1, _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
+    one = decode.node_batch_tokens_per_s(1, _w_5_2(), _s_5_2(p), bw, n_gpus=NODE_5_2)
     return ref_5_2_c(p) / one
 
 
@@ -212,10 +215,10 @@ EX_5_3 = Exercise(
     title="Static versus continuous batching on one trace",
     level="core",
     intro=(
-        "Use `aiinfra.scheduling`. Build the trace with "
-        "`scheduling.synthetic_trace({n_requests}, seed={seed}, mean_output_tokens={mean_output}, "
+        "Use `aiinfra.serving.batching`. Build the trace with "
+        "`batching.synthetic_trace({n_requests}, seed={seed}, mean_output_tokens={mean_output}, "
         "max_output_tokens=1024, mean_interarrival_steps={gap})` and run it on an engine with {slots} batch slots "
-        "under both policies (`scheduling.compare_policies`)."
+        "under both policies (`batching.compare_policies`)."
     ),
     params={
         "n_requests": Param(200),
@@ -338,7 +341,7 @@ def _cost_5_5(p, context):
     cap = NODE_5_5 * g.memory_bytes
     free = memory.free_bytes(memory.weight_bytes(m, "bf16"), 0.0, RESERVE_5_5 * cap, cap)
     w_read = models.decode_read_params(m) * units.bytes_per_param("bf16")
-    return kvbudget.cost_vs_context([context], w_read, memory.kv_bytes_per_token(m), free,
+    return capacity.cost_vs_context([context], w_read, memory.kv_bytes_per_token(m), free,
                                     compute.flops_per_token(m), g.bf16_dense_flops_per_s,
                                     g.memory_bandwidth_bytes_per_s, p["usd_per_gpu_hour"], n_gpus=NODE_5_5)
 
@@ -370,7 +373,7 @@ EX_5_5 = Exercise(
     intro=(
         "{model} in BF16 is served on {n_gpus} x {gpu}, with {reserve:.0%} of memory reserved for runtime buffers and the rest "
         "after the weights for caches. A GPU-hour costs ${usd_per_gpu_hour:.2f}. All requests in a deployment hold "
-        "the same context; the batch is the largest that fits. Use `kvbudget.cost_vs_context` (bounds: full "
+        "the same context; the batch is the largest that fits. Use `capacity.cost_vs_context` (bounds: full "
         "bandwidth and compute, no overheads)."
     ),
     params={

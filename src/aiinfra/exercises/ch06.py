@@ -6,7 +6,11 @@ shows these functions as the worked solution.
 """
 from __future__ import annotations
 
-from aiinfra import cluster, decode, hardware, hierarchy, models, network, parallelism, units
+from aiinfra import decode, units
+from aiinfra.catalog import hardware, models
+from aiinfra.cluster import hierarchy, network, parallelism
+from aiinfra.cluster import scale as cluster
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -203,8 +207,7 @@ def given_6_3(p):
 
 
 def _read(p, n):
-    return decode.decode_step_time_s(models.load(MODEL_6_3), hardware.gpu("H100 SXM"), batch=p["batch"],
-                                     context_tokens=p["context"], n_gpus=n)
+    return deployment.Deployment(MODEL_6_3, "H100 SXM", n_gpus=n).step(p["batch"], p["context"]).time_s
 
 
 def _comm(p, n, bw, t0):

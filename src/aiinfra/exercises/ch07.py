@@ -6,8 +6,12 @@ shows these functions as the worked solution.
 """
 from __future__ import annotations
 
-from aiinfra import (cluster, compute, decode, disaggregation, hardware, hierarchy, memory, models, prefix_cache,
-                     roofline, serving, speculation, units)
+from aiinfra import compute, decode, memory, roofline, units
+from aiinfra.catalog import hardware, models
+from aiinfra.cluster import hierarchy
+from aiinfra.cluster import scale as cluster
+from aiinfra import deployment
+from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -16,11 +20,11 @@ from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 
 def ref_7_1_a(p):
-    return serving.expected_tokens_per_target_pass(p["alpha"], p["gamma"])
+    return speculation.expected_tokens_per_target_pass(p["alpha"], p["gamma"])
 
 
 def ref_7_1_b(p):
-    return serving.speculative_speedup(p["alpha"], p["gamma"], p["draft_cost"])
+    return speculation.speculative_speedup(p["alpha"], p["gamma"], p["draft_cost"])
 
 
 def ref_7_1_c(p):
@@ -36,7 +40,7 @@ def ref_7_1_e(p):
 
 
 def ref_7_1_f(p):
-    return serving.speculative_speedup(p["alpha"], p["gamma"], p["slow_draft_cost"]) > 1.0
+    return speculation.speculative_speedup(p["alpha"], p["gamma"], p["slow_draft_cost"]) > 1.0
 
 
 EX_7_1 = Exercise(
@@ -86,16 +90,14 @@ MODEL_7_2 = "Llama-3.1-70B"
 
 def given_7_2(p):
     dgx = hardware.DGX_H100
-    import inspect
-    sizes = inspect.signature(serving.gpus_for_users).parameters["replica_sizes"].default
+    sizes = capacity.REPLICA_SIZES
     return {"model": MODEL_7_2, "server_kw": dgx.max_power_watts / 1e3, "server_gpus": dgx.n_gpus,
             "sizes": ", ".join(str(x) for x in sizes)}
 
 
 def _plan(p):
-    return serving.gpus_for_users(p["users"], p["tpot_ms"] / 1e3, p["context"], models.load(MODEL_7_2),
-                                  hardware.gpu("H100 SXM"), eta_f=p["eta_f"], eta_b=p["eta_b"],
-                                  memory_reserve_fraction=p["reserve"])
+    replica = deployment.Deployment(MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"])
+    return capacity.plan(replica, p["users"], p["tpot_ms"] / 1e3, p["context"])
 
 
 def ref_7_2_a(p):
@@ -118,7 +120,7 @@ def ref_7_2_d(p):
 def ref_7_2_e(p):
     plan = _plan(p)
     tok_s = decode.tokens_per_s_aggregate(plan.users_per_replica, plan.step_time_s) * plan.replicas
-    return serving.cost_per_million_tokens(p["usd_per_gpu_hour"], tok_s / plan.gpus_total)
+    return capacity.cost_per_million_tokens(p["usd_per_gpu_hour"], tok_s / plan.gpus_total)
 
 
 EX_7_2 = Exercise(
@@ -129,7 +131,7 @@ EX_7_2 = Exercise(
         "A service runs {model} in BF16 on H100 SXM GPUs for {users:,} concurrent users, each holding {context:,} "
         "tokens of context, with a target TPOT of {tpot_ms} ms. Assume {eta_f:.0%} of peak FLOP/s and "
         "{eta_b:.0%} of peak bandwidth, and hold back {reserve:.0%} of memory for workspace. Replicas are "
-        "tensor-parallel groups of {sizes} GPUs; use `aiinfra.serving.gpus_for_users`. Servers draw "
+        "tensor-parallel groups of {sizes} GPUs; use `aiinfra.serving.capacity.plan`. Servers draw "
         "{server_kw:.1f} kW per {server_gpus} GPUs, the PUE is {pue} and a GPU-hour costs ${usd_per_gpu_hour:.2f}."
     ),
     params={
@@ -175,14 +177,16 @@ def _h100():
     return hardware.gpu("H100 SXM")
 
 
+def _server(p):
+    return deployment.Deployment(MODEL_7_3, _h100(), n_gpus=p["n_gpus"], eta_f=p["eta_f"], eta_b=p["eta_b"])
+
+
 def _t_pre(p):
-    return decode.prefill_time_s(models.load(MODEL_7_3), _h100(), p["prompt"], n_gpus=p["n_gpus"],
-                                 eta_f=p["eta_f"], eta_b=p["eta_b"])
+    return _server(p).prefill(p["prompt"]).time_s
 
 
 def _t_dec(p):
-    return decode.decode_step_time_s(models.load(MODEL_7_3), _h100(), batch=p["batch"], context_tokens=p["prompt"],
-                                     n_gpus=p["n_gpus"], eta_f=p["eta_f"], eta_b=p["eta_b"])
+    return _server(p).step(p["batch"], p["prompt"]).time_s
 
 
 def _u(p):
@@ -242,7 +246,7 @@ EX_7_3 = Exercise(
     given=given_7_3,
     parts=(
         Numeric("a", "How long does one prefill take (lower bound)?", ref_7_3_a, unit="ms",
-                hint="use aiinfra.decode.prefill_time_s on the whole server"),
+                hint="the prefill of a Deployment of the whole server (aiinfra.deployment)"),
         Numeric("b", "What share of a colocated server's time goes to prefill?", ref_7_3_b, unit="%",
                 hint="u = arrival rate x prefill time"),
         Numeric("c", "Mean time per output token on the colocated server?", ref_7_3_c, unit="ms",
@@ -273,7 +277,7 @@ def given_7_4(p):
 
 def _kv_mha(p):
     # full multi-head attention: K and V of width d per layer (one "head" of width d is the same count)
-    return memory.kv_bytes_for_context_formula(p["layers"], 1, p["d_model"], p["context"], 2)
+    return memory.kv_bytes_per_token_formula(p["layers"], 1, p["d_model"], 2) * p["context"]
 
 
 def _step(p, kv_per_request):
@@ -409,7 +413,7 @@ EX_7_5 = Exercise(
     given=given_7_5,
     parts=(
         Numeric("a", "Prefill time of a prompt without a hit?", ref_7_5_a, unit="ms",
-                hint="use aiinfra.prefix_cache.model_prefill_coefficients and prefill_flops_with_prefix"),
+                hint="use aiinfra.serving.prefix_cache.model_prefill_coefficients and prefill_flops_with_prefix"),
         Numeric("b", "Prefill time with the prefix cached?", ref_7_5_b, unit="ms",
                 hint="only positions after the prefix are computed, but they attend to the whole prompt"),
         Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)"),

@@ -7,7 +7,9 @@ parameters, never typed results.
 """
 from __future__ import annotations
 
-from aiinfra import decode, hardware, measure, measurements, memory, models, roofline, units
+from aiinfra import decode, measure, memory, roofline, units
+from aiinfra.catalog import hardware, models, reference
+from aiinfra import deployment
 from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
@@ -120,7 +122,7 @@ def ref_8_2_b(p):
 
 
 def ref_8_2_c(p):
-    return measure.dram_bandwidth_bytes_per_s(p["channels"], p["mts"] * 1e6) / units.GB
+    return memory.bus_bandwidth_bytes_per_s(p["channels"] * memory.DDR_BITS_PER_CHANNEL, p["mts"] * 1e6) / units.GB
 
 
 def ref_8_2_d(p):
@@ -186,14 +188,13 @@ EX_8_2 = Exercise(
 # ---------------------------------------------------------------------------
 
 def _rec():
-    """The measured Qwen3-8B record (aiinfra.measurements), with its conditions and source."""
-    return measurements.QWEN3_8B_RTX_PRO_6000
+    """The measured Qwen3-8B record (aiinfra.catalog.reference), with its conditions and source."""
+    return reference.QWEN3_8B_RTX_PRO_6000
 
 
 def _bound_s(batch):
     rec = _rec()
-    m = models.load(rec.model)
-    return decode.decode_step_time_s(m, hardware.gpu(rec.gpu), batch=batch, context_tokens=rec.prompt_tokens)
+    return deployment.Deployment(rec.model, rec.gpu).step(batch, rec.prompt_tokens).time_s
 
 
 def given_8_3(p):
@@ -226,7 +227,7 @@ def ref_8_3_b(p):
 
 def ref_8_3_c(p):
     rec = _rec()
-    return measurements.throughput_ratio_if_tpot_only(p["batch"], rec.tpot(1), rec.tpot(p["batch"]))
+    return decode.throughput_ratio_if_tpot_only(p["batch"], rec.tpot(1), rec.tpot(p["batch"]))
 
 
 def ref_8_3_d(p):

@@ -1,0 +1,103 @@
+"""Figures of chapter 3, "What inference is": pure functions ``params -> (Figure, readouts)``.
+
+:func:`two_n_drift` sets the exact FLOPs of one decode step beside the
+``2N`` rule: on the left, the pieces of both counts for one model at the
+chosen context (blocks, lm_head, embedding, attention); on the right, the
+ratio exact / 2N against the context for several shipped models, with the
++-10 % band in which the rule is good enough. Every number comes from
+:mod:`aiinfra.compute`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.ticker import FuncFormatter
+
+from aiinfra import compute, units
+from aiinfra.book.figures import PALETTE, new_figure
+from aiinfra.formula import check
+
+__all__ = ["CONTEXT_VALUES", "DRIFT_MODELS", "two_n_drift", "two_n_drift_sliders"]
+
+#: Contexts offered by the slider (tokens already in the KV cache).
+CONTEXT_VALUES = (256, 2048, 4096, 16384, 32768, 131072)
+#: Models drawn on the right panel (the first one is broken down on the left).
+DRIFT_MODELS = ("Qwen3-8B", "Llama-3.1-70B", "Llama-3.2-3B")
+
+_PIECES = (("blocks", "block matrices", PALETTE["blue"]), ("lm_head", "lm_head", PALETTE["green"]),
+           ("embedding", "embedding table", PALETTE["grey"]), ("attention", "attention over the context",
+                                                                 PALETTE["orange"]))
+_LINE_COLOURS = (PALETTE["blue"], PALETTE["purple"], PALETTE["red"])
+
+
+def _ctx_label(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 else str(n)
+
+
+def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolerance: float = 0.1):
+    """Exact decode-step FLOPs against ``2N`` at ``context_tokens``, broken down and swept over context.
+
+    ``model`` is broken down on the left; the right panel always shows
+    :data:`DRIFT_MODELS`. ``tolerance`` sets the shaded band (0.1 = +-10 %).
+    Returns ``(Figure, readouts)``: the two totals, their ratio and the
+    context beyond which the rule is short by more than ``tolerance``.
+    """
+    ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
+    tol = check("tolerance", tolerance, "(0,1)")
+    parts = compute.decode_flops_breakdown(model, ctx)
+    fig, (ax1, ax2) = new_figure(8.6, 3.4, ncols=2, left=0.08, right=0.985, bottom=0.16, top=0.86, wspace=0.3)
+
+    for x, key in ((0, "exact"), (1, "two_n")):
+        bottom = 0.0
+        for piece, label, colour in _PIECES:
+            v = parts[key][piece] / units.GIGA
+            if v > 0:
+                ax1.bar([x], [v], bottom=[bottom], color=colour, width=0.55, label=label if x == 0 or piece == "embedding"
+                        else None)
+                bottom += v
+        ax1.text(x, bottom, f"{bottom:,.1f}", ha="center", va="bottom", fontsize=7.5)
+    ax1.set_xticks([0, 1], ["exact", "2N rule"])
+    ax1.set_xlim(-0.6, 1.6)
+    ax1.set_ylabel("GFLOPs per decode step")
+    ax1.set_title(f"{model}, one token at {ctx:,} tokens of context", fontsize=8.5)
+    handles, labels = ax1.get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    ax1.legend(seen.values(), seen.keys(), fontsize=6.5, loc="upper left", frameon=False)
+    ax1.set_ylim(0, max(parts["exact"]["total"], parts["two_n"]["total"]) / units.GIGA * 1.5)
+
+    grid = np.unique(np.geomspace(64, 262144, 60).astype(int))
+    ax2.axhspan(1 - tol, 1 + tol, color=PALETTE["light"], alpha=0.6, lw=0)
+    ax2.axhline(1.0, color="black", linewidth=0.6)
+    for name, colour in zip(DRIFT_MODELS, _LINE_COLOURS):
+        ax2.plot(grid, compute.two_n_ratio(name, grid), color=colour, label=name)
+        ax2.plot([max(ctx, 64)], [compute.two_n_ratio(name, max(ctx, 64))], "o", color=colour, markersize=5)
+    ax2.axvline(max(ctx, 64), color=PALETTE["grey"], linewidth=0.8, linestyle=":")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ticks = [256, 1024, 4096, 16384, 65536, 262144]
+    ax2.set_xticks(ticks, [_ctx_label(t) for t in ticks])
+    ax2.minorticks_off()
+    yt = [1.0, 1.5, 2, 4, 8]
+    ax2.set_yticks(yt)
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}x"))
+    ax2.set_ylim(0.85, 10)
+    ax2.set_xlabel("context n (tokens in the KV cache)")
+    ax2.set_ylabel("exact / 2N, per decode step")
+    ax2.legend(fontsize=7, loc="upper left", frameon=False)
+    ax2.set_title(f"shaded: within {tol:.0%} of the rule", fontsize=8.5)
+
+    off = compute.context_where_two_n_is_off(model, tol)
+    readouts = {
+        "exact, one step": units.fmt_flops(parts["exact"]["total"]),
+        "2N rule": units.fmt_flops(parts["two_n"]["total"]),
+        "exact / 2N": f"{compute.two_n_ratio(model, ctx):.3f}",
+        "attention share of exact": f"{parts['exact']['attention'] / parts['exact']['total']:.1%}",
+        f"2N is > {tol:.0%} short beyond": f"{off:,.0f} tokens",
+    }
+    return fig, readouts
+
+
+def two_n_drift_sliders():
+    """The context slider of :func:`two_n_drift`."""
+    from aiinfra.book.interactive import Slider
+
+    return [Slider("context_tokens", CONTEXT_VALUES, label="context", default=2048, fmt=lambda n: f"{n:,} tokens")]

@@ -1,0 +1,138 @@
+"""Figures of chapter 4, "Latency, throughput, tokens per second": pure functions ``params -> (Figure, readouts)``.
+
+* :func:`throughput_latency`: the trade-off curve of batching. For every batch
+  from 1 up to the largest whose KV cache fits, one point: per-user speed
+  (``1 / T_step``) against the replica's aggregate rate (``B / T_step``), with
+  ``T_step`` the roofline step of a :class:`aiinfra.deployment.Deployment`
+  (default memory reserve). Sliders: the context each request holds, and the
+  weight precision.
+* :func:`latency_timeline`: one request's life on a time axis: queueing,
+  prefill (TTFT), then one bar per decode step (TPOT), so the three latency
+  metrics are seen as lengths.
+
+Every number drawn comes from a library call. Figures are built with
+:class:`matplotlib.figure.Figure` directly, never through pyplot.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from aiinfra import decode, units
+from aiinfra.book.figures import PALETTE, new_figure
+from aiinfra.deployment import Deployment
+from aiinfra.formula import check, choice
+
+__all__ = [
+    "CONTEXT_VALUES",
+    "PRECISION_VALUES",
+    "throughput_latency",
+    "throughput_latency_sliders",
+    "latency_timeline",
+]
+
+#: Context lengths on the slider (tokens held by every request).
+CONTEXT_VALUES = (1024, 4096, 32768)
+#: Weight precisions on the slider (names understood by :func:`aiinfra.units.bytes_per_param`).
+PRECISION_VALUES = ("bf16", "fp8", "int4")
+_MARKED = (1, 8, 32, 128, 512)
+_PLAIN = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
+
+
+def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", gpu="H100 SXM", n_gpus=1):
+    """Per-user vs aggregate decode rate as the batch grows, up to the KV limit.
+
+    Each point is one batch size ``B``; its step time is the roofline bound
+    ``max(B F_1 / Pi, (W + B S) / beta)``. The curve stops at
+    ``B_max = floor(free / S)``, where the caches fill the memory left by the
+    weights and the deployment's memory reserve. Readouts: ``B_max``, per-user
+    speed at ``B = 1`` and at ``B_max``, aggregate rate at ``B_max``.
+    """
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    choice("precision", precision, set(PRECISION_VALUES))
+    d = Deployment(model, gpu, n_gpus=n_gpus, weight_precision=precision)
+    bmax = int(d.max_batch(ctx))
+    fig, ax = new_figure(6.4, 3.4, left=0.13, bottom=0.15, top=0.9)
+    title = f"{d.model.name}, {precision}, {d.n_gpus} x {d.gpu.name}, {ctx:,}-token context"
+    if bmax < 1:
+        ax.text(0.5, 0.5, "one request's KV cache does not fit", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title, fontsize=9)
+        return fig, {"largest batch that fits": "0", "per-user speed": "no room for one request"}
+    batch = np.unique(np.round(np.geomspace(1, bmax, 80)).astype(int))
+    step = d.step(batch, ctx)
+    user, total = step.tokens_per_s_per_user, step.tokens_per_s
+    ax.plot(user, total, color=PALETTE["blue"], lw=2)
+    for b in _MARKED:
+        if b <= bmax:
+            i = int(np.searchsorted(batch, b))
+            ax.plot(user[i], total[i], "o", color=PALETTE["blue"], ms=5)
+            ax.annotate(f"B={b}", (user[i], total[i]), xytext=(5, -11), textcoords="offset points", fontsize=8)
+    ax.plot(user[-1], total[-1], "s", color=PALETTE["red"], ms=7, zorder=5)
+    ax.annotate(f"KV full: B={bmax:,}", (user[-1], total[-1]), xytext=(6, 4), textcoords="offset points",
+                fontsize=8, color=PALETTE["red"])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    # fixed axes, so that moving a slider moves the curve, not the frame
+    ax.set_xlim(10, 2000)
+    ax.set_ylim(30, 60000)
+    ax.set_xticks([10, 30, 100, 300, 1000])
+    ax.set_yticks([30, 100, 300, 1000, 3000, 10000, 30000])
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(_PLAIN)
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("per-user speed (tokens/s, one stream)")
+    ax.set_ylabel("aggregate (tokens/s, whole batch)")
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=9)
+    readouts = {
+        "largest batch that fits": f"{bmax:,}",
+        "per-user speed, B = 1": f"{user[0]:,.0f} tok/s",
+        "per-user speed, B max": f"{user[-1]:,.1f} tok/s",
+        "aggregate, B max": f"{total[-1]:,.0f} tok/s",
+    }
+    return fig, readouts
+
+
+def throughput_latency_sliders():
+    """Slider definitions for :func:`throughput_latency` (context held per request, weight precision)."""
+    from aiinfra.book.interactive import Slider
+
+    return [
+        Slider("context_tokens", CONTEXT_VALUES, label="context per request", default=4096, fmt="{:,} tokens"),
+        Slider("precision", PRECISION_VALUES, label="weights", default="bf16",
+               fmt=lambda p: {"bf16": "BF16 (16-bit)", "fp8": "FP8 (8-bit)", "int4": "INT4 (4-bit)"}[p]),
+    ]
+
+
+def latency_timeline(queue_s, ttft_s, tpot_s, output_tokens=12):
+    """One request on a time axis: queueing, prefill (ends at the first token), then decode steps.
+
+    ``ttft_s`` counts from arrival and includes ``queue_s``; each later token
+    costs one ``tpot_s``. The first token comes from prefill, so the reply
+    ends at ``TTFT + (G - 1) TPOT`` (:func:`aiinfra.decode.end_to_end_latency_s`).
+    """
+    q = check("queue_s", queue_s, ">=0")
+    first = check("ttft_s", ttft_s, ">0")
+    step = check("tpot_s", tpot_s, ">0")
+    g = check("output_tokens", output_tokens, "int>=2", scalar=True)
+    if q >= first:
+        raise ValueError(f"queue_s must be < ttft_s (TTFT includes the queue), got queue_s={q}, ttft_s={first}")
+    e2e = decode.end_to_end_latency_s(first, step, g)
+    fig, ax = new_figure(6.4, 1.9, left=0.04, right=0.98, bottom=0.3, top=0.82)
+    ms = 1 / units.ms
+    ax.barh(0, q * ms, color=PALETTE["grey"], height=0.5)
+    ax.barh(0, (first - q) * ms, left=q * ms, color=PALETTE["orange"], height=0.5)
+    for k in range(g - 1):
+        ax.barh(0, step * ms * 0.92, left=(first + k * step) * ms, color=PALETTE["blue"], height=0.5)
+    ax.annotate("queue", (q * ms / 2, 0.38), ha="center", fontsize=8)
+    ax.annotate("prefill", ((q + (first - q) / 2) * ms, 0.38), ha="center", fontsize=8)
+    ax.annotate(f"{g - 1} decode steps", ((first + e2e) / 2 * ms, 0.38), ha="center", fontsize=8)
+    ax.axvline(first * ms, color="black", lw=0.8)
+    ax.annotate(f"TTFT {units.fmt_time(first)}", (first * ms, -0.55), ha="center", fontsize=8)
+    ax.annotate(f"end {units.fmt_time(e2e)}", (e2e * ms, -0.55), ha="right", fontsize=8)
+    ax.set_ylim(-0.75, 0.7)
+    ax.set_xlim(0, e2e * ms * 1.01)
+    ax.set_yticks([])
+    ax.spines[["left"]].set_visible(False)
+    ax.set_xlabel("time since the request arrived (ms)")
+    return fig, {"TTFT": units.fmt_time(first), "TPOT": units.fmt_time(step), "end to end": units.fmt_time(e2e)}

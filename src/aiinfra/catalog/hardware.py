@@ -1,0 +1,610 @@
+"""Accelerator, link and server specifications, each figure with its source.
+
+Conventions (chapters 1, 2, 4 and 6 rely on them):
+
+* **Dense, not sparse.** Tensor-core peaks are the dense figures. Vendors
+  often headline the 2:4-structured-sparsity number, which is twice as large
+  (H100 SXM BF16: 1,979 sparse vs 989.4 dense TFLOP/s); that figure appears
+  only in ``sources``.
+* **Per direction.** Link bandwidths are bytes per second *in one
+  direction*. Vendors often add both directions of a full-duplex link
+  ("NVLink 4: 900 GB/s" is 450 GB/s each way); :class:`Link.raw_spec`
+  keeps the printed figure and :class:`Link.bidirectional_in_spec` says
+  whether it summed both directions. Memory buses (HBM, GDDR, DDR) are not
+  full duplex: their one figure is shared by reads and writes, and is stored
+  as is.
+* **Vendor gigabytes.** ``memory_bytes`` is the capacity the vendor prints,
+  read as decimal GB (80 GB -> 80e9 B), the convention the book's fit checks
+  use. What a driver reports can differ by a few percent.
+* GPUs without NVLink use their PCIe link as the scale-up link.
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Mapping
+
+from aiinfra.formula import check, choice
+
+# Source strings used more than once.
+_H100_WP = "NVIDIA H100 Tensor Core GPU datasheet and Hopper architecture whitepaper (2022)"
+_H200_DS = "NVIDIA H200 Tensor Core GPU datasheet (2024)"
+_A100_DS = "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column)"
+_V100_DS = "NVIDIA Tesla V100 datasheet (SXM2 32GB) and Volta architecture whitepaper (2017)"
+_B200_DS = "NVIDIA HGX B200 / DGX B200 datasheets (per-GPU figures, 1,000 W HGX configuration)"
+_ADA_WP = "NVIDIA Ada Lovelace GPU architecture whitepaper (RTX 4090 column, FP32 accumulate)"
+_A6000_DS = "NVIDIA RTX A6000 datasheet and Ampere GA102 GPU architecture whitepaper"
+_L40S_DS = "NVIDIA L40S datasheet (2023)"
+_PRO6000 = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (2025)"
+_MI300X_DS = "AMD Instinct MI300X data sheet (2023)"
+_PCIE = "PCI-SIG PCI Express Base Specification (x16 link, 128b/130b encoding from Gen3 on)"
+_DGX_H100 = "NVIDIA DGX H100 User Guide, 'Hardware Overview' (2023)"
+
+
+class SourceMap(dict):
+    """A read-only dict of field name -> source string (copyable and picklable, unlike a mappingproxy)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("GPU sources are read-only; build a new GPU with custom_gpu(base=..., sources=...)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __reduce__(self):
+        return (SourceMap, (dict(self),))
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator's headline specifications (SI units, dense peaks, per-direction links).
+
+    ``bf16_dense_flops_per_s`` / ``fp8_dense_flops_per_s`` /
+    ``fp16_dense_flops_per_s`` are dense tensor-core peaks (None where the
+    format is not supported, e.g. BF16 on V100 or FP8 before Ada/Hopper).
+    ``scaleup_bytes_per_s_per_direction`` is the GPU's total bandwidth to its
+    peers over ``scaleup_link``, one direction. ``sources`` maps each field
+    name to where the figure comes from.
+    """
+
+    name: str
+    vendor: str
+    architecture: str
+    year: int
+    memory_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    bf16_dense_flops_per_s: float | None
+    fp8_dense_flops_per_s: float | None
+    scaleup_link: str
+    scaleup_bytes_per_s_per_direction: float
+    tdp_watts: float
+    form_factor: str
+    memory_type: str = ""
+    fp16_dense_flops_per_s: float | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self):
+        for f in ("name", "vendor", "architecture", "scaleup_link", "form_factor"):
+            value = getattr(self, f)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{f} must be a non-empty string, got {value!r}")
+        if not isinstance(self.memory_type, str):
+            raise ValueError(f"memory_type must be a string, got {self.memory_type!r}")
+        year = check("year", self.year, "int>=1990", scalar=True)
+        if year > 2100:
+            raise ValueError(f"year must be a whole number in [1990, 2100], got {self.year!r}")
+        object.__setattr__(self, "year", year)
+        for f in ("memory_bytes", "memory_bandwidth_bytes_per_s", "scaleup_bytes_per_s_per_direction",
+                  "tdp_watts"):
+            object.__setattr__(self, f, _scalar_positive(f, getattr(self, f)))
+        for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s"):
+            value = getattr(self, f)
+            if value is not None:
+                object.__setattr__(self, f, _scalar_positive(f, value))
+        if self.bf16_dense_flops_per_s is None and self.fp16_dense_flops_per_s is None:
+            raise ValueError("bf16_dense_flops_per_s and fp16_dense_flops_per_s cannot both be None")
+        if not isinstance(self.sources, Mapping):
+            raise ValueError(f"sources must be a dict of field name -> source string, got {self.sources!r}")
+        names = {f.name for f in fields(self)} - {"sources"}
+        unknown = set(self.sources) - names
+        if unknown:
+            raise ValueError(f"sources keys must be GPU field names, got unknown {sorted(unknown)}")
+        object.__setattr__(self, "sources", SourceMap(self.sources))
+
+    def dense_flops_per_s(self, precision: str = "bf16") -> float:
+        """Dense tensor-core peak for ``precision`` ("bf16", "fp16" or "fp8").
+
+        FP16 falls back to the BF16 figure where the vendor gives one number
+        for both. Raises ``ValueError`` when the GPU has no such peak.
+        """
+        choice("precision", precision, {"bf16", "fp16", "fp8"})
+        if precision == "fp16":
+            value = self.fp16_dense_flops_per_s or self.bf16_dense_flops_per_s
+        else:
+            value = getattr(self, f"{precision}_dense_flops_per_s")
+        if value is None:
+            raise ValueError(f"precision {precision!r} has no tensor-core peak on {self.name}")
+        return value
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Dense BF16 (or FP16) peak over memory bandwidth: the roofline ridge point, FLOP/B."""
+        return self.dense_flops_per_s("fp16") / self.memory_bandwidth_bytes_per_s
+
+
+def _scalar_positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    return check(name, float(value), ">0")
+
+
+def _gpu(**kw) -> GPU:
+    return GPU(**kw)
+
+
+_CATALOG: tuple[GPU, ...] = (
+    _gpu(
+        name="V100 SXM2 32GB", vendor="NVIDIA", architecture="Volta", year=2018,
+        memory_bytes=32e9, memory_type="HBM2", memory_bandwidth_bytes_per_s=900e9,
+        bf16_dense_flops_per_s=None, fp16_dense_flops_per_s=125e12, fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink 2", scaleup_bytes_per_s_per_direction=150e9, tdp_watts=300,
+        form_factor="SXM2",
+        sources={
+            "year": _V100_DS + "; the 32GB version shipped in 2018 (the 16GB V100 in 2017)",
+            "memory_bytes": _V100_DS, "memory_bandwidth_bytes_per_s": _V100_DS + ": 900 GB/s",
+            "fp16_dense_flops_per_s": _V100_DS + ": 125 TFLOP/s mixed-precision tensor (dense; Volta has no sparsity)",
+            "bf16_dense_flops_per_s": "Volta tensor cores support FP16 only, no BF16",
+            "fp8_dense_flops_per_s": "no FP8 before Ada/Hopper",
+            "scaleup_bytes_per_s_per_direction": _V100_DS + ": NVLink 300 GB/s total (6 links x 50 GB/s both ways)"
+            " -> 150 GB/s per direction",
+            "tdp_watts": _V100_DS,
+        },
+    ),
+    _gpu(
+        name="A100 80GB SXM", vendor="NVIDIA", architecture="Ampere", year=2020,
+        memory_bytes=80e9, memory_type="HBM2e", memory_bandwidth_bytes_per_s=2.039e12,
+        bf16_dense_flops_per_s=312e12, fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink 3", scaleup_bytes_per_s_per_direction=300e9, tdp_watts=400,
+        form_factor="SXM4",
+        sources={
+            "memory_bytes": _A100_DS, "memory_bandwidth_bytes_per_s": _A100_DS + ": 2,039 GB/s",
+            "bf16_dense_flops_per_s": _A100_DS + ": BF16 tensor 312 TFLOP/s dense (624 with sparsity)",
+            "fp8_dense_flops_per_s": "no FP8 on Ampere",
+            "scaleup_bytes_per_s_per_direction": _A100_DS + ": NVLink 600 GB/s total (12 links) -> 300 per direction",
+            "tdp_watts": _A100_DS, "year": "A100 80GB announced November 2020",
+        },
+    ),
+    _gpu(
+        name="RTX A6000", vendor="NVIDIA", architecture="Ampere", year=2020,
+        memory_bytes=48e9, memory_type="GDDR6", memory_bandwidth_bytes_per_s=768e9,
+        bf16_dense_flops_per_s=154.8e12, fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink bridge (2 GPUs)", scaleup_bytes_per_s_per_direction=56.25e9, tdp_watts=300,
+        form_factor="PCIe dual-slot",
+        sources={
+            "memory_bytes": _A6000_DS, "memory_bandwidth_bytes_per_s": _A6000_DS + ": 768 GB/s",
+            "bf16_dense_flops_per_s": _A6000_DS + ": 309.7 TFLOP/s tensor with sparsity -> 154.8 dense",
+            "fp8_dense_flops_per_s": "no FP8 on Ampere",
+            "scaleup_bytes_per_s_per_direction": _A6000_DS + ": NVLink bridge 112.5 GB/s bidirectional -> 56.25 per direction",
+            "tdp_watts": _A6000_DS,
+        },
+    ),
+    _gpu(
+        name="H100 SXM", vendor="NVIDIA", architecture="Hopper", year=2022,
+        memory_bytes=80e9, memory_type="HBM3", memory_bandwidth_bytes_per_s=3.35e12,
+        bf16_dense_flops_per_s=989.4e12, fp8_dense_flops_per_s=1978.9e12,
+        scaleup_link="NVLink 4", scaleup_bytes_per_s_per_direction=450e9, tdp_watts=700,
+        form_factor="SXM5",
+        sources={
+            "memory_bytes": _H100_WP + ": 80 GB", "memory_bandwidth_bytes_per_s": _H100_WP + ": 3.35 TB/s",
+            "bf16_dense_flops_per_s": _H100_WP + ": BF16 tensor 1,979 TFLOP/s with sparsity -> 989.4 dense",
+            "fp8_dense_flops_per_s": _H100_WP + ": FP8 tensor 3,958 TFLOP/s with sparsity -> 1,978.9 dense",
+            "scaleup_bytes_per_s_per_direction": _H100_WP + ": NVLink 900 GB/s total (18 links) -> 450 per direction",
+            "tdp_watts": _H100_WP + ": up to 700 W (configurable)",
+        },
+    ),
+    _gpu(
+        name="RTX 4090", vendor="NVIDIA", architecture="Ada Lovelace", year=2022,
+        memory_bytes=24e9, memory_type="GDDR6X", memory_bandwidth_bytes_per_s=1.008e12,
+        bf16_dense_flops_per_s=165.2e12, fp8_dense_flops_per_s=330.3e12,
+        scaleup_link="PCIe Gen4 x16", scaleup_bytes_per_s_per_direction=32e9, tdp_watts=450,
+        form_factor="PCIe triple-slot (consumer)",
+        sources={
+            "memory_bytes": _ADA_WP, "memory_bandwidth_bytes_per_s": _ADA_WP + ": 1,008 GB/s",
+            "bf16_dense_flops_per_s": _ADA_WP + ": BF16 165.2 dense / 330.4 sparse TFLOP/s",
+            "fp8_dense_flops_per_s": _ADA_WP + ": FP8 330.3 dense / 660.6 sparse TFLOP/s",
+            "scaleup_bytes_per_s_per_direction": "no NVLink on the RTX 4090; " + _PCIE + ": Gen4 x16 = 32 GB/s per direction",
+            "tdp_watts": _ADA_WP + ": 450 W total graphics power",
+        },
+    ),
+    _gpu(
+        name="L40S", vendor="NVIDIA", architecture="Ada Lovelace", year=2023,
+        memory_bytes=48e9, memory_type="GDDR6", memory_bandwidth_bytes_per_s=864e9,
+        bf16_dense_flops_per_s=362.05e12, fp8_dense_flops_per_s=733e12,
+        scaleup_link="PCIe Gen4 x16", scaleup_bytes_per_s_per_direction=32e9, tdp_watts=350,
+        form_factor="PCIe dual-slot (passive)",
+        sources={
+            "memory_bytes": _L40S_DS, "memory_bandwidth_bytes_per_s": _L40S_DS + ": 864 GB/s",
+            "bf16_dense_flops_per_s": _L40S_DS + ": BF16 362.05 dense / 733 sparse TFLOP/s",
+            "fp8_dense_flops_per_s": _L40S_DS + ": FP8 733 dense / 1,466 sparse TFLOP/s",
+            "scaleup_bytes_per_s_per_direction": _L40S_DS + ": PCIe Gen4 x16, 64 GB/s bidirectional -> 32 per direction; no NVLink",
+            "tdp_watts": _L40S_DS + ": 350 W max power",
+        },
+    ),
+    _gpu(
+        name="MI300X", vendor="AMD", architecture="CDNA 3", year=2023,
+        memory_bytes=192e9, memory_type="HBM3", memory_bandwidth_bytes_per_s=5.3e12,
+        bf16_dense_flops_per_s=1307.4e12, fp8_dense_flops_per_s=2614.9e12,
+        scaleup_link="Infinity Fabric (7 links)", scaleup_bytes_per_s_per_direction=448e9, tdp_watts=750,
+        form_factor="OAM",
+        sources={
+            "memory_bytes": _MI300X_DS, "memory_bandwidth_bytes_per_s": _MI300X_DS + ": 5.3 TB/s peak",
+            "bf16_dense_flops_per_s": _MI300X_DS + ": BF16 1,307.4 dense / 2,614.9 sparse TFLOP/s",
+            "fp8_dense_flops_per_s": _MI300X_DS + ": FP8 2,614.9 dense / 5,229.8 sparse TFLOP/s",
+            "scaleup_bytes_per_s_per_direction": _MI300X_DS + ": 7 Infinity Fabric links, 128 GB/s each "
+            "bidirectional (896 GB/s aggregate) -> 448 GB/s per direction",
+            "tdp_watts": _MI300X_DS + ": 750 W",
+        },
+    ),
+    _gpu(
+        name="H200 SXM", vendor="NVIDIA", architecture="Hopper", year=2024,
+        memory_bytes=141e9, memory_type="HBM3e", memory_bandwidth_bytes_per_s=4.8e12,
+        bf16_dense_flops_per_s=989.4e12, fp8_dense_flops_per_s=1978.9e12,
+        scaleup_link="NVLink 4", scaleup_bytes_per_s_per_direction=450e9, tdp_watts=700,
+        form_factor="SXM5",
+        sources={
+            "memory_bytes": _H200_DS + ": 141 GB", "memory_bandwidth_bytes_per_s": _H200_DS + ": 4.8 TB/s",
+            "bf16_dense_flops_per_s": _H200_DS + ": BF16 1,979 TFLOP/s with sparsity -> 989.4 dense (same die as H100)",
+            "fp8_dense_flops_per_s": _H200_DS + ": FP8 3,958 TFLOP/s with sparsity -> 1,978.9 dense",
+            "scaleup_bytes_per_s_per_direction": _H200_DS + ": NVLink 900 GB/s total -> 450 per direction",
+            "tdp_watts": _H200_DS + ": up to 700 W",
+        },
+    ),
+    _gpu(
+        name="B200", vendor="NVIDIA", architecture="Blackwell", year=2024,
+        memory_bytes=180e9, memory_type="HBM3e", memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2250e12, fp8_dense_flops_per_s=4500e12,
+        scaleup_link="NVLink 5", scaleup_bytes_per_s_per_direction=900e9, tdp_watts=1000,
+        form_factor="SXM6 (HGX baseboard)",
+        sources={
+            "memory_bytes": _B200_DS + ": 1,440 GB per 8-GPU system -> 180 GB per GPU",
+            "memory_bandwidth_bytes_per_s": _B200_DS + ": 64 TB/s per DGX B200 -> 8 TB/s per GPU "
+            "(the HGX page prints 7.7 TB/s)",
+            "bf16_dense_flops_per_s": _B200_DS + ": BF16 4.5 PFLOP/s with sparsity -> 2.25 dense",
+            "fp8_dense_flops_per_s": _B200_DS + ": FP8 9 PFLOP/s with sparsity -> 4.5 dense",
+            "scaleup_bytes_per_s_per_direction": _B200_DS + ": NVLink 5 1.8 TB/s total per GPU -> 900 per direction",
+            "tdp_watts": _B200_DS + ": 1,000 W",
+        },
+    ),
+    _gpu(
+        name="RTX PRO 6000 Blackwell Workstation", vendor="NVIDIA", architecture="Blackwell", year=2025,
+        memory_bytes=96e9, memory_type="GDDR7", memory_bandwidth_bytes_per_s=1.792e12,
+        bf16_dense_flops_per_s=503.8e12, fp8_dense_flops_per_s=1007.6e12,
+        scaleup_link="PCIe Gen5 x16", scaleup_bytes_per_s_per_direction=64e9, tdp_watts=600,
+        form_factor="PCIe dual-slot (workstation)",
+        sources={
+            "memory_bytes": _PRO6000 + ": 96 GB GDDR7 with ECC",
+            "memory_bandwidth_bytes_per_s": _PRO6000 + ": 1,792 GB/s (512-bit, 28 Gbps)",
+            "bf16_dense_flops_per_s": "NVIDIA RTX Blackwell GPU architecture whitepaper: 503.8 dense BF16 TFLOP/s "
+            "(FP32 accumulate); the figure the source texts use",
+            "fp8_dense_flops_per_s": "twice the dense BF16 rate, consistent with the datasheet's 4,000 AI TOPS "
+            "(FP4 with sparsity = 4x the dense FP8 rate)",
+            "scaleup_bytes_per_s_per_direction": "no NVLink; " + _PCIE + ": Gen5 x16 = 64 GB/s per direction",
+            "tdp_watts": _PRO6000 + ": 600 W max power",
+        },
+    ),
+)
+
+_ALIASES = {
+    "v100": "V100 SXM2 32GB", "v100sxm2": "V100 SXM2 32GB", "v10032gb": "V100 SXM2 32GB",
+    "a100": "A100 80GB SXM", "a10080gb": "A100 80GB SXM", "a100sxm": "A100 80GB SXM",
+    "a100sxm480gb": "A100 80GB SXM",
+    "a6000": "RTX A6000", "rtxa6000": "RTX A6000",
+    "h100": "H100 SXM", "h100sxm5": "H100 SXM", "h100sxm80gb": "H100 SXM",
+    "4090": "RTX 4090", "rtx4090": "RTX 4090", "geforcertx4090": "RTX 4090",
+    "l40s": "L40S",
+    "mi300x": "MI300X", "instinctmi300x": "MI300X", "amdmi300x": "MI300X",
+    "h200": "H200 SXM", "h200sxm": "H200 SXM",
+    "b200": "B200", "hgxb200": "B200",
+    "rtxpro6000": "RTX PRO 6000 Blackwell Workstation", "pro6000": "RTX PRO 6000 Blackwell Workstation",
+    "rtxpro6000blackwell": "RTX PRO 6000 Blackwell Workstation",
+    "rtxpro6000blackwellworkstationedition": "RTX PRO 6000 Blackwell Workstation",
+}
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_BY_KEY = {_norm(g.name): g for g in _CATALOG}
+_BY_KEY.update({k: _BY_KEY[_norm(v)] for k, v in _ALIASES.items()})
+
+
+def catalog() -> list[GPU]:
+    """Every catalogued GPU, oldest first."""
+    return sorted(_CATALOG, key=lambda g: (g.year, g.name))
+
+
+def gpu(name) -> GPU:
+    """Look a GPU up by name; case, spaces and hyphens are ignored, short aliases ("h100") work.
+
+    A :class:`GPU` passed in is returned unchanged, so callers may accept either.
+    """
+    if isinstance(name, GPU):
+        return name
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {name!r}")
+    found = _BY_KEY.get(_norm(name))
+    if found is None:
+        raise ValueError(f"name must be one of {[g.name for g in catalog()]} (or an alias), got {name!r}")
+    return found
+
+
+def custom_gpu(**fields_) -> GPU:
+    """A GPU that is not in the catalog, validated like the catalogued ones.
+
+    Missing ``sources`` entries default to "user-supplied". A ``base=``
+    keyword (a name or a GPU) starts from a catalogued card and overrides
+    only the fields given, e.g. ``custom_gpu(base="h100", memory_bytes=94e9)``.
+    """
+    base = fields_.pop("base", None)
+    if base is not None:
+        start = base if isinstance(base, GPU) else gpu(base)
+        given_sources = dict(start.sources)
+        given_sources.update({k: "user-supplied" for k in fields_ if k != "sources"})
+        given_sources.update(fields_.pop("sources", {}) or {})
+        try:
+            return replace(start, sources=given_sources, **fields_)
+        except TypeError as exc:
+            raise ValueError(f"custom_gpu got an unknown field: {exc}") from None
+    known = {f.name for f in fields(GPU)}
+    unknown = set(fields_) - known
+    if unknown:
+        raise ValueError(f"custom_gpu fields must be among {sorted(known)}, got unknown {sorted(unknown)}")
+    required = {f.name for f in fields(GPU) if f.default is MISSING and f.default_factory is MISSING}
+    missing = sorted(required - set(fields_))
+    if missing:
+        raise ValueError(f"custom_gpu needs the fields {missing}")
+    sources = {k: "user-supplied" for k in fields_ if k != "sources"}
+    sources.update(fields_.pop("sources", {}) or {})
+    return GPU(sources=sources, **fields_)
+
+
+# --------------------------------------------------------------------------------------
+# Links
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Link:
+    """One interconnect or memory interface, in bytes per second per direction.
+
+    ``raw_spec`` is the vendor's figure as printed; ``bidirectional_in_spec``
+    is True when that figure added both directions (then the per-direction
+    value is half of it). ``full_duplex`` is False for memory buses, whose
+    single figure is shared between reads and writes.
+    """
+
+    name: str
+    bytes_per_s_per_direction: float
+    raw_spec: str
+    bidirectional_in_spec: bool
+    full_duplex: bool
+    kind: str
+    source: str
+    notes: str = ""
+
+    def __post_init__(self):
+        for f in ("name", "raw_spec", "source"):
+            if not isinstance(getattr(self, f), str) or not getattr(self, f):
+                raise ValueError(f"{f} must be a non-empty string, got {getattr(self, f)!r}")
+        choice("kind", self.kind, {"memory", "scale-up", "host", "network"})
+        object.__setattr__(
+            self, "bytes_per_s_per_direction",
+            _scalar_positive("bytes_per_s_per_direction", self.bytes_per_s_per_direction),
+        )
+
+
+_LINKS: tuple[Link, ...] = (
+    Link("HBM3 (H100 SXM)", 3.35e12, "3.35 TB/s", False, False, "memory", _H100_WP,
+         "one GPU's HBM3, reads and writes share it; the source texts also quote 3,352 GB/s"),
+    Link("NVLink 4 (per GPU, 18 links)", 450e9, "900 GB/s total, 18 links", True, True, "scale-up", _H100_WP,
+         "the blog's 'up to 900 GB/s per link' is this per-GPU total, both directions added"),
+    Link("NVLink 4 (one link)", 25e9, "50 GB/s per link, both directions", True, True, "scale-up", _H100_WP,
+         "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way"),
+    Link("NVLink 5 (per GPU, 18 links)", 900e9, "1.8 TB/s total, 18 links", True, True, "scale-up", _B200_DS),
+    Link("NVLink 5 (one link)", 50e9, "100 GB/s per link, both directions", True, True, "scale-up", _B200_DS),
+    Link("NVLink 3 (per GPU, 12 links)", 300e9, "600 GB/s total, 12 links", True, True, "scale-up", _A100_DS),
+    Link("PCIe Gen4 x16", 32e9, "64 GB/s bidirectional (16 GT/s x 16 lanes)", True, True, "host", _PCIE,
+         "raw signalling rate; 128b/130b encoding is NOT removed (31.5 GB/s after it)"),
+    Link("PCIe Gen5 x16", 64e9, "128 GB/s bidirectional (32 GT/s x 16 lanes)", True, True, "host", _PCIE,
+         "raw signalling rate; 128b/130b encoding is NOT removed (63.0 GB/s after it)"),
+    Link("ConnectX-7 400 Gbit/s", 50e9, "400 Gb/s per port", False, True, "network",
+         "NVIDIA ConnectX-7 adapter datasheet; " + _DGX_H100,
+         "line rate per direction; Ethernet/IB framing and protocol overhead not removed"),
+    Link("InfiniBand NDR 400 Gbit/s", 50e9, "400 Gb/s per port (4x 100G lanes)", False, True, "network",
+         "InfiniBand Trade Association roadmap (NDR = 400 Gb/s per 4x port)",
+         "line rate per direction, as ConnectX-7 runs it in a DGX H100"),
+    Link("DDR5-4800, 8 channels (one Xeon 8480C socket)", 307.2e9, "8 channels x 4800 MT/s x 8 B",
+         False, False, "memory",
+         "Intel Xeon Platinum 8480+ product specification (8 DDR5-4800 channels); " + _DGX_H100,
+         "8 x 4.8e9 transfers/s x 8 bytes = 307.2 GB/s, shared by reads and writes"),
+)
+
+_LINKS_BY_KEY = {_norm(x.name): x for x in _LINKS}
+_LINK_ALIASES = {
+    "hbm3": "HBM3 (H100 SXM)", "nvlink4": "NVLink 4 (per GPU, 18 links)",
+    "nvlink4link": "NVLink 4 (one link)", "nvlink5": "NVLink 5 (per GPU, 18 links)",
+    "nvlink5link": "NVLink 5 (one link)", "nvlink3": "NVLink 3 (per GPU, 12 links)",
+    "pcie4": "PCIe Gen4 x16", "pcie5": "PCIe Gen5 x16", "pciegen4": "PCIe Gen4 x16", "pciegen5": "PCIe Gen5 x16",
+    "connectx7": "ConnectX-7 400 Gbit/s", "cx7": "ConnectX-7 400 Gbit/s",
+    "ndr": "InfiniBand NDR 400 Gbit/s", "infinibandndr": "InfiniBand NDR 400 Gbit/s",
+    "ddr5": "DDR5-4800, 8 channels (one Xeon 8480C socket)",
+    "xeon8480c": "DDR5-4800, 8 channels (one Xeon 8480C socket)",
+}
+_LINKS_BY_KEY.update({k: _LINKS_BY_KEY[_norm(v)] for k, v in _LINK_ALIASES.items()})
+
+
+def links() -> list[Link]:
+    """Every catalogued link, fastest first."""
+    return sorted(_LINKS, key=lambda x: -x.bytes_per_s_per_direction)
+
+
+def link(name: str) -> Link:
+    """Look a link up by name or alias ("nvlink4", "pcie5", "cx7", "ddr5"); case and punctuation ignored."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {name!r}")
+    found = _LINKS_BY_KEY.get(_norm(name))
+    if found is None:
+        raise ValueError(f"name must be one of {[x.name for x in _LINKS]} (or an alias), got {name!r}")
+    return found
+
+
+# --------------------------------------------------------------------------------------
+# Servers
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Server:
+    """A multi-GPU server, as described by its vendor's user guide."""
+
+    name: str
+    gpu: GPU
+    n_gpus: int
+    n_nvswitches: int
+    compute_nic: Link
+    n_compute_nics: int
+    cpu: str
+    n_cpu_sockets: int
+    cpu_cores_per_socket: int
+    cpu_memory_link: Link
+    system_memory_bytes: float
+    max_power_watts: float
+    source: str
+    internal_links: tuple[Link, ...] = ()
+
+    @property
+    def gpu_memory_bytes(self) -> float:
+        """All GPUs' memory together."""
+        return self.gpu.memory_bytes * self.n_gpus
+
+    @property
+    def scaleout_bytes_per_s_per_direction(self) -> float:
+        """All compute-fabric NICs together, one direction."""
+        return self.compute_nic.bytes_per_s_per_direction * self.n_compute_nics
+
+
+DGX_H100 = Server(
+    name="DGX H100",
+    gpu=gpu("H100 SXM"),
+    n_gpus=8,
+    n_nvswitches=4,
+    compute_nic=link("ConnectX-7 400 Gbit/s"),
+    n_compute_nics=8,
+    cpu="Intel Xeon Platinum 8480C",
+    n_cpu_sockets=2,
+    cpu_cores_per_socket=56,
+    cpu_memory_link=link("ddr5"),
+    system_memory_bytes=2e12,
+    max_power_watts=10.2e3,
+    source=_DGX_H100 + ": 8x H100 SXM (640 GB total), 4 NVSwitch, 8 single-port ConnectX-7 (400 Gb/s InfiniBand/"
+    "Ethernet) for the compute fabric, 2 dual-port ConnectX-7 for storage, 2x Xeon 8480C (56 cores each), "
+    "2 TB DDR5, ~10.2 kW max",
+    internal_links=(
+        link("HBM3 (H100 SXM)"),
+        link("NVLink 4 (per GPU, 18 links)"),
+        link("ddr5"),
+        link("PCIe Gen5 x16"),
+        link("ConnectX-7 400 Gbit/s"),
+    ),
+)
+"""The machine of chapter 2. ``DGX_H100.internal_links`` is its link table, fastest first,
+every entry per direction: HBM3 to one GPU, NVLink 4 out of one GPU, one CPU socket's DDR5,
+the PCIe Gen5 x16 slot of a NIC, one ConnectX-7 port (HBM / NIC = 67x)."""
+
+
+def ratio(fast: Link | GPU | str, slow: Link | GPU | str) -> float:
+    """How many times faster ``fast`` is than ``slow``, per direction (links by name, or GPUs' memory).
+
+    HBM3 on an H100 against one ConnectX-7 port: 3.35e12 / 5e10 = 67.
+    """
+    def rate(x):
+        if isinstance(x, GPU):
+            return x.memory_bandwidth_bytes_per_s
+        if isinstance(x, Link):
+            return x.bytes_per_s_per_direction
+        if isinstance(x, str):
+            return link(x).bytes_per_s_per_direction
+        raise ValueError(f"ratio takes Link, GPU or link names, got {x!r}")
+
+    return rate(fast) / rate(slow)
+
+
+#: Active HBM stacks per package (vendor architecture documents): the H100 SXM enables 5 of its
+#: 6 sites (5,120 bits), the H200 uses all 6 (6,144 bits), the B200 has 4 per die on 2 dies.
+HBM_STACKS = {"V100 SXM2 32GB": 4, "A100 80GB SXM": 5, "H100 SXM": 5, "H200 SXM": 6, "B200": 8}
+
+#: NVIDIA's data-center flagship of each generation, as named in the catalog.
+GENERATION_GPUS = ("V100 SXM2 32GB", "A100 80GB SXM", "H100 SXM", "H200 SXM", "B200")
+
+
+def generations(names=GENERATION_GPUS) -> list[GPU]:
+    """The catalog GPUs named in ``names``, by year (ties keep the order of ``names``)."""
+    if isinstance(names, str) or not names:
+        raise ValueError(f"names must be a non-empty sequence of GPU names, got {names!r}")
+    return sorted((gpu(n) for n in names), key=lambda g: g.year)
+
+
+#: The links a byte can cross inside one DGX H100 (catalog names), with what each one joins.
+SERVER_LINK_ROLES = {
+    "HBM3 (H100 SXM)": "GPU to its own memory",
+    "NVLink 4 (per GPU, 18 links)": "GPU to the other 7 GPUs, through 4 NVSwitch chips",
+    "DDR5-4800, 8 channels (one Xeon 8480C socket)": "CPU socket to its DRAM",
+    "PCIe Gen5 x16": "GPU or NIC to the CPU (through PCIe switches)",
+    "ConnectX-7 400 Gbit/s": "one GPU's NIC to the cluster network",
+    "NVLink 4 (one link)": "one of a GPU's 18 NVLink lanes",
+}
+
+
+def server_links(names=tuple(SERVER_LINK_ROLES)) -> list[Link]:
+    """The catalog :class:`Link` objects named in ``names``, fastest first."""
+    if isinstance(names, str) or not names:
+        raise ValueError(f"names must be a non-empty sequence of link names, got {names!r}")
+    return sorted((link(n) for n in names), key=lambda x: -x.bytes_per_s_per_direction)
+
+
+@dataclass(frozen=True)
+class ScaleUpDomain:
+    """A group of GPUs joined all-to-all by one switched link (an NVLink domain).
+
+    ``link`` is the catalog name of the per-GPU link (all its lanes);
+    ``n_cpus`` the host CPUs in the domain.
+    """
+
+    name: str
+    n_gpus: int
+    link: str
+    n_cpus: int
+    source: str
+
+    def __post_init__(self):
+        check("n_gpus", self.n_gpus, "int>=1", scalar=True)
+        check("n_cpus", self.n_cpus, "int>=0", scalar=True)
+        link(self.link)  # raises ValueError for an unknown link
+        if not isinstance(self.name, str) or not self.name or not isinstance(self.source, str) or not self.source:
+            raise ValueError("name and source must be non-empty strings")
+
+    @property
+    def link_bytes_per_s_per_direction(self) -> float:
+        """One GPU's scale-up bandwidth (all its lanes), one direction."""
+        return link(self.link).bytes_per_s_per_direction
+
+
+#: One DGX H100: 8 GPUs, NVLink 4 through 4 NVSwitch chips, 2 Xeon sockets.
+DGX_H100_DOMAIN = ScaleUpDomain("DGX H100", 8, "NVLink 4 (per GPU, 18 links)", 2, _DGX_H100)
+#: One GB200 NVL72 rack: 72 Blackwell GPUs and 36 Grace CPUs in one NVLink 5 domain
+#: (18 compute trays, 9 NVLink switch trays; NVIDIA quotes 130 TB/s of NVLink bandwidth).
+GB200_NVL72 = ScaleUpDomain("GB200 NVL72", 72, "NVLink 5 (per GPU, 18 links)", 36,
+                            "NVIDIA GB200 NVL72 product page and datasheet (2024)")
+
+
+__all__ = ["GPU", "SourceMap", "Link", "Server", "DGX_H100", "catalog", "gpu", "custom_gpu", "links", "link", "ratio",
+           "HBM_STACKS", "GENERATION_GPUS", "generations", "SERVER_LINK_ROLES", "server_links", "ScaleUpDomain",
+           "DGX_H100_DOMAIN", "GB200_NVL72"]

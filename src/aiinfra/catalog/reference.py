@@ -1,0 +1,174 @@
+"""Reference data: measured points, published numbers and the book's prose tables, each with its source.
+
+Only numbers that were actually measured or published live here, with their
+conditions; every other point a chapter draws is a *prediction* of a model and
+must be labelled so. The prose tables (the stack's layers, the schedulers,
+the shifts that break assumptions, the 2009 latency numbers) are shipped as
+JSON in ``aiinfra/catalog/data`` and read with :func:`table`; the chapters
+render them with :mod:`aiinfra.book.tables`.
+
+Chapter 1's decode record: Qwen3-8B in BF16 served by vLLM 0.23 in eager mode
+on one RTX PRO 6000 Blackwell Workstation Edition (96 GB, 1.792 TB/s, 503.8
+dense BF16 TFLOP/s); every request had a 2,048-token prompt and produced 256
+tokens; each batch size was run three times and medians were kept. TPOT is
+the client-side interval between a request's first and last output token,
+divided by the 255 intervals between them (median over requests, then over
+runs). Throughput is the batch's output tokens over the batch's total time
+(prefill included). Of the concurrency sweep only two points survive as
+numbers: batch 1 and batch 64. Two follow-ups at batch 1 measured the TPOT
+with per-step client logging turned off, and the accelerator-side time of
+one model step. (The follow-up also turned off prefix caching and rebuilt
+the inputs, so the logging effect is not perfectly isolated; the GPU-side
+time excludes sampling and output processing.)
+"""
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from aiinfra import units
+from aiinfra.formula import check, choice
+
+__all__ = [
+    "TABLES", "table", "source", "layer", "latency_s", "latency_ratio",
+    "DecodeMeasurement", "QWEN3_8B_RTX_PRO_6000", "ReportedRun", "REPORTED_TRAINING_RUNS",
+]
+
+#: The prose tables shipped as package data (``aiinfra/catalog/data/NAME.json``).
+TABLES = ("layers", "schedulers", "shifts", "latency_2009")
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> dict:
+    choice("name", name, set(TABLES))
+    text = resources.files("aiinfra.catalog").joinpath("data", f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _tuples(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+@lru_cache(maxsize=None)
+def table(name: str) -> tuple:
+    """The rows of the prose table ``name`` (one of :data:`TABLES`), as named tuples, in the order shipped.
+
+    ``layers``: the nine layers between a wafer and a chat product, bottom-up
+    (fields ``name, does, software, check_first, unit, read_with,
+    in_decode_step``); ``schedulers``: Slurm and Kubernetes for GPU work;
+    ``shifts``: what changed, the assumption it broke, an example and the
+    chapters that treat it (empty: beyond this book); ``latency_2009``: Jeff
+    Dean's 2009 "numbers everyone should know", in ns (read them with
+    :func:`latency_s`).
+    """
+    rows = _load(name)["rows"]
+    Row = namedtuple(name.title().replace("_", "") + "Row", list(rows[0]))
+    return tuple(Row(**{k: _tuples(v) for k, v in row.items()}) for row in rows)
+
+
+def source(name: str) -> str:
+    """Where the table ``name`` comes from."""
+    return _load(name)["source"]
+
+
+def layer(name: str):
+    """The row of the ``layers`` table called ``name`` (case-insensitive), e.g. ``layer("GPU")``."""
+    rows = {row.name.lower(): row for row in table("layers")}
+    if not isinstance(name, str):
+        raise ValueError(f"name must be one of {[r.name for r in table('layers')]}, got {name!r}")
+    choice("name", name.lower(), set(rows))
+    return rows[name.lower()]
+
+
+def latency_s(operation: str) -> float:
+    """Seconds the 2009 table gives for ``operation`` (case-insensitive exact name)."""
+    rows = {row.operation.lower(): row for row in table("latency_2009")}
+    if not isinstance(operation, str) or operation.lower() not in rows:
+        names = ", ".join(repr(r.operation) for r in table("latency_2009"))
+        raise ValueError(f"operation must be one of {names}; got {operation!r}")
+    return rows[operation.lower()].ns * units.ns
+
+
+def latency_ratio(slower: str, faster: str) -> float:
+    """How many times longer ``slower`` takes than ``faster`` (a disk seek is 1e5 memory references)."""
+    return latency_s(slower) / latency_s(faster)
+
+
+# --------------------------------------------------------------------------------------
+# Measured decode points (chapter 1)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DecodeMeasurement:
+    """A measured decode sweep: conditions, measured points and follow-ups (SI units)."""
+
+    model: str
+    gpu: str
+    engine: str
+    precision: str
+    prompt_tokens: int
+    output_tokens: int
+    repeats: int
+    tpot_s: dict            # batch -> measured TPOT (s)
+    throughput_ratio: dict  # batch -> measured throughput / throughput at batch 1
+    followups_s: dict       # name -> measured time (s) at batch 1
+    source: str
+
+    def measured_batches(self) -> list[int]:
+        """Batch sizes with a measured TPOT, ascending."""
+        return sorted(self.tpot_s)
+
+    def tpot(self, batch: int) -> float:
+        """Measured TPOT at ``batch``; a batch that was not measured raises ``ValueError``."""
+        b = check("batch", batch, "int>=1", scalar=True)
+        if b not in self.tpot_s:
+            raise ValueError(f"batch must be one of the measured batches {self.measured_batches()}, got {batch!r}")
+        return self.tpot_s[b]
+
+
+QWEN3_8B_RTX_PRO_6000 = DecodeMeasurement(
+    model="Qwen3-8B",
+    gpu="RTX PRO 6000 Blackwell Workstation",
+    engine="vLLM 0.23, eager mode",
+    precision="bf16",
+    prompt_tokens=2048,
+    output_tokens=256,
+    repeats=3,
+    tpot_s={1: 26.5e-3, 64: 40.5e-3},
+    throughput_ratio={1: 1.0, 64: 31.0},
+    followups_s={"tpot_logging_off": 12.1e-3, "gpu_step_time": 10.7e-3},
+    source="first-encounter source text, section 1.3.3-1.3.4 and its notes (figures 1-13, 1-14)",
+)
+
+
+# --------------------------------------------------------------------------------------
+# Published training runs (chapter 6)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReportedRun:
+    """A published large training run: GPUs, layout and achieved BF16 MFU."""
+
+    name: str
+    gpu: str
+    gpus: int
+    layout: str                 # parallel layout as the authors give it ("" if not quoted here)
+    tflops_per_gpu: float       # achieved, dense BF16, per GPU
+    mfu: float                  # as the authors report it
+    source: str
+
+
+#: Runs cited in chapter 6 (figures checked against the papers).
+REPORTED_TRAINING_RUNS = (
+    ReportedRun("Megatron-LM GPT, 1T parameters", "A100 80GB", 3072, "TP 8 inside each DGX A100, PP across nodes",
+                163.0, 0.52, "Narayanan et al. 2021 (502 PFLOP/s aggregate; A100 dense BF16 peak 312 TFLOP/s)"),
+    ReportedRun("Llama 3 405B, 8K sequence", "H100 SXM", 8192, "TP 8, CP 1, PP 16, DP 64",
+                430.0, 0.43, "Llama 3 Herd of Models 2024, Table 4"),
+    ReportedRun("Llama 3 405B, 8K sequence", "H100 SXM", 16384, "TP 8, CP 1, PP 16, DP 128",
+                400.0, 0.41, "Llama 3 Herd of Models 2024, Table 4"),
+    ReportedRun("Llama 3 405B, 128K sequence", "H100 SXM", 16384, "TP 8, CP 16, PP 16, DP 4",
+                380.0, 0.38, "Llama 3 Herd of Models 2024, Table 4"),
+)

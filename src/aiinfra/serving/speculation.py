@@ -1,0 +1,105 @@
+"""Speculative decoding: expected tokens per target pass, speedup, and the break-even points.
+
+Chapter 7. A draft model proposes ``gamma`` tokens, the target model checks
+them in one pass, and each drafted token is accepted with probability
+``alpha`` (independently, the simplifying assumption of Leviathan, Kalman and
+Matias, ICML 2023, section 3). One target pass then yields on average
+
+    E(alpha, gamma) = (1 - alpha^(gamma + 1)) / (1 - alpha)        (-> gamma + 1 as alpha -> 1)
+
+tokens, and if a draft pass costs ``c`` target passes, the wall-clock
+improvement is ``E / (gamma c + 1)`` (their walltime improvement factor).
+The inverse questions a deployment asks: how expensive may the draft be,
+``c_max = (E - 1) / gamma`` (:func:`max_draft_cost_ratio`); how often must it
+be right (:func:`breakeven_alpha`); how many tokens to draft (:func:`best_gamma`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from aiinfra.formula import check, formula
+
+__all__ = ["expected_tokens_per_target_pass", "speculative_speedup", "max_draft_cost_ratio", "breakeven_alpha",
+           "best_gamma"]
+
+_SAMPLE = {"alpha": (0.0, 0.999), "gamma": (1, 16)}
+
+
+def _expected_tokens(a, g):
+    one = np.isclose(a, 1.0, rtol=0.0, atol=1e-12)
+    safe = np.where(one, 0.5, a)
+    val = (1.0 - safe ** (g + 1.0)) / (1.0 - safe)
+    return np.where(one, g + 1.0, val)
+
+
+@formula("(1 - alpha**(gamma + 1))/(1 - alpha)", sample=_SAMPLE, alpha="alpha [0,1]", gamma="gamma int>=1")
+def expected_tokens_per_target_pass(alpha, gamma):
+    """Mean tokens produced per target-model pass: ``(1 - alpha^(gamma+1)) / (1 - alpha)``.
+
+    ``alpha`` in [0, 1] is the per-token acceptance rate, ``gamma`` >= 1 the
+    number of drafted tokens. At ``alpha = 1`` every draft is accepted and the
+    value is its limit ``gamma + 1``; at ``alpha = 0`` it is 1 (the target's
+    own token).
+    """
+    return _expected_tokens(alpha, gamma)
+
+
+@formula("(1 - alpha**(gamma + 1))/((1 - alpha)*(gamma*c + 1))", sample={**_SAMPLE, "draft_cost_ratio": (0.0, 1.0)},
+         alpha="alpha [0,1]", gamma="gamma int>=1", draft_cost_ratio="c >=0")
+def speculative_speedup(alpha, gamma, draft_cost_ratio):
+    """Expected wall-clock speedup of speculative decoding: ``E[tokens] / (gamma c + 1)``.
+
+    ``draft_cost_ratio`` ``c`` >= 0 is the time of one draft pass divided by
+    one target pass. A value below 1 means speculation loses time.
+    """
+    return expected_tokens_per_target_pass(alpha, gamma) / (gamma * draft_cost_ratio + 1.0)
+
+
+@formula("((1 - alpha**(gamma + 1))/(1 - alpha) - 1)/gamma", sample=_SAMPLE, alpha="alpha [0,1]",
+         gamma="gamma int>=1")
+def max_draft_cost_ratio(alpha, gamma):
+    """Largest draft cost ``c`` (in target passes) at which speculation still breaks even.
+
+    Setting ``E / (gamma c + 1) = 1`` gives ``c_max = (E(alpha, gamma) - 1) / gamma``.
+    A draft model slower than that makes decoding slower, not faster.
+    At ``alpha = 0`` nothing is ever accepted and ``c_max = 0``. Chapter 7.
+    """
+    return (expected_tokens_per_target_pass(alpha, gamma) - 1.0) / gamma
+
+
+@formula(None, gamma="int>=1", draft_cost_ratio="[0,1)")
+def breakeven_alpha(gamma, draft_cost_ratio):
+    """Acceptance rate at which speculative decoding neither wins nor loses.
+
+    Solves ``E(alpha, gamma) = gamma c + 1`` for ``alpha`` in [0, 1] by
+    bisection (``E`` rises monotonically from 1 to ``gamma + 1``). Needs
+    ``0 <= draft_cost_ratio < 1``: a draft as slow as the target can never
+    pay. Accepts arrays of ``draft_cost_ratio``. Chapter 7.
+    """
+    g = int(gamma)
+    c = draft_cost_ratio
+    target = g * c + 1.0
+    lo = np.zeros_like(c, dtype=float)
+    hi = np.ones_like(c, dtype=float)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        below = np.asarray(expected_tokens_per_target_pass(mid, g)) < target
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def best_gamma(alpha, draft_cost_ratio, max_gamma=16):
+    """The draft length ``gamma`` in 1..``max_gamma`` with the highest speedup.
+
+    Returns ``(gamma, speedup)`` as an ``int`` and a ``float`` (scalars only).
+    If even the best ``gamma`` gives a speedup below 1, speculation should
+    be switched off. Chapter 7.
+    """
+    a = check("alpha", alpha, "[0,1]", scalar=True)
+    c = check("draft_cost_ratio", draft_cost_ratio, ">=0", scalar=True)
+    m = check("max_gamma", max_gamma, "int>=1", scalar=True)
+    gammas = np.arange(1, m + 1)
+    speed = np.array([speculative_speedup(a, int(g), c) for g in gammas])
+    i = int(np.argmax(speed))
+    return int(gammas[i]), float(speed[i])
