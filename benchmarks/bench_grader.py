@@ -62,7 +62,7 @@ def grader_seconds(nb: Path, count: int, workers: int, chapter: str) -> tuple[fl
             shutil.copy(nb, subs / f"student{i:03d}.ipynb")
         t0 = time.perf_counter()
         cpu0 = _child_cpu_s()
-        done = subprocess.run([sys.executable, "-m", "aiinfra.grading.cli", str(subs), "--assignment", chapter,
+        done = subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), "--assignment", chapter,
                                "--workers", str(workers), "--out", str(Path(tmp) / "out"), "--quiet"],
                               capture_output=True, text=True)
         elapsed = time.perf_counter() - t0

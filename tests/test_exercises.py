@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from aiinfra import units
-from aiinfra.exercises import (Choice, Exercise, Free, Numeric, Param, feedback, notebooks, record, registry, render,
+from aiinfra.course.exercises import (Choice, Exercise, Free, Numeric, Param, feedback, notebooks, record, registry, render,
                                runtime, sheet)
-from aiinfra.exercises.variants import namespace, params_for, references, student_id
+from aiinfra.course.exercises.variants import namespace, params_for, references, student_id
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -23,7 +23,7 @@ def test_tp_allreduce_readouts_match_library():
     # by hand: 1,024 tokens x d 8,192 x 2 bytes = 16,777,216 B; a ring over 8 ranks moves 2 x 7/8 of it
     # at 450 GB/s (65.24 us) and pays 2 x 7 steps of 3 us (42 us): 107.24 us; 2 per layer x 80 layers = 160
     assert r["message per all-reduce"] == "16.78 MB"
-    assert r["NVLink: one all-reduce"] == "107.24 us"
+    assert r["NVLink: one all-reduce"] == "107.24 \u00b5s"
     assert r["NVLink: 160 per forward pass"] == "17.16 ms"
     assert _png_bytes(fig) < 100_000
 

@@ -59,7 +59,7 @@ def test_calls_overhead():
     fig, r = ch08.calls_overhead(ks, ts, 0.01, 3e-6)
     assert isinstance(fig, Figure)
     assert r["fitted cost per extra call"] == units.fmt_time(3e-6, 2)
-    assert r["one tiny call, measured alone"] == "3.00 us"
+    assert r["one tiny call, measured alone"] == "3.00 \u00b5s"
     assert r["share of the k=4,096 time spent on calls"] == f"{4096 * 3e-6 / ts[-1]:.0%}"
 
 

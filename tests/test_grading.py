@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from aiinfra.exercises import registry
-from aiinfra.exercises.variants import namespace, params_for, references
-from aiinfra.grading import bounded, cli, export
-from aiinfra.grading.extract import parse_answers, parse_notebook
-from aiinfra.grading.gradebook import Gradebook, Lock
-from aiinfra.grading.sandbox import Limits, Plan, make_plan
-from aiinfra.grading.score import Assignment, score_submission
+from aiinfra.course.exercises import registry
+from aiinfra.course.exercises.variants import namespace, params_for, references
+from aiinfra.course.grading import bounded, cli, export
+from aiinfra.course.grading.extract import parse_answers, parse_notebook
+from aiinfra.course.grading.gradebook import Gradebook, Lock
+from aiinfra.course.grading.sandbox import Limits, Plan, make_plan
+from aiinfra.course.grading.score import Assignment, score_submission
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = ["--cell-timeout", "20", "--timeout", "60", "--memory-mb", "1024", "--quiet"]
@@ -192,7 +192,7 @@ def test_file_names_and_cells_are_safe_and_unique():
 
 
 def _run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "aiinfra.grading.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=300)
 
 
@@ -317,7 +317,7 @@ def test_discover_gives_every_entry_a_row(tmp_path):
 
 def test_sandbox_mounts_come_in_an_order_that_covers_what_is_forbidden():
     plan = Plan(mode="bwrap", bwrap="bwrap", python=sys.executable, package="aiinfra", package_dir="/opt/x/aiinfra",
-                kernel_module="aiinfra.grading.kernel", root=True, drop_uid=True, userns=True, limits=Limits(),
+                kernel_module="aiinfra.course.grading.kernel", root=True, drop_uid=True, userns=True, limits=Limits(),
                 binds=["/opt/x", "/opt/x/repo/deep/pkg"], masks=["/opt/x/repo"])
     a = plan.bwrap_args("/stage", "/ipc", {"A": "1"})
     at = {op: a.index(op[1], a.index(op[0])) for op in
@@ -349,7 +349,7 @@ def test_a_forbidden_folder_inside_a_mounted_tree_is_covered_and_checked(tmp_pat
 @pytest.mark.parametrize("version", [1, 2])
 def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, version):
     """The cgroupfs protocol on a plain folder tree (no kernel behind it): what is written, what is read."""
-    from aiinfra.grading.cgroups import Cgroups
+    from aiinfra.course.grading.cgroups import Cgroups
 
     bases = {"": tmp_path / "v2"} if version == 2 else {"memory": tmp_path / "mem", "pids": tmp_path / "pids"}
     for base in bases.values():
@@ -376,15 +376,15 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
 
 
 def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):
-    from aiinfra import exercises
-    from aiinfra.grading.sandbox import _hidden_imports
+    from aiinfra.course import exercises
+    from aiinfra.course.grading.sandbox import _hidden_imports
 
     src = Path(exercises.__file__).parent
     assert _hidden_imports(str(src)) == []
     for f in src.glob("*.py"):
         shutil.copy(f, tmp_path / f.name)
     with open(tmp_path / "runtime.py", "a", encoding="utf-8") as fh:
-        fh.write("\nfrom aiinfra.exercises.variants import references\nfrom . import render\n"
-                 "import aiinfra.exercises.sheet\n\n\ndef later():\n    from aiinfra.exercises import ch01\n")
+        fh.write("\nfrom aiinfra.course.exercises.variants import references\nfrom . import render\n"
+                 "import aiinfra.course.exercises.sheet\n\n\ndef later():\n    from aiinfra.course.exercises import ch01\n")
     assert _hidden_imports(str(tmp_path)) == ["runtime.py imports variants", "runtime.py imports render",
                                               "runtime.py imports sheet"]

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from aiinfra.grading import bounded
-from aiinfra.grading.export import safe_name
-from aiinfra.grading.gradebook import Gradebook
+from aiinfra.course.grading import bounded
+from aiinfra.course.grading.export import safe_name
+from aiinfra.course.grading.gradebook import Gradebook
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow
 
 
 def _cli(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "aiinfra.grading.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
 
@@ -59,7 +59,7 @@ def _spy(subs: Path, out: Path) -> list[str]:
              "definitions": str(REPO / "src" / "aiinfra" / "exercises" / "ch01.py")}
     code = f"""import json, os, sys, time
 import aiinfra
-from aiinfra.exercises import registry
+from aiinfra.course.exercises import registry
 PATHS = {paths!r}
 time.sleep(2)
 start = time.time()
@@ -99,7 +99,7 @@ for pid in os.listdir("/proc"):
 found["imports"] = {{}}
 for mod in ("ch01", "variants", "render", "sheet", "notebooks"):
     try:
-        __import__("aiinfra.exercises." + mod)
+        __import__("aiinfra.course.exercises." + mod)
         found["imports"][mod] = "imported"
     except Exception as exc:
         found["imports"][mod] = type(exc).__name__
@@ -136,8 +136,8 @@ SHADOW = ("import os\n"
 def _shadow_folder(folder: Path, markers: Path, gradebook: Path) -> None:
     """Class 1: a folder submission shipping modules named like what a launcher or kernel imports."""
     folder.mkdir()
-    for rel in ("aiinfra/__init__.py", "aiinfra/grading/__init__.py", "aiinfra/grading/kernel.py",
-                "aiinfra/grading/sandbox.py", "sitecustomize.py", "usercustomize.py", "ipykernel_launcher.py",
+    for rel in ("aiinfra/__init__.py", "aiinfra/course/grading/__init__.py", "aiinfra/course/grading/kernel.py",
+                "aiinfra/course/grading/sandbox.py", "sitecustomize.py", "usercustomize.py", "ipykernel_launcher.py",
                 "ipykernel/__init__.py", "jupyter_client/__init__.py", "nbformat.py", "zmq.py"):
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -423,7 +423,7 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
                                       "subprocess.Popen(['sleep', '27182'], start_new_session=True)",
                                       "while True:\n    pass"])
     args = ["--assignment", "ch01", "--out", out, "--workers", "1", "--cell-timeout", "60", "--quiet"]
-    grader = subprocess.Popen([sys.executable, "-m", "aiinfra.grading.cli", str(subs), *map(str, args)],
+    grader = subprocess.Popen([sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), *map(str, args)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not _processes_with("27182"):
@@ -515,7 +515,7 @@ def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(15)", GOOD_H])
-    args = [sys.executable, "-m", "aiinfra.grading.cli", subs, "--assignment", "ch01", "--out", out, "--quiet"]
+    args = [sys.executable, "-m", "aiinfra.course.grading.cli", subs, "--assignment", "ch01", "--out", out, "--quiet"]
     first = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = out / "gradebook.sqlite.lock"
     deadline = time.monotonic() + 60

@@ -3,8 +3,8 @@
 A public function (a module-level function or formula whose name does not start
 with ``_``) of any module outside the course packages must be named somewhere a
 reader meets it: a code cell or a backticked name in ``book/**/*.md``, the
-exercise definitions (``src/aiinfra/exercises``), the grader
-(``src/aiinfra/grading``), the book package (figures, tables, glue) or the CLI.
+exercise definitions (``src/aiinfra/course/exercises``), the grader
+(``src/aiinfra/course/grading``), the book package (figures, tables, glue) or the CLI.
 A use inside the function's own module does not count, and tests do not count.
 A function nobody uses is deleted, or renamed with a leading underscore when
 the library needs it internally.
@@ -21,7 +21,7 @@ from aiinfra.formula import Formula
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "aiinfra"
-COURSE = ("aiinfra.exercises", "aiinfra.grading", "aiinfra.colab", "aiinfra.__main__")
+COURSE = ("aiinfra.course.exercises", "aiinfra.course.grading", "aiinfra.book.colab", "aiinfra.__main__")
 TICKED = re.compile(r"`([^`\n]+)`")
 WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
@@ -55,7 +55,7 @@ def _uses() -> dict[Path, set[str]]:
         for cell in CELL.findall(text):
             names |= _names_in_code(cell)
         uses[md] = names
-    consumers = [*SRC.glob("exercises/**/*.py"), *SRC.glob("grading/**/*.py"), *SRC.glob("book/**/*.py"),
+    consumers = [*SRC.glob("course/**/*.py"), *SRC.glob("book/**/*.py"),
                  SRC / "cli.py"]
     for py in consumers:
         uses[py] = _names_in_code(py.read_text())
@@ -87,5 +87,5 @@ def test_every_public_function_is_used_by_the_book_exercises_grader_or_cli():
 def test_the_scan_sees_chapters_exercises_and_cli():
     uses = _uses()
     assert "Deployment" in uses[ROOT / "book" / "ch04" / "01-decode-roofline.md"]
-    assert "compare_policies" in uses[SRC / "exercises" / "ch05.py"]
+    assert "compare_policies" in uses[SRC / "course" / "exercises" / "ch05.py"]
     assert "plan" in uses[SRC / "cli.py"]

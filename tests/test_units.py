@@ -47,7 +47,7 @@ def test_bytes_per_param_lists_known_names():
 
 def test_formatters_match_the_book_examples():
     assert u.fmt_time(0.0209) == "20.90 ms"
-    assert u.fmt_time(2.5e-6) == "2.50 us"
+    assert u.fmt_time(2.5e-6) == "2.50 \u00b5s"
     assert u.fmt_time(3e-9) == "3.00 ns"
     assert u.fmt_time(12.0) == "12.00 s"
     assert u.fmt_time(0.0209, digits=1) == "20.9 ms"

@@ -7,7 +7,7 @@
 
 The output is deterministic (sorted keys, fixed cell ids, no outputs), so the
 check mode compares bytes. Never edit the generated files by hand: edit
-src/aiinfra/exercises/chNN.py and rerun.
+src/aiinfra/course/exercises/chNN.py and rerun.
 
 The exercise texts are written in the book's MyST; their Markdown cells go through the
 same converter as the chapter notebooks (book/_ext/doctree_markdown.py), so Colab and
@@ -40,7 +40,7 @@ def plain(nb: dict) -> dict:
 
 def build(out: Path, variants: bool, chapters: list[str] | None = None) -> dict[Path, str]:
     """Path -> text of every file to generate."""
-    from aiinfra.exercises import notebooks, registry
+    from aiinfra.course.exercises import notebooks, registry
 
     source = pip_source()  # repository.url and .branch from _config.yml, typed once
     files = {}

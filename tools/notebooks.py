@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from aiinfra import colab
+from aiinfra.book import colab
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

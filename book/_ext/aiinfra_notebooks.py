@@ -22,7 +22,7 @@ A generated notebook is:
 * every Markdown cell of the page converted from the doctree by :mod:`doctree_markdown`
   (numbers as text, math with the book's equation numbers, links into the published book).
 
-Nothing here imports the book's library except :mod:`aiinfra.colab` (the set-up cell).
+Nothing here imports the book's library except :mod:`aiinfra.book.colab` (the set-up cell).
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def generator_version() -> str:
     digest = hashlib.sha256()
     for path in sorted(here.glob("*.py")):
         digest.update(path.read_bytes())
-    from aiinfra import colab
+    from aiinfra.book import colab
 
     digest.update(Path(colab.__file__).read_bytes())
     return digest.hexdigest()[:16]
@@ -274,7 +274,7 @@ def code_cell(cell, container, nb, ctx: dm.Context) -> nbformat.NotebookNode:
 
 
 def setup_cell(app) -> nbformat.NotebookNode:
-    from aiinfra import colab
+    from aiinfra.book import colab
 
     url, branch = app.config.html_theme_options["repository_url"], app.config.html_theme_options["repository_branch"]
     lines = [f"#@title {colab.SETUP_TITLE}"] + colab.chapter_setup_lines(colab.pip_source(url, branch))

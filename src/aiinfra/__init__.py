@@ -14,12 +14,3 @@ the self-check: no numpy, no sympy, no matplotlib. CONTRIBUTING.md has the map o
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name):
-    # The grader (aiinfra.grading.extract) imports the validator as ``aiinfra._check``; it is
-    # aiinfra.formula, whose check() is the library's only validator.
-    if name == "_check":
-        import importlib
-
-        return importlib.import_module("aiinfra.formula")
-    raise AttributeError(f"module 'aiinfra' has no attribute {name!r}")

@@ -42,7 +42,7 @@ import numpy as np
 
 __all__ = [
     "check", "formula", "Formula", "TWINS", "NOTATION", "Notation",
-    "positive", "fraction", "at_least", "choice",
+    "fraction", "choice",
 ]
 
 
@@ -163,19 +163,9 @@ def check(name: str, value, spec: str, *, scalar: bool = False):
 
 # Short spellings of check(), for call sites that read better with a word (and for the grader).
 
-def positive(name: str, value):
-    """``check(name, value, ">0")``."""
-    return check(name, value, ">0")
-
-
 def fraction(name: str, value, *, open_low: bool = True, closed_high: bool = True):
     """``check`` against ``(0, 1]`` by default; the flags move the ends (an efficiency, a share)."""
     return check(name, value, f"{'(' if open_low else '['}0,1{']' if closed_high else ')'}")
-
-
-def at_least(name: str, value, minimum: float):
-    """``check(name, value, ">=minimum")``."""
-    return check(name, value, f">={float(minimum)!r}")
 
 
 def choice(name: str, value, allowed):

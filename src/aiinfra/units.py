@@ -142,6 +142,8 @@ def _auto_prefix(value: float, ladder: list[tuple[str, float]]) -> tuple[str, fl
     return chosen
 
 
+#: How the book writes "micro": the micro sign (U+00B5), so a duration reads "16.52 µs".
+MICRO_SIGN = "\u00b5"
 _TIME_LADDER = [("ns", ns), ("us", us), ("ms", ms), ("s", 1.0)]
 _SI_LADDER = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 1e15), ("E", 1e18)]
 
@@ -149,9 +151,10 @@ _SI_LADDER = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12), ("P", 
 def fmt_time(seconds, digits=2, unit: str | None = None) -> str:
     """Format a duration: ``fmt_time(0.0209) == "20.90 ms"``.
 
-    The unit is chosen automatically among ns, us, ms and s (the largest one
+    The unit is chosen automatically among ns, µs, ms and s (the largest one
     that keeps the number >= 1; durations over a minute stay in seconds), or
-    forced with ``unit=``. ``digits`` is the number of decimals.
+    forced with ``unit=`` (``"us"`` is accepted for µs). ``digits`` is the
+    number of decimals. Microseconds are always written ``µs``.
     """
     s = _scalar("seconds", seconds)
     d = _digits(digits)
@@ -159,9 +162,10 @@ def fmt_time(seconds, digits=2, unit: str | None = None) -> str:
     if unit is None:
         name, scale = ("s", 1.0) if s == 0 else _auto_prefix(s, _TIME_LADDER)
     else:
+        unit = "us" if unit == MICRO_SIGN + "s" else unit
         choice("unit", unit, set(scales))
         name, scale = unit, scales[unit]
-    return f"{s / scale:.{d}f} {name}"
+    return f"{s / scale:.{d}f} {MICRO_SIGN + 's' if name == 'us' else name}"
 
 
 def fmt_bytes(n_bytes, unit: str | None = None, digits=2) -> str:

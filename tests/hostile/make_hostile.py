@@ -13,7 +13,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-SETUP = 'from aiinfra.exercises import answer, check, set_student\nfrom aiinfra import units'
+SETUP = 'from aiinfra.course.exercises import answer, check, set_student\nfrom aiinfra import units'
 # (h) of exercise 1-2 is the 400 Gbit/s line rate in GB/s; (i) the time to move 1 GB, in ms.
 GOOD_H = 'answer("1-2", "h", units.bytes_per_s_from_gbit_per_s(400) / units.GB)'
 GOOD_I = 'answer("1-2", "i", 1e3 * units.GB / units.bytes_per_s_from_gbit_per_s(400))'
@@ -60,14 +60,14 @@ CASES: dict[str, list[str]] = {
                     'answer("1-2", "e", [1.0, 2.0])'],
     # numpy, math and the feedback module patched to call everything correct; the answers are wrong
     "numpy_patch": [SETUP,
-                    "import math, numpy as np\nimport aiinfra.exercises.feedback as fb\n"
+                    "import math, numpy as np\nimport aiinfra.course.exercises.feedback as fb\n"
                     "np.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n"
                     "math.isclose = lambda *a, **k: True\n"
                     'fb.diagnose = lambda *a, **k: ("correct", "correct")\n'
                     'answer("1-2", "h", 7.0)\nanswer("1-2", "i", 7.0)\ncheck("1-2")'],
     # check() redefined (and the library's check replaced) to print praise; the answers are wrong
     "redefined_check": [SETUP,
-                        "import aiinfra.exercises as ex\nimport aiinfra.exercises.runtime as rt\n"
+                        "import aiinfra.course.exercises as ex\nimport aiinfra.course.exercises.runtime as rt\n"
                         "def check(*args, **kwargs):\n    print('all parts correct, full marks')\n"
                         "ex.check = rt.check = check\n"
                         'answer("1-2", "h", 400.0)\nanswer("1-2", "i", 2.5)\ncheck("1-2")'],

@@ -259,7 +259,7 @@ def _plain_ticks_fn(v, _pos=None):
 
 
 def _fmt_time(seconds: float) -> str:
-    return units.fmt_time(seconds).replace(" us", " \u00b5s")
+    return units.fmt_time(seconds)
 
 
 def _fmt_rate_tokens(x: float) -> str:

@@ -13,8 +13,8 @@ import hashlib
 import math
 from typing import Any, Mapping
 
-from aiinfra.exercises._format import Exercise
-from aiinfra.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
+from aiinfra.course.exercises._format import Exercise
+from aiinfra.course.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
 
 
 def _pick(sid: str, exercise_id: str, name: str, n: int) -> int:

@@ -10,7 +10,7 @@ gradebook are never mounted (or are covered by an empty read-only tmpfs where
 they lie inside a mounted tree), and the exercise definitions and references
 inside every mounted copy of the package are covered too, so ``check()`` and
 the answer key are unreachable there. PID 1 of the namespace is a small init
-(:mod:`~aiinfra.grading.kernel`) that ends when the kernel ends, so everything
+(:mod:`~aiinfra.course.grading.kernel`) that ends when the kernel ends, so everything
 the notebook started dies with the kernel; ``--die-with-parent`` chains this to
 the grader worker, which dies with the grader.
 

@@ -1,13 +1,13 @@
 """The recording half of the notebook API: all a graded kernel may load from this package.
 
 Inside ``aiinfra-grade``'s sandbox the exercise definitions (``chNN.py``), the
-references (:mod:`~aiinfra.exercises.variants`), the renderer and the notebook
-generator are hidden; this module, :mod:`~aiinfra.exercises.feedback` (answer
-encoding), :mod:`~aiinfra.exercises._format`, :mod:`~aiinfra.exercises.registry`
-(which then finds no chapter) and :mod:`~aiinfra.exercises.runtime` remain. The
+references (:mod:`~aiinfra.course.exercises.variants`), the renderer and the notebook
+generator are hidden; this module, :mod:`~aiinfra.course.exercises.feedback` (answer
+encoding), :mod:`~aiinfra.course.exercises._format`, :mod:`~aiinfra.course.exercises.registry`
+(which then finds no chapter) and :mod:`~aiinfra.course.exercises.runtime` remain. The
 grader hands the kernel a *sheet* instead: for each exercise of the assignment,
 its part letters, this student's parameters and the statement text, computed in
-the grader's own process (:func:`aiinfra.exercises.sheet.build`). No reference
+the grader's own process (:func:`aiinfra.course.exercises.sheet.build`). No reference
 value is in it.
 
 A graded kernel reports through one channel only: ``answer()`` and
@@ -99,7 +99,7 @@ def sheet_exercise(data: dict, exercise_id) -> dict:
 # --- what notebooks display ------------------------------------------------------------------
 
 class MystBlocks:
-    """What :func:`aiinfra.exercises.show` returns: rendered by myst-nb as MyST."""
+    """What :func:`aiinfra.course.exercises.show` returns: rendered by myst-nb as MyST."""
 
     def __init__(self, text: str):
         self.text = text

@@ -11,7 +11,7 @@ from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy, network, parallelism
 from aiinfra.cluster import scale as cluster
 from aiinfra import deployment
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 6-1  One tensor-parallel all-reduce, over NVLink and over InfiniBand

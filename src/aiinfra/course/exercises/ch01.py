@@ -11,7 +11,7 @@ from aiinfra import decode, memory, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import network
 from aiinfra import deployment
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 1-1  What is loaded once, what is read every step, what grows

@@ -10,7 +10,7 @@ Two modes, one API:
   definitions and references are out of reach (hidden by the sandbox):
   ``params()`` and ``prompt()`` read the grader's sheet, ``answer()`` validates
   the ids against it and records, and ``check()`` only says that the grader
-  scores the answers. See :mod:`aiinfra.exercises.record`.
+  scores the answers. See :mod:`aiinfra.course.exercises.record`.
 
 State lives in this module, inside the kernel. ``answer()`` keeps a plain-JSON
 record per part and, in a graded run, sends it to the grader as one JSON line.
@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aiinfra.exercises import feedback, record
-from aiinfra.exercises.record import ENV_STUDENT, ENV_VARIANTS, Markdown, student_id
+from aiinfra.course.exercises import feedback, record
+from aiinfra.course.exercises.record import ENV_STUDENT, ENV_VARIANTS, Markdown, student_id
 
 __all__ = ["ENV_STUDENT", "ENV_VARIANTS", "answer", "check", "configure", "current_student", "params", "prompt",
            "recorded", "reset", "set_student", "show"]
@@ -41,7 +41,7 @@ def configure(chapter: str, variants: bool = False) -> None:
     The generated notebooks call this in their first cell; the grader ignores
     it and uses the instructor's assignment settings instead.
     """
-    from aiinfra.exercises import registry
+    from aiinfra.course.exercises import registry
 
     if record.sheet() is None:
         registry.chapter(chapter)
@@ -92,8 +92,8 @@ def _student_for(ex) -> str | None:
 
 
 def _home_namespace(exercise_id: str):
-    from aiinfra.exercises import registry
-    from aiinfra.exercises.variants import namespace, params_for
+    from aiinfra.course.exercises import registry
+    from aiinfra.course.exercises.variants import namespace, params_for
 
     ex = registry.get(exercise_id)
     return ex, namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
@@ -113,7 +113,7 @@ def prompt(exercise_id: str) -> Markdown:
     sheet = record.sheet()
     if sheet is not None:
         return Markdown(record.sheet_exercise(sheet, exercise_id)["prompt"])
-    from aiinfra.exercises import render
+    from aiinfra.course.exercises import render
 
     ex, ns = _home_namespace(exercise_id)
     return Markdown(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"))
@@ -126,7 +126,7 @@ def _part_key(exercise_id, part) -> tuple[str, str]:
     """(exercise id, part letter) after validation against the sheet or the definitions."""
     sheet = record.sheet()
     if sheet is None:
-        from aiinfra.exercises import registry
+        from aiinfra.course.exercises import registry
 
         ex = registry.get(exercise_id)
         return ex.id, ex.part(part).part
@@ -186,8 +186,8 @@ def check(target: str) -> CheckReport:
     """
     if record.sheet() is not None:
         return CheckReport([], GRADING_NOTE + "\n")
-    from aiinfra.exercises import registry
-    from aiinfra.exercises.variants import namespace, params_for, references
+    from aiinfra.course.exercises import registry
+    from aiinfra.course.exercises.variants import namespace, params_for, references
 
     results = []
     lines = []
@@ -210,7 +210,7 @@ def show(target: str, solutions: bool = True):
     In a chapter page: a cell tagged ``remove-input`` holding
     ``show("ch01")``. Solutions sit in dropdowns unless ``solutions=False``.
     """
-    from aiinfra.exercises import registry, render
+    from aiinfra.course.exercises import registry, render
 
     if not isinstance(solutions, bool):
         raise ValueError(f"solutions must be True or False, got {solutions!r}")

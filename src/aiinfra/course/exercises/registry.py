@@ -6,14 +6,14 @@ import pkgutil
 import re
 from functools import lru_cache
 
-from aiinfra.exercises._format import EXERCISE_ID, Exercise
+from aiinfra.course.exercises._format import EXERCISE_ID, Exercise
 
 CHAPTER = re.compile(r"^ch([0-9]{2})$")
 
 
 def chapters() -> list[str]:
     """Chapter ids that have an exercise module, sorted: ``["ch01", "ch02", ...]``."""
-    import aiinfra.exercises as pkg
+    import aiinfra.course.exercises as pkg
 
     names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if CHAPTER.match(m.name)]
     return sorted(names)
@@ -31,10 +31,10 @@ def chapter(chapter_id: str) -> tuple[Exercise, ...]:
     chapter_id = _chapter_id(chapter_id)
     if chapter_id not in chapters():
         raise ValueError(f"chapter must be one of {chapters()}, got {chapter_id!r}")
-    mod = importlib.import_module(f"aiinfra.exercises.{chapter_id}")
+    mod = importlib.import_module(f"aiinfra.course.exercises.{chapter_id}")
     exercises = tuple(getattr(mod, "EXERCISES", ()))
     if not exercises or not all(isinstance(e, Exercise) for e in exercises):
-        raise ValueError(f"aiinfra.exercises.{chapter_id}.EXERCISES must be a non-empty sequence of Exercise")
+        raise ValueError(f"aiinfra.course.exercises.{chapter_id}.EXERCISES must be a non-empty sequence of Exercise")
     number = int(chapter_id[2:])
     ids = [e.id for e in exercises]
     if len(set(ids)) != len(ids):

@@ -3,7 +3,7 @@
 Runs in the grader process with the grader's own copy of :mod:`aiinfra`; the
 references are recomputed here for the student's parameters. Nothing a
 submission defines reaches this module except the plain-JSON answer records.
-The per-part verdicts come from :func:`aiinfra.exercises.feedback.score_part`,
+The per-part verdicts come from :func:`aiinfra.course.exercises.feedback.score_part`,
 the same function the notebook's ``check()`` uses.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ class Assignment:
         return _references(self, self._who(student))
 
     def sheet(self, student: str) -> dict:
-        """What the student's graded kernel is handed (:mod:`aiinfra.exercises.sheet`)."""
+        """What the student's graded kernel is handed (:mod:`aiinfra.course.exercises.sheet`)."""
         return _sheet(self, self._who(student))
 
 
@@ -96,7 +96,7 @@ _SUMMARY = {"ok": "ran to the end", "error": "stopped by an error", "timeout": "
 
 
 def score_submission(extracted: dict, assignment: Assignment, student: str) -> SubmissionScore:
-    """Score one extraction result (see :mod:`aiinfra.grading.extract`) for ``student``."""
+    """Score one extraction result (see :mod:`aiinfra.course.grading.extract`) for ``student``."""
     records = {}
     for rec in extracted.get("answers", []):
         if type(rec) is dict and type(rec.get("exercise")) is str and type(rec.get("part")) is str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from aiinfra import decode, measure, memory, roofline, units
 from aiinfra.catalog import hardware, models, reference
 from aiinfra import deployment
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 8-1  Predict, then measure: the toy decode step on a workstation CPU

@@ -23,7 +23,7 @@ from .bounded import clean_text
 
 
 def _clean(value):
-    """Text, recursively, as it may be stored: see :func:`aiinfra.grading.bounded.clean_text`."""
+    """Text, recursively, as it may be stored: see :func:`aiinfra.course.grading.bounded.clean_text`."""
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, list):

@@ -10,7 +10,7 @@ from aiinfra import compute, decode, memory, units
 from aiinfra.catalog import hardware, models
 from aiinfra.serving import batching as scheduling
 from aiinfra.serving import capacity, paging
-from aiinfra.exercises import Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Exercise, Free, Numeric, Param
 
 MODEL_70B = "Llama-3.1-70B"
 

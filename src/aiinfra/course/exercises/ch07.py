@@ -12,7 +12,7 @@ from aiinfra.cluster import hierarchy
 from aiinfra.cluster import scale as cluster
 from aiinfra import deployment
 from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 7-1  Speculative decoding: yield, speedup and break-even

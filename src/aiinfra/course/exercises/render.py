@@ -9,9 +9,9 @@ from __future__ import annotations
 import string
 from typing import Any, Mapping
 
-from aiinfra.exercises._format import Exercise
-from aiinfra.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
-from aiinfra.exercises.variants import namespace, params_for, references
+from aiinfra.course.exercises._format import Exercise
+from aiinfra.course.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
+from aiinfra.course.exercises.variants import namespace, params_for, references
 
 
 class _Shown:

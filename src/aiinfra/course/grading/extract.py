@@ -2,8 +2,8 @@
 
 :class:`Extraction` forks a worker (its own session; it dies with the grader)
 that reads the submission within bounds, stages it with the sheet and a spec
-for :mod:`~aiinfra.grading.kernel`, starts the kernel in the sandbox of
-:mod:`~aiinfra.grading.sandbox` and executes the code cells one by one with
+for :mod:`~aiinfra.course.grading.kernel`, starts the kernel in the sandbox of
+:mod:`~aiinfra.course.grading.sandbox` and executes the code cells one by one with
 nbclient. The worker binds the kernel's sockets itself, in a folder the
 sandbox sees read-only, and refuses any kernel message above a size cap
 before decoding it (ZeroMQ's ``MAXMSGSIZE``).
@@ -183,7 +183,7 @@ def parse_answers(raw: bytes, truncated: bool = False) -> tuple[dict, str | None
 
 def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, files: list, sheet: dict,
            key: str, student: str, variants: bool, answers_fd: int) -> dict:
-    """Write what the kernel's first code reads (:mod:`~aiinfra.grading.kernel`); returns its environment."""
+    """Write what the kernel's first code reads (:mod:`~aiinfra.course.grading.kernel`); returns its environment."""
     os.makedirs(os.path.join(stage, "files"), mode=0o700)
     manifest = []
     for n, (parts, data) in enumerate(files):

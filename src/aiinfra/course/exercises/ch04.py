@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiinfra import decode, memory, units
 from aiinfra.catalog import hardware, models, reference
 from aiinfra import deployment
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 4-1  The single-stream speed limit

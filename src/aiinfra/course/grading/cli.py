@@ -11,7 +11,7 @@ is the student id: it picks the variant parameters, whatever id the notebook
 itself sets. Every entry gets exactly one gradebook row, with a reason when it
 cannot be graded. Output (``--out``, default ``./grades``): ``gradebook.sqlite``,
 ``grades.csv``, ``feedback/<student>.md``, ``gradescope/<student>/results.json``.
-Each kernel runs in the sandbox of :mod:`aiinfra.grading.sandbox`; the first
+Each kernel runs in the sandbox of :mod:`aiinfra.course.grading.sandbox`; the first
 lines on stderr and the last lines of the summary say what it guarantees.
 """
 from __future__ import annotations

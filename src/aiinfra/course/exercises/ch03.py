@@ -10,7 +10,7 @@ from aiinfra import compute, memory, units
 from aiinfra.catalog import hardware, models
 from aiinfra import deployment
 from aiinfra.serving import capacity
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 3-1  Prefill and decode FLOPs of a shipped model (per-student variants)

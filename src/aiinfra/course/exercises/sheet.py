@@ -4,15 +4,15 @@ Runs in the grader's process (the definitions are hidden inside the sandbox).
 For one student and one assignment it holds, per exercise, the part letters,
 the parameter namespace that ``params()`` returns at home for the same id and
 variants setting, and the statement that ``prompt()`` shows; never a reference.
-:mod:`aiinfra.exercises.record` reads it back inside the kernel.
+:mod:`aiinfra.course.exercises.record` reads it back inside the kernel.
 """
 from __future__ import annotations
 
 import json
 
-from aiinfra.exercises import registry, render
-from aiinfra.exercises.record import SHEET_VERSION, encode_value
-from aiinfra.exercises.variants import namespace, params_for
+from aiinfra.course.exercises import registry, render
+from aiinfra.course.exercises.record import SHEET_VERSION, encode_value
+from aiinfra.course.exercises.variants import namespace, params_for
 
 
 def build(chapter: str, student: str | None, variants: bool) -> dict:

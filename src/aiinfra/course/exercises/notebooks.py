@@ -17,9 +17,9 @@ import json
 import textwrap
 import types
 
-from aiinfra import colab
-from aiinfra.exercises import registry, render
-from aiinfra.exercises.variants import namespace, params_for, references
+from aiinfra.book import colab
+from aiinfra.course.exercises import registry, render
+from aiinfra.course.exercises.variants import namespace, params_for, references
 
 FORMAT_VERSION = 1
 
@@ -60,7 +60,7 @@ def dumps(nb: dict) -> str:
 def _setup_source(chapter: str, variants: bool, pip_source: str, extra: str = "") -> str:
     lines = colab.install_cell_lines(pip_source) + [
         "",
-        "from aiinfra.exercises import answer, check, configure, params, prompt, set_student",
+        "from aiinfra.course.exercises import answer, check, configure, params, prompt, set_student",
         "",
         f"configure({chapter!r}, variants={variants!r})",
     ]
@@ -191,7 +191,7 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     exercises = registry.chapter(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
-    module = importlib.import_module(f"aiinfra.exercises.{chapter}")
+    module = importlib.import_module(f"aiinfra.course.exercises.{chapter}")
     refs = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
     imports, consts, helpers = _dependencies(module, refs)
     extra = "\n".join(["# What the reference functions below use."] + imports + consts)

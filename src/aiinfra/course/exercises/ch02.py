@@ -10,7 +10,7 @@ from aiinfra import decode, memory, roofline, units
 from aiinfra.catalog import hardware
 from aiinfra.cluster import network
 from aiinfra import deployment
-from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------
 # 2-1  Spec sheet to bytes per second per direction

@@ -2,13 +2,13 @@
 
 Writing exercises for a chapter
 ===============================
-Create ``src/aiinfra/exercises/chNN.py`` (copy ``ch01.py``) holding a tuple
+Create ``src/aiinfra/course/exercises/chNN.py`` (copy ``ch01.py``) holding a tuple
 ``EXERCISES`` of :class:`Exercise`. Nothing else needs registering: the
 registry, ``tools/build_exercises.py`` and ``aiinfra-grade`` find every
 ``chNN`` module. A minimal exercise::
 
     from aiinfra import units
-    from aiinfra.exercises import Choice, Exercise, Free, Numeric, Param
+    from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
     def ref_2_1_a(p):                      # reference = function of the namespace p
         return units.bytes_per_s_from_gbit_per_s(p["gbit"]) / units.GB
@@ -40,7 +40,7 @@ holds a typed result. Numbers shown in prompts come from ``params`` or from
 Using them
 ==========
 * Book page: a cell tagged ``remove-input`` with
-  ``from aiinfra.exercises import show; show("ch01")`` (or ``show("1-2")``)
+  ``from aiinfra.course.exercises import show; show("ch01")`` (or ``show("1-2")``)
   emits sphinx-exercise blocks labelled ``ex-1-2`` (solutions ``sol-1-2``, in
   dropdowns). The blocks are unnumbered (the id is in the title), so link them
   with explicit text: ``{ref}`Exercise 1-2 <ex-1-2>```.
@@ -49,11 +49,11 @@ Using them
   In them: ``set_student("id")``, ``prompt("1-2")``, ``params("1-2")``,
   ``answer("1-2", "a", 141.1)`` and ``check("1-2")``.
 * Grading: ``aiinfra-grade SUBMISSIONS --assignment ch01`` (see
-  :mod:`aiinfra.grading`).
+  :mod:`aiinfra.course.grading`).
 """
-from aiinfra.exercises._format import Choice, Exercise, Free, Numeric, Param
-from aiinfra.exercises.registry import chapter, chapters, get
-from aiinfra.exercises.runtime import (
+from aiinfra.course.exercises._format import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises.registry import chapter, chapters, get
+from aiinfra.course.exercises.runtime import (
     answer,
     check,
     configure,

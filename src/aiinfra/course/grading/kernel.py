@@ -1,6 +1,6 @@
 """The first code that runs inside a sandbox: set the limits, drop privileges, start the kernel.
 
-Started by :mod:`~aiinfra.grading.sandbox` as ``python -I -c <import this; main()> STAGE``
+Started by :mod:`~aiinfra.course.grading.sandbox` as ``python -I -c <import this; main()> STAGE``
 with ``/`` as working directory, so nothing of the submission is on the import
 path while the interpreter starts. In order:
 
@@ -24,7 +24,7 @@ path while the interpreter starts. In order:
    folder it owns and the sandbox sees read-only), without a heartbeat thread.
 
 ``answer()`` reaches the grader through the inherited pipe named in
-``$AIINFRA_ANSWERS_FD`` (:mod:`aiinfra.exercises.record`).
+``$AIINFRA_ANSWERS_FD`` (:mod:`aiinfra.course.exercises.record`).
 """
 from __future__ import annotations
 
