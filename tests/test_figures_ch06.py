@@ -20,9 +20,9 @@ def _png_bytes(fig):
 def test_tp_allreduce_readouts_match_library():
     fig, r = ch06.tp_allreduce(1024, 8, **LINKS)
     assert isinstance(fig, Figure)
-    # by hand: 1,024 tokens x d 8,192 x 2 bytes = 16,777,216 B; a ring over 8 ranks moves 2 x 7/8 of it
+    # by hand: 1,024 tokens x d 8,192 x 2 bytes = 16,777,216 B = 16 MiB (the chapter's unit); a ring over 8 ranks moves 2 x 7/8 of it
     # at 450 GB/s (65.24 us) and pays 2 x 7 steps of 3 us (42 us): 107.24 us; 2 per layer x 80 layers = 160
-    assert r["message per all-reduce"] == "16.78 MB"
+    assert r["message per all-reduce"] == "16.00 MiB"
     assert r["NVLink: one all-reduce"] == "107.24 \u00b5s"
     assert r["NVLink: 160 per forward pass"] == "17.16 ms"
     assert _png_bytes(fig) < 100_000
@@ -34,8 +34,13 @@ def test_tp_allreduce_ib_slower_for_every_slider_point():
             msg = parallelism.tp_allreduce_message_bytes(tokens, 8192, 2)
             assert network.ring_allreduce_time_s(msg, ranks, 50e9, 5e-6) > network.ring_allreduce_time_s(
                 msg, ranks, 450e9, 3e-6)
-    fig, r = ch06.tp_allreduce(ch06.TOKENS_VALUES[-1], ch06.RANKS_VALUES[-1], **LINKS)
+    fig, r = ch06.tp_allreduce(ch06.TOKENS_VALUES[-1], 8, **LINKS)
     assert len(r) == 5
+    # a ring of 16 H100s leaves the 8-GPU NVLink domain: no NVLink time, the curve is hidden
+    fig, r = ch06.tp_allreduce(ch06.TOKENS_VALUES[-1], 16, **LINKS)
+    assert r["NVLink: one all-reduce"] == "no: the NVLink domain is 8 GPUs"
+    assert "NVLink: 160 per forward pass" not in r and len(r) == 4
+    assert not fig.axes[0].lines[0].get_visible()
 
 
 def test_tp_allreduce_rejects_single_rank():
@@ -65,4 +70,5 @@ def test_mfu_scaling_slider_grid_is_valid():
 def test_sliders_defaults():
     sl = ch06.tp_allreduce_sliders()
     assert [s.name for s in sl] == ["tokens", "n_ranks"]
-    assert len(ch06.TOKENS_VALUES) * len(ch06.RANKS_VALUES) <= 24
+    assert {64, 4096} <= set(ch06.TOKENS_VALUES)   # the rows of the chapter's table
+    assert 8 in ch06.RANKS_VALUES and 16 in ch06.RANKS_VALUES

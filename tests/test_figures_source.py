@@ -136,20 +136,17 @@ def test_cluster_scale_realized_lags_peak():
 # ----- run inference --------------------------------------------------------------
 
 def test_pass_counts_follow_prefill_then_decode():
+    # the prefill emits answer token 1; each of the G - 1 decode steps emits one more: G passes in all
     g = len(run_inference.ANSWER)
-    assert run_inference._total_passes(g) == g + 1
-    assert run_inference._total_passes(g, prefill_emits_first_token=True) == g
+    assert run_inference._total_passes(g) == g
     c0 = run_inference._pass_count(0, g)
     assert (c0.prefill, c0.decode, c0.total, c0.answer_tokens) == (0, 0, 0, 0)
     c1 = run_inference._pass_count(1, g)
-    assert (c1.prefill, c1.decode, c1.answer_tokens) == (1, 0, 0)
-    last = run_inference._pass_count(g + 1, g)
-    assert (last.prefill, last.decode, last.total, last.answer_tokens) == (1, g, g + 1, g)
-    vllm = run_inference._pass_count(1, g, prefill_emits_first_token=True)
-    assert vllm.answer_tokens == 1
-    assert run_inference._pass_count(g, g, prefill_emits_first_token=True).answer_tokens == g
+    assert (c1.prefill, c1.decode, c1.answer_tokens) == (1, 0, 1)
+    last = run_inference._pass_count(g, g)
+    assert (last.prefill, last.decode, last.total, last.answer_tokens) == (1, g - 1, g, g)
     with pytest.raises(ValueError, match="step"):
-        run_inference._pass_count(g + 2, g)
+        run_inference._pass_count(g + 1, g)
     with pytest.raises(ValueError, match="step"):
         run_inference._pass_count(-1, g)
     with pytest.raises(ValueError, match="answer_tokens"):
@@ -158,14 +155,16 @@ def test_pass_counts_follow_prefill_then_decode():
 
 def test_run_inference_readouts_and_flops():
     g, p = len(run_inference.ANSWER), len(run_inference.PROMPT)
-    _, r = run_inference.draw(g + 1)
-    assert (r["prefill passes"], r["decode passes"]) == ("1", str(g))
-    assert r["total forward passes"] == f"{g + 1} of {g + 1}"
+    fig, r = run_inference.draw(g)
+    assert (r["prefill passes"], r["decode passes"]) == ("1", str(g - 1))
+    assert r["answer tokens"] == f"{g} of {g}"
     flops_key = next(k for k in r if k.startswith("FLOPs"))
-    # 2N (P + G) with N = 70e9
-    assert _num(r[flops_key]) * 1e12 == pytest.approx(2 * 70e9 * (p + g), rel=1e-3)
+    # 2N per token through the model: the P prompt tokens once, then the G - 1 tokens fed back; N = 70e9
+    assert _num(r[flops_key]) * 1e12 == pytest.approx(2 * 70e9 * (p + g - 1), rel=1e-3)
     assert run_inference.draw(0)[1][flops_key] == "0"
-    assert [s.text(v) for s in run_inference.sliders() for v in (0, 1, 2)] == ["not started", "prefill", "decode 1"]
+    assert [s.text(v) for s in run_inference.sliders() for v in (0, 1, 2)] == [
+        "not started", "prefill: token 1", "decode 1: token 2"]
+    assert len(run_inference.sliders()[0].values) == g + 1
     with pytest.raises(ValueError, match="prompt"):
         run_inference.draw(0, prompt=())
 
@@ -200,15 +199,18 @@ def test_batching_kv_readouts_track_budget():
     with pytest.raises(ValueError, match="batch"):
         batching_kv.draw(0)
     with pytest.raises(ValueError, match="batch"):
-        batching_kv.draw(141)
+        batching_kv.draw(batching_kv.BATCHES[-1] + 1)
     with pytest.raises(ValueError, match="kv_layout"):
         batching_kv.draw(1, "mqa")
 
 
-def test_batching_kv_static_grid_is_24_frames():
+def test_batching_kv_static_grid_brackets_both_limits():
     b, kv = batching_kv.sliders()
-    assert len(b.static_values()) * len(kv.static_values()) == 24
-    assert 23 in b.static_values() and 24 in b.static_values()
+    assert {23, 24, 185, 186} <= set(b.static_values())     # the full-MHA limit and the real one
+    assert batching_kv.node().max_batch(8192) == 185 and b.values[-1] > 185   # the reader sees memory fill up
+    f = batching_kv.show(mode="static")
+    assert len(f.frames) == len(b.static_values()) * len(kv.static_values()) and not f.live_only
+    assert f.payload_bytes <= 400_000
 
 
 # ----- roofline --------------------------------------------------------------------
@@ -231,15 +233,19 @@ def test_roofline_ridge_and_bounds():
 def test_roofline_sliders_and_rejects():
     gpu_slider, batch_slider = roofline_plot.sliders()
     assert set(gpu_slider.values) == {g.name for g in hardware.catalog()}
-    assert len(gpu_slider.static_values()) * len(batch_slider.static_values()) > interactive.DEFAULT_MAX_FRAMES
+    assert set(gpu_slider.static_values()) == set(roofline_plot.STATIC_GPUS) and "H100 SXM" in roofline_plot.STATIC_GPUS
+    assert batch_slider.static_values() == roofline_plot.DECODE_BATCHES
     with pytest.raises(ValueError):
         roofline_plot.draw("Z9000")
     with pytest.raises(ValueError, match="batch"):
         roofline_plot.draw("H100 SXM", 0)
 
 
-def test_roofline_static_makes_batch_live_only():
+def test_roofline_static_precomputes_the_decode_batch():
     f = roofline_plot.show(mode="static")
-    assert f.live_only == ["batch"]
-    assert len(f.frames) == len(hardware.catalog())
-    assert np.all([fr.params.keys() == {"gpu_name"} for fr in f.frames])
+    assert f.live_only == []
+    assert len(f.frames) == len(roofline_plot.STATIC_GPUS) * len(roofline_plot.DECODE_BATCHES)
+    h100 = [fr for fr in f.frames if fr.params["gpu_name"] == "H100 SXM"]
+    assert [fr.params["batch"] for fr in h100] == list(roofline_plot.DECODE_BATCHES)
+    assert "decode step, batch 1<" in h100[0].readout_html and "decode step, batch 512<" in h100[-1].readout_html
+    assert len({fr.png for fr in h100}) == len(h100)   # batching moves the decode dot

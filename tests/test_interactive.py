@@ -100,18 +100,18 @@ def test_readouts_html_escapes_and_labels():
         ia._readouts_html([("a", "b")])
 
 
-def test_render_png_size_follows_dpi_and_palette_shrinks():
-    full = ia._render_png(wave(3)[0], 100)
+def test_render_png_size_follows_density_and_palette_shrinks():
+    full = ia.render_png(wave(3)[0], 1.0)
     assert full[:8] == b"\x89PNG\r\n\x1a\n"
-    assert _png_size(full) == (400, 250)
-    assert _png_size(ia._render_png(wave(3)[0], 50)) == (200, 125)
-    pal = ia._render_png(wave(3)[0], 100, palette_colors=32)
+    assert _png_size(full) == (4 * ia.DISPLAY_DPI, round(2.5 * ia.DISPLAY_DPI))
+    assert _png_size(ia.render_png(wave(3)[0], 2.0)) == (8 * ia.DISPLAY_DPI, 5 * ia.DISPLAY_DPI)
+    pal = ia.render_png(wave(3)[0], 1.0, palette_colors=32)
     assert Image.open(io.BytesIO(pal)).mode == "P"
     assert len(pal) < len(full)
-    with pytest.raises(ValueError, match="dpi"):
-        ia._render_png(wave(3)[0], 0)
+    with pytest.raises(ValueError, match="density"):
+        ia.render_png(wave(3)[0], 0)
     with pytest.raises(ValueError, match="palette_colors"):
-        ia._render_png(wave(3)[0], 72, palette_colors=1)
+        ia.render_png(wave(3)[0], 1.0, palette_colors=1)
 
 
 def test_b64_len():
@@ -131,7 +131,7 @@ def test_b64_len():
     ((wave, [Slider("freq", [1, 2])]), {"fixed": {"freq": 3}}, "fixed"),
     ((wave, [Slider("freq", [1, 2])]), {"max_bytes": 100}, "max_bytes"),
     ((wave, [Slider("freq", [1, 2])]), {"max_frames": 1}, "max_frames"),
-    ((wave, [Slider("freq", [1, 2])]), {"live_dpi": -1}, "live_dpi"),
+    ((wave, [Slider("freq", [1, 2])]), {"live_density": -1}, "live_density"),
     ((wave, [Slider("freq", [1, 2])]), {"mode": "movie"}, "mode"),
 ])
 def test_interactive_figure_rejects_bad_input(args, kwargs, match):
@@ -210,14 +210,14 @@ def test_static_payload_within_budget_and_estimate_close():
     assert exact <= ia.DEFAULT_MAX_BYTES
     assert f.payload_bytes <= ia.DEFAULT_MAX_BYTES
     assert abs(f.payload_bytes - exact) / exact < 0.3, (f.payload_bytes, exact)
-    assert f.dpi in ia.STATIC_DPI_STEPS
+    assert f.density in ia.STATIC_DENSITIES and f.dpi == ia.DISPLAY_DPI * f.density
 
 
 def test_static_budget_steps_dpi_down_then_refuses():
     slider = [Slider("noise", list(range(1, 9)))]
     roomy = interactive_figure(wave, slider, mode="static", max_bytes=4_000_000)
     tight = interactive_figure(wave, slider, mode="static", max_bytes=max(roomy.payload_bytes // 2, 10_000))
-    assert tight.dpi < roomy.dpi
+    assert tight.density < roomy.density
     assert tight.payload_bytes <= tight.max_bytes
     with pytest.raises(ValueError, match="max_bytes"):
         interactive_figure(wave, slider, mode="static", max_bytes=10_000)
@@ -256,3 +256,79 @@ def test_display_bundle_is_the_widget_view():
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == f.widget.model_id
     assert "InteractiveFigure" in data["text/plain"]
+
+
+# ----- views: built once, moved in place -------------------------------------
+
+builds = []
+
+
+@ia.redraws("freq")
+def wave_view(freq=1, amp=1.0):
+    """The sine of ``wave`` as a view: the line and the title move, the axes stay."""
+    builds.append(amp)
+    fig = Figure(figsize=(4, 2.5))
+    ax = fig.add_subplot()
+    x = np.linspace(0, 6.3, 120)
+    ax.set_ylim(-2, 2)
+    line, = ax.plot(x, 0 * x)
+    title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center")
+
+    def update(freq):
+        line.set_ydata(amp * np.sin(freq * x))
+        title.set_text(f"f={freq}")
+        return {"frequency": f"{freq} Hz"}
+
+    return ia.View(fig, update, [line, title])
+
+
+def test_redraws_keeps_signature_and_returns_a_plain_figure():
+    import inspect
+
+    fig, r = wave_view(3, amp=0.5)
+    assert r == {"frequency": "3 Hz"}
+    assert list(inspect.signature(wave_view).parameters) == ["freq", "amp"]
+    line = fig.axes[0].lines[0]
+    assert np.allclose(line.get_ydata(), 0.5 * np.sin(3 * line.get_xdata()))
+    assert not line.get_animated()
+    with pytest.raises(ValueError, match="moves"):
+        ia.redraws("nope")(lambda freq: None)
+    with pytest.raises(ValueError, match="View"):
+        ia.redraws("freq")(lambda freq=1: Figure())()
+    with pytest.raises(ValueError, match="artists"):
+        ia.View(Figure(), lambda: {}, ["not an artist"])
+
+
+def test_live_step_reuses_the_figure_and_its_artists():
+    import ipywidgets as w
+
+    builds.clear()
+    f = interactive_figure(wave_view, [Slider("freq", [1, 2, 3])], fixed={"amp": 1.5}, mode="live")
+    view = f._redrawer.view
+    line = view.fig.axes[0].lines[0]
+    img = next(c for c in f.widget.children if isinstance(c, w.Image))
+    first = img.value
+    f.set(freq=3)
+    assert builds == [1.5], "a slider step must not build the figure again"
+    assert f._redrawer.view is view and view.fig.axes[0].lines[0] is line
+    assert np.allclose(line.get_ydata(), 1.5 * np.sin(3 * line.get_xdata()))
+    assert img.value != first
+    # the live image is the figure drawn afresh at the same parameters
+    live = np.asarray(Image.open(io.BytesIO(img.value)).convert("RGB")).astype(int)
+    fresh = np.asarray(Image.open(io.BytesIO(ia.render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB"))
+    assert live.shape == fresh.shape
+    assert (np.abs(live - fresh.astype(int)).max(axis=-1) > 48).mean() < 0.002
+
+
+def test_static_view_stores_one_background_and_transparent_layers():
+    builds.clear()
+    f = interactive_figure(wave_view, [Slider("freq", [1, 2, 3, 4])], mode="static")
+    assert builds == [1.0] * len(builds) and len(builds) <= 2, "the grid must reuse the view"
+    assert f.background is not None
+    bg = Image.open(io.BytesIO(f.background))
+    assert bg.size == _png_size(f.frames[0].png)
+    layers = [np.asarray(Image.open(io.BytesIO(fr.png)).convert("RGBA")) for fr in f.frames]
+    assert all((layer[..., 3] == 0).mean() > 0.8 for layer in layers), "a moving layer is mostly transparent"
+    assert len({fr.png for fr in f.frames}) == 4
+    box = f.widget.children[0]
+    assert "<style>" in box.value and ia.CSS_BACKGROUND in box.value

@@ -1,31 +1,48 @@
-"""One helper for every interactive figure in the book.
+"""One helper for every interactive figure in the book: figures drawn once, redrawn in place.
 
-A figure is a *pure function* ``fn(**params) -> (matplotlib Figure, readouts)``
-plus a list of :class:`Slider` definitions. :func:`interactive_figure` turns
-the pair into an ipywidgets control panel that behaves in two ways:
+A figure of the book is a *view*: a matplotlib figure built once, with the
+artists that a slider moves (lines, markers, texts) listed as its *moving*
+artists, and an ``update(**params) -> readouts`` that sets their data
+(``set_data``, ``set_ydata``, ``set_text``, ...). :func:`redraws` turns the
+builder into a plain function ``fn(**params) -> (Figure, readouts)`` (tests
+and chapters call it directly) that also carries the builder, so that
+:func:`interactive_figure` can build the figure once and update it. Readouts
+are a mapping ``label -> text`` (text carries its unit, e.g. ``"23.9
+tok/s"``) or a single string.
 
-**Live** (a Jupyter, Binder or Colab kernel; the default). Moving a slider
-calls ``fn`` again and redraws the image and the readouts.
+Drawing in layers makes a slider step cheap: the still parts (axes, ticks,
+labels, curves that do not move) are rasterised once into a *background*;
+a step draws only the moving artists, in z-order, over it. The same update
+and the same layers serve both modes:
+
+**Live** (a Jupyter, Binder or Colab kernel; the default). A slider step
+calls ``update``, restores the background and draws the moving artists on
+top (blitting), and sends the PNG to the image widget.
 
 **Static** (the book build; ``AIINFRA_BOOK_BUILD=1`` in the environment).
-Every point of the slider grid is rendered once, at build time, into a small
-PNG plus its readout HTML. The frames sit in an ipywidgets ``Stack`` whose
-``selected_index`` follows the slider's ``index`` through a ``jsdlink``: a
-link that runs in the browser, so the saved HTML page still responds to
-dragging and arrow keys with no kernel behind it. With two sliders the frames
-form a nested Stack (outer index = first slider, inner index = second). A
-slider that would make the grid too large, and every slider after the second,
-stays fixed at its default in the static page and is labelled as live-only.
+Every point of the slider grid is computed at build time through the same
+``update``. The background is stored once, as a CSS class in a ``<style>``
+block, and each frame stores only its moving layer (a transparent PNG drawn
+over that background) plus its readout HTML. The frames sit in ipywidgets
+``Stack`` widgets, nested one level per slider, whose ``selected_index``
+follows each slider's ``index`` through a ``jsdlink``: a link that runs in
+the browser, so the saved page still responds to dragging and arrow keys
+with no kernel behind it. Should the grid exceed ``max_frames``, the last
+sliders stay at their defaults and are labelled live-only (no figure of the
+book does this).
 
-Each static figure must fit a page-weight budget (400 KB by default): frames
-are palette-quantised PNGs, and the resolution steps down until the encoded
-payload fits; if even the lowest resolution does not fit, the call fails and
-names the figure, so an author thins the grid instead of shipping a heavy page.
+Size and legibility: a figure is displayed at :data:`DISPLAY_DPI` CSS
+pixels per inch of its matplotlib size (96, the CSS inch, which is also the
+scale at which an inline SVG figure is shown), so a font of ``p`` points is
+``p * 96 / 72`` pixels on screen. Static frames are rendered at a pixel
+density of 2 (sharp on high-density screens) and step down through
+:data:`STATIC_DENSITIES` only if the figure's page weight (400 KB by
+default, the exact embedded widget state) would be exceeded; below density
+1 the text would shrink, so the call fails and names the figure instead.
 
-Readouts are a mapping ``label -> text`` (text carries its unit, e.g.
-``"23.9 tok/s"``) or a single string. Figures should build their
-``matplotlib.figure.Figure`` directly (not through ``pyplot``) so nothing is
-drawn twice in a notebook; pyplot figures are closed after rendering anyway.
+A plain function that builds a new figure on each call (no :func:`redraws`)
+is accepted too: each step then redraws the whole figure, and each static
+frame is a full image.
 
 The browser tests find every figure by the CSS class ``aiinfra-figure``; its
 slider carries ``aiinfra-slider``, the frame image ``aiinfra-frame`` and the
@@ -33,8 +50,12 @@ readout box ``aiinfra-readout``.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
+import inspect
 import io
+import itertools
 import math
 import os
 import time
@@ -48,12 +69,14 @@ BUILD_ENV_VAR = "AIINFRA_BOOK_BUILD"
 #: Page-weight budget of one static figure, in bytes (decimal: 400 KB).
 DEFAULT_MAX_BYTES = 400_000
 #: At most this many precomputed frames per figure (whole grid).
-DEFAULT_MAX_FRAMES = 24
-#: Resolutions tried for static frames, highest first (dots per inch).
-STATIC_DPI_STEPS = (80, 72, 64, 56, 48)
-#: Resolution of the live (kernel) image.
-LIVE_DPI = 96
-#: Colours kept in a quantised static frame.
+DEFAULT_MAX_FRAMES = 96
+#: CSS pixels per inch of figure size: the scale at which every figure is displayed.
+DISPLAY_DPI = 96
+#: Device pixels per CSS pixel tried for static frames, highest first (1 keeps the text at its size).
+STATIC_DENSITIES = (2.0, 1.5, 1.25, 1.0)
+#: Device pixels per CSS pixel of the live (kernel) image.
+LIVE_DENSITY = 1.5
+#: Colours kept in a quantised static layer.
 PALETTE_COLORS = 96
 #: Per-widget JSON overhead assumed by the payload estimate (bytes).
 WIDGET_STATE_OVERHEAD_BYTES = 900
@@ -63,6 +86,7 @@ CSS_SLIDER = "aiinfra-slider"
 CSS_FRAME = "aiinfra-frame"
 CSS_READOUT = "aiinfra-readout"
 CSS_LIVE_ONLY = "aiinfra-live-only"
+CSS_BACKGROUND = "aiinfra-bg"
 
 Readouts = Mapping[str, Any] | str
 FigureFn = Callable[..., tuple[Any, Readouts]]
@@ -154,6 +178,178 @@ class Slider:
         return tuple(self._values[i] for i in sorted(idx))
 
 
+# ----- views: a figure built once, updated in place ------------------------------------
+
+class View:
+    """A figure built once: ``update(**params)`` moves its ``moving`` artists and returns the readouts.
+
+    ``moving`` lists every artist that ``update`` may change; everything else
+    in ``fig`` must stay as built (it is rasterised once, as the background).
+    """
+
+    def __init__(self, fig, update: Callable[..., Readouts], moving: Sequence[Any] = ()):
+        if not hasattr(fig, "savefig"):
+            raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+        if not callable(update):
+            raise ValueError(f"update must be callable, got {type(update).__name__}")
+        moving = list(moving)
+        if not all(hasattr(a, "set_animated") and hasattr(a, "draw") for a in moving):
+            raise ValueError("moving must hold matplotlib artists")
+        self.fig, self._update, self.moving = fig, update, moving
+
+    def update(self, **params) -> Readouts:
+        return self._update(**params)
+
+
+def redraws(*moves: str):
+    """Decorator: ``build(**params) -> View`` becomes ``fn(**params) -> (Figure, readouts)``.
+
+    ``moves`` names the parameters that the view's ``update`` takes; a change
+    of any other parameter builds the figure anew. The returned function has
+    ``build``'s signature and defaults, calls ``build`` then ``update``, and
+    returns an ordinary figure (nothing marked animated). ``fn.build`` and
+    ``fn.moves`` let :func:`interactive_figure` keep one view and update it.
+    """
+    for m in moves:
+        if not (isinstance(m, str) and m.isidentifier()):
+            raise ValueError(f"moves must be parameter names, got {m!r}")
+
+    def decorate(build):
+        sig = inspect.signature(build)
+        missing = [m for m in moves if m not in sig.parameters]
+        if missing:
+            raise ValueError(f"moves {missing} are not parameters of {build.__name__}")
+
+        @functools.wraps(build)
+        def fn(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            params = dict(bound.arguments)
+            view = _build_view(build, params)
+            readouts = view.update(**{m: params[m] for m in moves})
+            return view.fig, readouts
+
+        fn.build = build
+        fn.moves = tuple(moves)
+        return fn
+
+    return decorate
+
+
+def _build_view(build, params: dict) -> View:
+    view = build(**params)
+    if not isinstance(view, View):
+        raise ValueError(f"{getattr(build, '__name__', 'build')} must return a View, got {type(view).__name__}")
+    return view
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # arrays compare element-wise
+        return repr(a) == repr(b)
+
+
+class _Redrawer:
+    """Keeps one view of ``fn`` and brings it to new parameters: update in place, or rebuild."""
+
+    def __init__(self, fn: FigureFn):
+        self.fn = fn
+        self.moves = getattr(fn, "moves", None) if hasattr(fn, "build") else None
+        self.view: View | None = None
+        self._key: dict | None = None
+        self.rebuilt = False
+
+    def can_move(self, names) -> bool:
+        """Whether a change of these parameters only updates the view (no rebuild)."""
+        return self.moves is not None and set(names) <= set(self.moves)
+
+    def update(self, params: dict) -> Readouts:
+        if self.moves is None:  # a plain function: a new figure on every call
+            fig, readouts = _call(self.fn, params)
+            if self.view is not None and self.view.fig is not fig:
+                _close(self.view.fig)
+            self.view, self.rebuilt = View(fig, lambda: readouts), True
+            return readouts
+        key = {k: v for k, v in params.items() if k not in self.moves}
+        self.rebuilt = self.view is None or key.keys() != self._key.keys() or not all(
+            _same(v, self._key[k]) for k, v in key.items())
+        if self.rebuilt:
+            self.view, self._key = _build_view(self.fn.build, params), key
+        return self.view.update(**{m: params[m] for m in self.moves if m in params})
+
+
+class _Raster:
+    """One view rasterised at one pixel density: the still background once, the moving artists per step."""
+
+    def __init__(self, view: View, density: float):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        self.density = check("density", density, ">0")
+        self.fig = view.fig
+        self.moving = sorted(view.moving, key=lambda a: a.get_zorder())
+        self.fig.set_dpi(DISPLAY_DPI * self.density)
+        self.fig.patch.set_facecolor("white")
+        canvas = self.fig.canvas
+        self.canvas = canvas if isinstance(canvas, FigureCanvasAgg) else FigureCanvasAgg(self.fig)
+        for a in self.moving:
+            a.set_animated(True)
+        self.canvas.draw()
+        self.background = self._buffer()[..., :3].copy()
+        self._region = self.canvas.copy_from_bbox(self.fig.bbox)
+
+    def _buffer(self):
+        import numpy as np
+
+        return np.asarray(self.canvas.buffer_rgba())
+
+    def _draw_moving(self):
+        renderer = self.canvas.get_renderer()
+        for a in self.moving:
+            a.draw(renderer)
+
+    def overlay(self):
+        """The moving artists alone on a transparent canvas (RGBA): what a static frame stores."""
+        self.canvas.get_renderer().clear()
+        self._draw_moving()
+        return self._buffer().copy()
+
+    def composite(self):
+        """The whole figure (RGB): the background with the moving artists drawn over it."""
+        self.canvas.restore_region(self._region)
+        self._draw_moving()
+        return self._buffer()[..., :3].copy()
+
+
+def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> bytes:
+    """Encode an RGB or RGBA array as PNG; ``palette_colors`` quantises it first (fast octree, no dither)."""
+    import numpy as np
+    from PIL import Image as PILImage
+
+    pixels = np.ascontiguousarray(pixels)
+    img = PILImage.fromarray(pixels)
+    if palette_colors is not None:
+        check("palette_colors", palette_colors, "int>=2", scalar=True)
+        img = img.quantize(colors=palette_colors, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE)
+        if pixels.shape[-1] == 3:  # the octree may shade the white page by a level or two: keep it white
+            pal = img.getpalette()
+            for i in range(0, len(pal), 3):
+                if min(pal[i:i + 3]) >= 248:
+                    pal[i:i + 3] = [255, 255, 255]
+            img.putpalette(pal)
+    out = io.BytesIO()
+    img.save(out, format="PNG", compress_level=compress_level)
+    return out.getvalue()
+
+
+def render_png(fig, density: float = 1.0, palette_colors: int | None = None) -> bytes:
+    """Rasterise a whole figure to PNG bytes at ``density`` device pixels per CSS pixel."""
+    check("density", density, ">0")
+    png = _png(_Raster(View(fig, lambda: {}), density).composite(), palette_colors)
+    _close(fig)
+    return png
+
+
 def _build_mode(mode: str | None = None) -> str:
     """``"static"`` when the book build runs (``AIINFRA_BOOK_BUILD=1``), else ``"live"``."""
     if mode is not None:
@@ -184,41 +380,29 @@ def _readouts_html(readouts: Readouts) -> str:
     return f'<div class="{CSS_READOUT}" style="line-height:1.25">{body}</div>'
 
 
-def _render_png(fig, dpi: float, palette_colors: int | None = None) -> bytes:
-    """Rasterise a matplotlib figure to PNG bytes at ``dpi``.
-
-    With ``palette_colors`` the image is quantised to that many colours (fast
-    octree, no dithering): line plots lose nothing visible and shrink 2-3x.
-    """
-    check("dpi", dpi, ">0")
-    if palette_colors is not None:
-        check("palette_colors", palette_colors, "int>=2", scalar=True)
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from PIL import Image as PILImage
-
-    fig.set_dpi(dpi)
-    fig.patch.set_facecolor("white")
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    img = PILImage.fromarray(np.asarray(canvas.buffer_rgba())[..., :3])
-    _close(fig)
-    if palette_colors is not None:
-        img = img.quantize(colors=palette_colors, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE)
-    out = io.BytesIO()
-    img.save(out, format="PNG", compress_level=9 if palette_colors is not None else 6)
-    return out.getvalue()
-
-
-def _frame_html(png: bytes, readout_html: str, alt: str) -> str:
-    """One static frame: the readouts above the image, the PNG inlined as a data URL."""
+def _data_url(png: bytes) -> str:
     import base64
 
-    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _width_css(fig) -> int:
+    """Width in CSS pixels at which a figure is displayed."""
+    return round(fig.get_figwidth() * DISPLAY_DPI)
+
+
+def _frame_html(png: bytes, readout_html: str, alt: str, width_px: int, background_class: str | None = None) -> str:
+    """One static frame: the readouts above the image (a moving layer over ``background_class``, or a whole image)."""
+    cls = CSS_FRAME if background_class is None else f"{CSS_FRAME} {background_class}"
     return (
-        f"{readout_html}<img class=\"{CSS_FRAME}\" alt=\"{html.escape(alt)}\" src=\"{src}\" "
-        'style="max-width:100%;height:auto;display:block">'
+        f'{readout_html}<img class="{cls}" alt="{html.escape(alt)}" src="{_data_url(png)}" '
+        f'style="width:{width_px}px;max-width:100%;height:auto;display:block">'
     )
+
+
+def _background_style(png: bytes, css_class: str) -> str:
+    return (f"<style>.{css_class}{{background-image:url({_data_url(png)});background-size:100% 100%;"
+            "background-repeat:no-repeat;background-color:white}</style>")
 
 
 def _close(fig) -> None:
@@ -246,6 +430,8 @@ def _b64_len(n_bytes: int) -> int:
 
 @dataclass
 class Frame:
+    """One precomputed grid point: its parameters, its image (moving layer or whole figure) and readouts."""
+
     params: dict
     png: bytes
     readout_html: str
@@ -255,14 +441,17 @@ class InteractiveFigure:
     """What :func:`interactive_figure` returns; displays as its widget.
 
     Attributes: ``widget`` (the ipywidgets root), ``mode``, ``sliders``,
-    ``frames`` (static mode), ``dpi`` used, ``payload_bytes`` (estimated
-    embedded weight of the static frames), ``links`` (the client-side
-    ``jsdlink`` widgets) and ``live_only`` (names of the sliders that only a
-    kernel can move).
+    ``frames`` (static mode), ``background`` (the static background PNG, or
+    ``None`` when frames are whole images), ``density`` and ``dpi`` of the
+    static frames, ``width_px`` (display width in CSS pixels),
+    ``payload_bytes`` (estimated embedded weight of the static figure),
+    ``links`` (the client-side ``jsdlink`` widgets), ``live_only`` (names of
+    the sliders that only a kernel can move) and ``last_update_s`` (wall
+    time of the last live slider step: compute, redraw and encode).
     """
 
     def __init__(self, fn: FigureFn, sliders: Sequence[Slider], *, title: str | None, fixed: dict,
-                 mode: str, max_bytes: int, max_frames: int, live_dpi: float, palette_colors: int):
+                 mode: str, max_bytes: int, max_frames: int, live_density: float, palette_colors: int):
         self.fn = fn
         self.sliders = list(sliders)
         self.title = title
@@ -270,14 +459,18 @@ class InteractiveFigure:
         self.mode = mode
         self.max_bytes = max_bytes
         self.max_frames = max_frames
-        self.live_dpi = live_dpi
+        self.live_density = live_density
         self.palette_colors = palette_colors
         self.frames: list[Frame] = []
+        self.background: bytes | None = None
+        self.density: float | None = None
         self.dpi: float | None = None
+        self.width_px: int | None = None
         self.payload_bytes = 0
         self.live_only: list[str] = []
         self.links: list = []
         self.last_update_s: float | None = None
+        self._redrawer = _Redrawer(fn)
         self.widget = self._build_static() if mode == "static" else self._build_live()
 
     # ----- shared pieces -------------------------------------------------
@@ -306,13 +499,11 @@ class InteractiveFigure:
             sl.add_class(CSS_LIVE_ONLY)
         return sl
 
-    def _header(self):
+    def _header(self, style: str = ""):
         import ipywidgets as w
 
-        parts = []
-        if self.title:
-            parts.append(w.HTML(f"<b>{html.escape(self.title)}</b>"))
-        return parts
+        text = f"<b>{html.escape(self.title)}</b>" if self.title else ""
+        return [w.HTML(style + text)] if (text or style) else []
 
     def _root(self, children):
         import ipywidgets as w
@@ -322,34 +513,35 @@ class InteractiveFigure:
         root.add_class(f"{CSS_FIGURE}-{self.mode}")
         return root
 
-    def _image(self, png: bytes):
-        import ipywidgets as w
-
-        img = w.Image(value=png, format="png", layout=w.Layout(max_width="100%", height="auto"))
-        img.add_class(CSS_FRAME)
-        return img
+    def render(self, density: float | None = None, **params) -> tuple[bytes, str]:
+        """The whole figure at ``params`` (defaults filled in) as (PNG, readout HTML), through the same update."""
+        readouts = self._redrawer.update(self.params(**params))
+        raster = _Raster(self._redrawer.view, self.live_density if density is None else density)
+        return _png(raster.composite()), _readouts_html(readouts)
 
     # ----- live ----------------------------------------------------------
-    def render(self, dpi: float | None = None, **params) -> tuple[bytes, str]:
-        """Call ``fn`` with ``params`` (defaults filled in) and return (PNG, readout HTML)."""
-        fig, readouts = _call(self.fn, self.params(**params))
-        png = _render_png(fig, self.live_dpi if dpi is None else dpi)
-        return png, _readouts_html(readouts)
+    def _live_step(self, params: dict) -> tuple[bytes, str]:
+        readouts = self._redrawer.update(params)
+        if self._redrawer.rebuilt or self._raster is None:
+            self._raster = _Raster(self._redrawer.view, self.live_density)
+        return _png(self._raster.composite(), compress_level=1), _readouts_html(readouts)
 
     def _build_live(self):
         import ipywidgets as w
 
+        self._raster = None
         sliders = [self._slider_widget(s, s._values) for s in self.sliders]
-        png, rh = self.render()
-        img = self._image(png)
+        png, rh = self._live_step(self.params())
+        self.width_px = _width_css(self._redrawer.view.fig)
+        img = w.Image(value=png, format="png", layout=w.Layout(width=f"{self.width_px}px", max_width="100%",
+                                                               height="auto"))
+        img.add_class(CSS_FRAME)
         readout = w.HTML(rh)
 
         def on_change(_change=None):
             t0 = time.perf_counter()
             chosen = {s.name: s._values[sl.value] for s, sl in zip(self.sliders, sliders)}
-            new_png, new_rh = self.render(**chosen)
-            img.value = new_png
-            readout.value = new_rh
+            img.value, readout.value = self._live_step(self.params(**chosen))
             self.last_update_s = time.perf_counter() - t0
 
         for sl in sliders:
@@ -370,119 +562,126 @@ class InteractiveFigure:
                 sl.value = s._values.index(values[s.name])
 
     # ----- static --------------------------------------------------------
-    def _static_axes(self):
-        """Grid of the static page: the first slider always; the second only if
-        the whole two-way grid fits ``max_frames``; every other slider is live-only."""
-        axes = []
+    def _static_axes(self) -> list[tuple]:
+        """Grid of the static page: each slider's static values, in order, while the grid
+        fits ``max_frames``; the sliders after the first that does not fit are live-only."""
+        axes, n = [], 1
         for k, s in enumerate(self.sliders):
-            if k == 0:
-                axes.append(s.static_values(self.max_frames))
-            elif k == 1 and len(axes[0]) * len(s.static_values()) <= self.max_frames:
-                axes.append(s.static_values())
-            else:
+            vals = s.static_values(self.max_frames if k == 0 else None)
+            if self.live_only or (k > 0 and n * len(vals) > self.max_frames):
                 self.live_only.append(s.name)
+                continue
+            axes.append(vals)
+            n *= len(vals)
         return axes
 
-    def _render_frames(self, axes, dpi, reuse: tuple[float, Frame] | None = None) -> list[Frame]:
-        """Render every grid point at ``dpi``; ``reuse`` = (dpi, frame) already drawn at the defaults."""
-        frames = []
-        if len(axes) == 1:
-            grid = [{self.sliders[0].name: a} for a in axes[0]]
-        else:
-            grid = [{self.sliders[0].name: a, self.sliders[1].name: b} for a in axes[0] for b in axes[1]]
-        for point in grid:
-            if reuse is not None and reuse[0] == dpi and self.params(**point) == reuse[1].params:
-                frames.append(Frame(point, reuse[1].png, reuse[1].readout_html))
-                continue
-            fig, readouts = _call(self.fn, self.params(**point))
-            frames.append(Frame(point, _render_png(fig, dpi, self.palette_colors), _readouts_html(readouts)))
-        return frames
+    def _grid(self, axes) -> list[dict]:
+        names = [s.name for s in self.sliders[:len(axes)]]
+        return [dict(zip(names, point)) for point in itertools.product(*axes)]
 
-    def _estimate(self, frames: list[Frame], n_frames: int | None = None) -> int:
-        """Embedded bytes of the static state: base64 frames plus per-widget JSON.
+    def _render_frames(self, grid, density) -> tuple[list[Frame], bytes | None]:
+        """Every grid point at ``density``: moving layers over one background, or whole images."""
+        layered = self._redrawer.can_move(grid[0])
+        frames, raster, background = [], None, None
+        for point in grid:
+            readouts = self._redrawer.update(self.params(**point))
+            if raster is None or self._redrawer.rebuilt:
+                raster = _Raster(self._redrawer.view, density)
+                if layered and background is None:
+                    background = _png(raster.background, self.palette_colors)
+            pixels = raster.overlay() if layered else raster.composite()
+            frames.append(Frame(point, _png(pixels, self.palette_colors), _readouts_html(readouts)))
+        self.width_px = _width_css(self._redrawer.view.fig)
+        return frames, background
+
+    def _estimate(self, frames: list[Frame], background: bytes | None, n_frames: int | None = None) -> int:
+        """Embedded bytes of the static state: base64 images plus per-widget JSON.
 
         With ``n_frames``, extrapolate from the mean of ``frames`` to that many.
         """
-        per_frame = sum(_b64_len(len(f.png)) + len(f.readout_html) + 150 + WIDGET_STATE_OVERHEAD_BYTES
+        per_frame = sum(_b64_len(len(f.png)) + len(f.readout_html) + 250 + WIDGET_STATE_OVERHEAD_BYTES
                         for f in frames) / len(frames)
         n = len(frames) if n_frames is None else n_frames
-        n_stacks = 1 + (len(frames) if n_frames is None else n)  # generous: nested stacks
-        return int(per_frame * n + WIDGET_STATE_OVERHEAD_BYTES * (12 + min(n_stacks, 2 * len(self.sliders) + 24)))
+        n_stacks = 1 + n // 2  # nested stacks and their links
+        fixed = (_b64_len(len(background)) if background else 0) + WIDGET_STATE_OVERHEAD_BYTES * (12 + len(self.sliders))
+        return int(per_frame * n + fixed + n_stacks * 700)
+
+    def _first_density(self, grid) -> int:
+        """Index into :data:`STATIC_DENSITIES` to start from, sized from the default frame at the top density."""
+        probe, background = self._render_frames([grid[0]], STATIC_DENSITIES[0])
+        guess = self._estimate(probe, background, len(grid))
+        for i, d in enumerate(STATIC_DENSITIES):  # PNG bytes of line art grow about linearly with density
+            if guess * d / STATIC_DENSITIES[0] <= 0.9 * self.max_bytes:
+                return i
+        return len(STATIC_DENSITIES) - 1
 
     def _build_static(self):
-        import ipywidgets as w
-
         axes = self._static_axes()
-        n_frames = math.prod(len(a) for a in axes)
-        # size one frame at the highest resolution, guess the resolution at which
-        # the whole grid fits (PNG bytes grow roughly with the pixel count), then
-        # render the grid, stepping down if the guess was too optimistic
-        fig, readouts = _call(self.fn, self.params())
-        probe = Frame(self.params(), _render_png(fig, STATIC_DPI_STEPS[0], self.palette_colors),
-                      _readouts_html(readouts))
-        guess = self._estimate([probe], n_frames)
-        start = 0
-        for i, d in enumerate(STATIC_DPI_STEPS):
-            if guess * (d / STATIC_DPI_STEPS[0]) ** 2 <= 0.85 * self.max_bytes:
-                start = i
-                break
-        else:
-            start = len(STATIC_DPI_STEPS) - 1
-        tried = STATIC_DPI_STEPS[start:]
-        for dpi in tried:
-            frames = self._render_frames(axes, dpi, reuse=(STATIC_DPI_STEPS[0], probe))
-            size = self._estimate(frames)
-            if size <= self.max_bytes:
-                break
-        else:
-            name = self.title or getattr(self.fn, "__name__", "figure")
-            raise ValueError(
-                f"max_bytes: figure {name!r} needs {size:,} B for {n_frames} frames even at "
-                f"{tried[-1]} dpi, over the {self.max_bytes:,} B budget; pass fewer values "
-                "(Slider.max_static) or raise max_bytes"
-            )
-        self.frames, self.dpi, self.payload_bytes = frames, dpi, size
+        grid = self._grid(axes)
+        start = self._first_density(grid)
+        for density in STATIC_DENSITIES[start:]:
+            frames, background = self._render_frames(grid, density)
+            if self._estimate(frames, background) > self.max_bytes:
+                continue
+            self.frames, self.background, self.density = frames, background, density
+            self.dpi = DISPLAY_DPI * density
+            root = self._assemble(axes)
+            self.widget = root
+            self.payload_bytes = embedded_state_bytes(self)
+            if self.payload_bytes <= self.max_bytes:
+                return root
+            _close_widgets(root, self.links)
+            self.links = []
+        name = self.title or getattr(self.fn, "__name__", "figure")
+        raise ValueError(
+            f"max_bytes: figure {name!r} does not fit {len(grid)} frames in the {self.max_bytes:,} B budget even at "
+            f"density {STATIC_DENSITIES[-1]:g} ({DISPLAY_DPI * STATIC_DENSITIES[-1]:g} dpi); pass fewer values "
+            "(Slider.static or Slider.max_static) or raise max_bytes"
+        )
 
-        # one HTML widget per frame; all frames share one Layout and one style
-        # model, which keeps the embedded state small
-        shared_layout = w.Layout(width="100%")
+    def _assemble(self, axes):
+        """Widgets of the static page: sliders, one Stack level per slider, jsdlinks, frames."""
+        import ipywidgets as w
         from ipywidgets.widgets.widget_string import HTMLStyle
 
+        # all frames share one Layout and one style model, which keeps the embedded state small
+        shared_layout = w.Layout(width="100%")
         shared_style = HTMLStyle()
         caption = {s.name: s for s in self.sliders}
+        bg_class = style = None
+        if self.background is not None:
+            bg_class = f"{CSS_BACKGROUND}-{hashlib.sha1(self.background).hexdigest()[:12]}"
+            style = _background_style(self.background, bg_class)
 
         def frame_box(f: Frame):
             alt = "; ".join(f"{caption[k].caption} = {caption[k].text(v)}" for k, v in f.params.items())
-            return w.HTML(_frame_html(f.png, f.readout_html, alt), layout=shared_layout, style=shared_style)
+            return w.HTML(_frame_html(f.png, f.readout_html, alt, self.width_px, bg_class),
+                          layout=shared_layout, style=shared_style)
 
         sliders = [self._slider_widget(s, list(a)) for s, a in zip(self.sliders, axes)]
-        if len(axes) == 1:
-            stack = w.Stack([frame_box(f) for f in frames], selected_index=sliders[0].value, layout=shared_layout)
-            self.links.append(w.jsdlink((sliders[0], "index"), (stack, "selected_index")))
-        else:
-            n_b = len(axes[1])
-            inner = []
-            for i in range(len(axes[0])):
-                st = w.Stack([frame_box(f) for f in frames[i * n_b:(i + 1) * n_b]],
-                             selected_index=sliders[1].value, layout=shared_layout)
-                self.links.append(w.jsdlink((sliders[1], "index"), (st, "selected_index")))
-                inner.append(st)
-            stack = w.Stack(inner, selected_index=sliders[0].value, layout=shared_layout)
-            self.links.append(w.jsdlink((sliders[0], "index"), (stack, "selected_index")))
+        sizes = [len(a) for a in axes]
 
-        extra = []
-        for s in self.sliders:
-            if s.name in self.live_only:
-                extra.append(self._slider_widget(s, list(s._values), disabled=True))
+        def nest(level: int, offset: int):
+            if level == len(axes):
+                return frame_box(self.frames[offset])
+            stride = math.prod(sizes[level + 1:])
+            children = [nest(level + 1, offset + i * stride) for i in range(sizes[level])]
+            stack = w.Stack(children, selected_index=sliders[level].value, layout=shared_layout)
+            self.links.append(w.jsdlink((sliders[level], "index"), (stack, "selected_index")))
+            return stack
+
+        stack = nest(0, 0)
+        extra = [self._slider_widget(s, list(s._values), disabled=True) for s in self.sliders
+                 if s.name in self.live_only]
         notes = []
         if self.live_only:
-            names = ", ".join(self.sliders[[x.name for x in self.sliders].index(n)].caption for n in self.live_only)
+            names = ", ".join(caption[n].caption for n in self.live_only)
             notes.append(w.HTML(
                 f'<div class="{CSS_LIVE_ONLY}" style="font-size:0.85em;color:#7a4b00">'
                 f"Live only: {html.escape(names)} moves only when this page runs in a kernel "
                 "(Binder, Colab or Jupyter); this static page shows its default value.</div>"
             ))
-        return self._root(self._header() + sliders + extra + notes + [stack])
+        return self._root(self._header(style or "") + sliders + extra + notes + [stack])
 
     # ----- display -------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
@@ -497,6 +696,26 @@ class InteractiveFigure:
         return f"<InteractiveFigure {self.title or getattr(self.fn, '__name__', 'figure')!r} ({names}); {self.mode}{extra}>"
 
 
+def _close_widgets(root, links) -> None:
+    """Close a widget tree (and its links) so that a discarded attempt leaves nothing in the kernel's state."""
+    seen = set()
+
+    def walk(wd):
+        if id(wd) in seen:
+            return
+        seen.add(id(wd))
+        for name in ("children", "layout", "style"):
+            sub = getattr(wd, name, None)
+            for s in (sub if isinstance(sub, (list, tuple)) else [sub]):
+                if hasattr(s, "close") and hasattr(s, "model_id"):
+                    walk(s)
+        wd.close()
+
+    walk(root)
+    for link in links:
+        link.close()
+
+
 def interactive_figure(
     fn: FigureFn,
     sliders: Sequence[Slider],
@@ -506,18 +725,20 @@ def interactive_figure(
     mode: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_frames: int = DEFAULT_MAX_FRAMES,
-    live_dpi: float = LIVE_DPI,
+    live_density: float = LIVE_DENSITY,
     palette_colors: int = PALETTE_COLORS,
 ) -> InteractiveFigure:
     """Make an interactive figure from ``fn(**params) -> (Figure, readouts)``.
 
-    ``sliders`` name the parameters that move (one or two are precomputed in
-    the static book; further ones are live-only there); ``fixed`` passes
-    constant keyword arguments. ``mode`` forces ``"live"`` or ``"static"``;
-    by default it follows ``AIINFRA_BOOK_BUILD``. ``max_bytes`` (default
-    400,000 B) caps a static figure's embedded weight and ``max_frames``
-    (default 24) the size of its precomputed grid. Display the result (last
-    expression of a cell) to show it.
+    ``fn`` is best made with :func:`redraws` (the figure is built once and
+    updated in place); a plain function works too, redrawn whole at every
+    step. ``sliders`` name the parameters that move; all of them are
+    precomputed in the static book while the grid fits ``max_frames``
+    (default 96); ``fixed`` passes constant keyword arguments. ``mode``
+    forces ``"live"`` or ``"static"``; by default it follows
+    ``AIINFRA_BOOK_BUILD``. ``max_bytes`` (default 400,000 B) caps a static
+    figure's embedded weight. Display the result (last expression of a
+    cell) to show it.
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
@@ -533,11 +754,11 @@ def interactive_figure(
         raise ValueError(f"fixed must not repeat a slider parameter, got {sorted(clash)}")
     check("max_bytes", max_bytes, "int>=10000", scalar=True)
     check("max_frames", max_frames, "int>=2", scalar=True)
-    check("live_dpi", live_dpi, ">0")
+    check("live_density", live_density, ">0")
     check("palette_colors", palette_colors, "int>=2", scalar=True)
     return InteractiveFigure(fn, sliders, title=title, fixed=fixed, mode=_build_mode(mode),
                              max_bytes=int(max_bytes), max_frames=int(max_frames),
-                             live_dpi=float(live_dpi), palette_colors=int(palette_colors))
+                             live_density=float(live_density), palette_colors=int(palette_colors))
 
 
 def embedded_state_bytes(figure: InteractiveFigure) -> int:

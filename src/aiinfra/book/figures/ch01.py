@@ -23,7 +23,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import FuncFormatter
 
 from aiinfra import decode, memory, units
-from aiinfra.book.figures import PALETTE
+from aiinfra.book.figures import FONT, PALETTE, _figure_class, new_figure, style_axes
+from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.catalog import hardware, models
 from aiinfra.catalog.reference import QWEN3_8B_RTX_PRO_6000
 from aiinfra.deployment import Deployment, RoundModel
@@ -38,6 +39,7 @@ __all__ = [
     "EXAMPLE_N_PARAMS",
     "EXAMPLE_WEIGHT_PRECISION",
     "BATCH_VALUES",
+    "STATIC_BATCHES",
     "EXPLORER_GPUS",
     "batch_explorer",
     "batch_explorer_sliders",
@@ -69,9 +71,9 @@ SIX_LAYERS = (
 )
 
 
-def _new_figure(width_in: float, height_in: float, fast: bool = False) -> Figure:
-    """A bare Figure; ``fast`` skips constrained layout (interactive frames are redrawn often)."""
-    return Figure(figsize=(width_in, height_in), layout=None if fast else "constrained")
+def _new_figure(width_in: float, height_in: float) -> Figure:
+    """A still figure with constrained layout, shown as SVG in a notebook."""
+    return _figure_class()(figsize=(width_in, height_in), layout="constrained")
 
 
 def six_layers():
@@ -79,7 +81,7 @@ def six_layers():
 
     Returns ``(Figure, readouts)``; readouts map each layer to its number.
     """
-    fig = _new_figure(8.0, 4.6)
+    fig = _new_figure(7.2, 4.6)
     ax = fig.add_subplot()
     ax.set_xlim(0, 10)
     ax.set_ylim(0, len(SIX_LAYERS))
@@ -88,21 +90,21 @@ def six_layers():
     n = len(SIX_LAYERS)
     for i, (name, decides, number, where) in enumerate(SIX_LAYERS):
         y = n - 1 - i
-        ax.add_patch(FancyBboxPatch((0.15, y + 0.08), 8.0, 0.84, boxstyle="round,pad=0.0,rounding_size=0.08",
+        ax.add_patch(FancyBboxPatch((0.1, y + 0.06), 8.2, 0.88, boxstyle="round,pad=0.0,rounding_size=0.08",
                                     facecolor=shades[i], edgecolor="#34495e", linewidth=0.8))
-        ax.text(0.3, y + 0.62, name, fontsize=10.5, fontweight="bold", va="center")
-        ax.text(0.3, y + 0.3, decides, fontsize=8.5, va="center", color="#333333")
-        ax.text(5.2, y + 0.62, "check first:", fontsize=8, va="center", color="#555555")
-        ax.text(5.2, y + 0.3, number, fontsize=8.5, va="center", style="italic")
-        ax.text(7.95, y + 0.78, where, fontsize=7.5, va="center", ha="right", color="#34495e")
-    ax.add_patch(FancyArrowPatch((8.75, n - 0.2), (8.75, 0.2), arrowstyle="-|>", mutation_scale=14,
+        ax.text(0.25, y + 0.66, name, fontsize=FONT["title"], fontweight="bold", va="center")
+        ax.text(0.25, y + 0.3, decides, fontsize=FONT["small"], va="center", color="#333333")
+        ax.text(8.15, y + 0.66, where, fontsize=FONT["small"], va="center", ha="right", color="#34495e")
+        ax.text(4.65, y + 0.66, "check first:", fontsize=FONT["small"], va="center", color="#555555")
+        ax.text(4.65, y + 0.3, number, fontsize=FONT["small"], va="center", style="italic")
+    ax.add_patch(FancyArrowPatch((8.7, n - 0.2), (8.7, 0.2), arrowstyle="-|>", mutation_scale=14,
                                  color=_BLUE, linewidth=1.6))
     ax.text(8.95, n / 2, "a task becomes\nFLOPs and bytes", rotation=90, va="center", ha="center",
-            fontsize=8.5, color=_BLUE)
-    ax.add_patch(FancyArrowPatch((9.55, 0.2), (9.55, n - 0.2), arrowstyle="-|>", mutation_scale=14,
+            fontsize=FONT["small"], color=_BLUE)
+    ax.add_patch(FancyArrowPatch((9.5, 0.2), (9.5, n - 0.2), arrowstyle="-|>", mutation_scale=14,
                                  color=_ORANGE, linewidth=1.6))
-    ax.text(9.8, n / 2, "capacity and bandwidth\nlimit what runs", rotation=90, va="center", ha="center",
-            fontsize=8.5, color=_ORANGE)
+    ax.text(9.75, n / 2, "capacity and bandwidth\nlimit what runs", rotation=90, va="center", ha="center",
+            fontsize=FONT["small"], color=_ORANGE)
     return fig, {name: number for name, _, number, _ in SIX_LAYERS}
 
 
@@ -127,7 +129,7 @@ def request_path():
     back to the application. Returns ``(Figure, readouts)`` with the stage
     count and which stages run on the accelerator.
     """
-    fig = _new_figure(9.0, 3.6)
+    fig = _new_figure(7.2, 3.6)
     ax = fig.add_subplot()
     ax.set_xlim(0, 12.8)
     ax.set_ylim(-0.5, 4.3)
@@ -145,7 +147,7 @@ def request_path():
         edge = _BLUE if where == "GPU" else _GREY
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
                                     facecolor=face, edgecolor=edge, linewidth=1.1))
-        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=7.5)
+        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=FONT["small"])
 
     def arrow(a, b, **kw):
         ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=11, linewidth=1.0,
@@ -161,19 +163,19 @@ def request_path():
     # the KV cache: prefill writes it, every decode step reads it and appends one entry
     ax.add_patch(FancyBboxPatch((7.9, -0.35), 2.6, 0.55, boxstyle="round,pad=0.02,rounding_size=0.08",
                                 facecolor="#fbe3d4", edgecolor=_ORANGE, linewidth=1.1))
-    ax.text(9.2, -0.08, "KV cache in HBM", ha="center", va="center", fontsize=8)
+    ax.text(9.2, -0.08, "KV cache in HBM", ha="center", va="center", fontsize=FONT["small"])
     arrow((8.3, 1.0), (8.5, 0.2), color=_ORANGE)
     arrow((9.9, 0.2), (10.05, 1.0), color=_ORANGE)
     # the decode loop: one step's token is the next step's input
     ax.plot([10.85, 11.2, 11.2], [1.2, 1.2, 1.6], color=_BLUE, linewidth=1.0)
     arrow((11.2, 1.6), (10.85, 1.6), color=_BLUE)
-    ax.text(11.3, 1.3, "repeat once per\noutput token", fontsize=7, color=_BLUE, va="center")
+    ax.text(11.3, 1.1, "once per\noutput\ntoken", fontsize=FONT["small"], color=_BLUE, va="center")
     # a tool call goes back to the application
     ax.plot([11.875, 11.875, 0.875, 0.875], [3.5, 4.0, 4.0, 3.55], color=_GREEN, linewidth=1.0)
     arrow((0.875, 3.75), (0.875, 3.5), color=_GREEN)
     ax.text(6.4, 4.08, "tool call: the application runs the tool, appends its result and calls the model again",
-            ha="center", fontsize=7.5, color=_GREEN)
-    ax.text(0.1, 1.3, "inside one\ninference instance", fontsize=8, color="#555555")
+            ha="center", fontsize=FONT["small"], color=_GREEN)
+    ax.text(0.1, 1.3, "inside one\ninference\ninstance", fontsize=FONT["small"], color="#555555", va="center")
     gpu = [lab.replace("\n", " ") for lab, where, _ in _REQUEST_STAGES if where == "GPU"]
     return fig, {"stages": str(len(_REQUEST_STAGES)), "on the accelerator": ", ".join(gpu)}
 
@@ -214,12 +216,12 @@ def latency_ladder(operations, seconds, highlight=()):
     secs = np.asarray(check("seconds", seconds, ">0"), dtype=float)
     if secs.ndim != 1 or len(ops) != secs.size:
         raise ValueError(f"seconds must be a 1-D array with one entry per operation ({len(ops)}), got {secs.shape}")
-    fig = _new_figure(7.5, 0.32 * len(ops) + 0.9)
+    fig = _new_figure(7.2, 0.3 * len(ops) + 0.9)
     ax = fig.add_subplot()
     y = np.arange(len(ops))[::-1]
     colors = [_ORANGE if o in highlight else _BLUE for o in ops]
     ax.barh(y, secs / units.ns, color=colors, height=0.65)
-    ax.set_yticks(y, ops, fontsize=8)
+    ax.set_yticks(y, ops, fontsize=FONT["small"])
     ax.set_xscale("log")
     ax.set_xlabel("time (ns, log scale; 2009 hardware)")
     ax.xaxis.set_major_formatter(FuncFormatter(_plain_ticks_fn))
@@ -236,8 +238,10 @@ def latency_ladder(operations, seconds, highlight=()):
 #: Example 1-1 rounds the 70B model to N = 70e9 parameters, read at 1 byte each (8-bit weights).
 EXAMPLE_N_PARAMS = 70e9
 EXAMPLE_WEIGHT_PRECISION = "int8"
-#: Batch sizes the explorer offers (powers of two from 1 to 256).
-BATCH_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Batch sizes the explorer offers: doublings, plus 148 next to the H100's critical batch B* = 147.7.
+BATCH_VALUES = (1, 2, 4, 8, 16, 32, 64, 96, 128, 148, 192, 256)
+#: Batches precomputed for the static page (148 sits at B* of the H100; every GPU at each of them).
+STATIC_BATCHES = (1, 4, 16, 64, 128, 148, 192, 256)
 #: GPUs the batch explorer offers: three generations of data-center parts.
 EXPLORER_GPUS = ("A100 80GB SXM", "H100 SXM", "B200")
 #: Context length and workspace used for the KV readout of the explorers.
@@ -266,6 +270,11 @@ def _fmt_rate_tokens(x: float) -> str:
     return f"{x:,.0f} tok/s" if x >= 100 else f"{x:.1f} tok/s"
 
 
+def _explorer_deployment(gpu, n_params, weight_precision) -> Deployment:
+    return Deployment(RoundModel(n_params, kv_bytes_per_token=0.0), gpu, weight_precision=weight_precision)
+
+
+@redraws("batch", "gpu")
 def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_precision=EXAMPLE_WEIGHT_PRECISION):
     """Decode step time and throughput against batch size for Example 1-1's model.
 
@@ -276,71 +285,89 @@ def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_pr
     the critical batch ``B* = b_W Pi / (2 beta)``. The readouts also check
     whether the KV of ``batch`` requests at 8,192 tokens (the real 70B model's
     GQA cache, BF16) fits beside the 8-bit weights and a 2 GiB workspace.
-    Returns ``(Figure, readouts)``.
+    Returns ``(Figure, readouts)``. The axes cover every GPU of
+    :data:`EXPLORER_GPUS`, so moving a slider moves the curves, not the frame.
     """
-    b = check("batch", batch, "int>=1", scalar=True)
-    d = Deployment(RoundModel(n_params, kv_bytes_per_token=0.0), gpu, weight_precision=weight_precision)
-    g, n, bw_ = d.gpu, d.model.n_params, d.bytes_per_weight
-    b_star = d.critical_batch
-    grid = np.unique(np.concatenate([np.geomspace(1, 256, 33), [b_star] if 1 < b_star < 256 else [], [b]]))
-    curve = d.step(grid)
-    here = d.step(b)
+    grid = np.geomspace(1, 256, 41)
+    fixed = [_explorer_deployment(g, n_params, weight_precision).step(grid) for g in EXPLORER_GPUS]
+    t_lo = min(float(np.min(c.compute_s)) for c in fixed) / units.ms
+    t_hi = max(float(np.max(c.time_s)) for c in fixed) / units.ms
+    r_lo = min(float(np.min(c.tokens_per_s_per_user)) for c in fixed)
+    r_hi = max(float(np.max(c.tokens_per_s)) for c in fixed)
 
-    fig = _new_figure(8.4, 3.3, fast=True)
-    fig.subplots_adjust(left=0.08, right=0.985, bottom=0.15, top=0.9, wspace=0.28)
-    ax1, ax2 = fig.subplots(1, 2)
-    ax1.plot(curve.batch, np.broadcast_to(curve.memory_s, grid.shape) / units.ms, color=_ORANGE, label="read the weights")
-    ax1.plot(curve.batch, curve.compute_s / units.ms, color=_BLUE, label="arithmetic, 2BN FLOPs")
-    ax1.plot(curve.batch, curve.time_s / units.ms, color="black", linewidth=2.2, alpha=0.35, label="step bound (max)")
-    ax1.plot([b], [here.time_s / units.ms], "o", color="black", markersize=7, zorder=5)
-    ax1.set_xscale("log", base=2)
-    ax1.set_yscale("log")
-    ax1.set_xlabel("batch size B (requests)")
+    fig, (ax1, ax2) = new_figure(7.2, 3.5, ncols=2, left=0.09, right=0.975, bottom=0.14, top=0.9, wspace=0.3)
+    # the bound is a wide grey band under the two dashed terms, so all three stay visible where they meet
+    bound, = ax1.plot([], [], color="black", lw=7, alpha=0.2, solid_capstyle="butt", zorder=1,
+                      label="step bound (max)")
+    mem, = ax1.plot([], [], color=_ORANGE, lw=1.6, ls="--", zorder=2, label="read the weights")
+    arith, = ax1.plot([], [], color=_BLUE, lw=1.6, ls="--", zorder=2, label="arithmetic, 2BN FLOPs")
+    dot1, = ax1.plot([], [], "o", color="black", markersize=7, zorder=5)
     ax1.set_ylabel("time per decode step (ms)")
-    ax1.legend(fontsize=7, loc="lower right")
-    ax2.plot(curve.batch, curve.tokens_per_s, color=_GREEN, label="all requests")
-    ax2.plot(curve.batch, curve.tokens_per_s_per_user, color=_GREY, linestyle="--", label="one request")
-    ax2.plot([b], [here.tokens_per_s], "o", color="black", markersize=7, zorder=5)
-    ax2.set_xscale("log", base=2)
-    ax2.set_yscale("log")
-    ax2.set_xlabel("batch size B (requests)")
+    ax1.set_ylim(t_lo / 1.5, t_hi * 4)
+    ax1.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
+    every, = ax2.plot([], [], color=_GREEN, lw=2.0, label="all requests")
+    one, = ax2.plot([], [], color=_GREY, ls="--", lw=1.6, label="one request")
+    dot2, = ax2.plot([], [], "o", color="black", markersize=7, zorder=5)
     ax2.set_ylabel("tokens per second (bound)")
-    ax2.legend(fontsize=7, loc="upper left")
+    ax2.set_ylim(r_lo / 2, r_hi * 3)
+    ax2.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
+    stars = []
     for ax in (ax1, ax2):
-        if b_star <= 256:
-            ax.axvline(b_star, color=_GREY, linewidth=0.8, linestyle=":")
-        ax.spines[["top", "right"]].set_visible(False)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size B (requests)")
         ax.set_xlim(1, 256)
         ax.set_xticks([1, 4, 16, 64, 256], ["1", "4", "16", "64", "256"])
         ax.minorticks_off()
-        ax.yaxis.set_major_formatter(FuncFormatter(_plain_ticks_fn))
-    ax1.text(min(b_star, 256) * 0.93, ax1.get_ylim()[1] * 0.7, f"B* = {b_star:.0f}", fontsize=7.5, ha="right",
-             color="#555555")
-    fig.suptitle(f"{g.name}: {n / units.GIGA:.0f}B parameters at {bw_:g} byte each (model, not measurement)", fontsize=9)
-
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        stars.append(ax.axvline(1, color=_GREY, linewidth=0.9, linestyle=":"))
+    star_text = ax1.text(1, 0.02, "", transform=ax1.get_xaxis_transform(), fontsize=FONT["note"], ha="right",
+                         color="#555555")
+    title = fig.suptitle("", fontsize=FONT["title"])
     m = _shipped_model(_CAPACITY_MODEL)
-    kv_need = b * memory.kv_bytes_per_request(m, EXPLORER_CONTEXT_TOKENS)
-    free = memory.free_bytes(memory.grouped_quant_weight_bytes(m, bits=8), 0.0, EXPLORER_WORKSPACE_BYTES, g.memory_bytes)
-    step = here.time_s
-    readouts = {
-        "step time (bound)": _fmt_time(step),
-        "time per output token": _fmt_time(step / b),
-        "throughput, all requests": _fmt_rate_tokens(b / step),
-        "speed one user sees": _fmt_rate_tokens(1 / step),
-        "B* on this GPU": f"{b_star:.1f}",
-        "bound": here.bound,
-        f"KV of B requests at {EXPLORER_CONTEXT_TOKENS:,} tokens": (f"{units.fmt_bytes(kv_need, 'GB', 1)} vs "
-                                        f"{units.fmt_bytes(max(free, 0.0), 'GB', 1)} free"),
-    }
-    return fig, readouts
+    kv_one = memory.kv_bytes_per_request(m, EXPLORER_CONTEXT_TOKENS)
+    weights_8bit = memory.grouped_quant_weight_bytes(m, bits=8)
+
+    def update(batch, gpu):
+        b = check("batch", batch, "int>=1", scalar=True)
+        d = _explorer_deployment(gpu, n_params, weight_precision)
+        g, n, bw_ = d.gpu, d.model.n_params, d.bytes_per_weight
+        b_star = d.critical_batch
+        x = np.unique(np.concatenate([grid, [b_star] if 1 < b_star < 256 else []]))
+        curve, here = d.step(x), d.step(b)
+        mem.set_data(x, np.broadcast_to(curve.memory_s, x.shape) / units.ms)
+        arith.set_data(x, curve.compute_s / units.ms)
+        bound.set_data(x, curve.time_s / units.ms)
+        dot1.set_data([b], [here.time_s / units.ms])
+        every.set_data(x, curve.tokens_per_s)
+        one.set_data(x, curve.tokens_per_s_per_user)
+        dot2.set_data([b], [here.tokens_per_s])
+        for line in stars:
+            line.set_xdata([b_star, b_star])
+            line.set_visible(b_star <= 256)
+        star_text.set_position((min(b_star, 256) * 0.93, 0.03))
+        star_text.set_text(f"B* = {b_star:.0f}")
+        title.set_text(f"{g.name}: {n / units.GIGA:.0f}B parameters at {bw_:g} byte each (model, not measurement)")
+        free = memory.free_bytes(weights_8bit, 0.0, EXPLORER_WORKSPACE_BYTES, g.memory_bytes)
+        step = here.time_s
+        return {
+            "step time (bound)": _fmt_time(step),
+            "time per output token": _fmt_time(step / b),
+            "throughput, all requests": _fmt_rate_tokens(b / step),
+            "speed one user sees": _fmt_rate_tokens(1 / step),
+            "B* on this GPU": f"{b_star:.1f}",
+            "bound": here.bound,
+            f"KV of B requests at {EXPLORER_CONTEXT_TOKENS:,} tokens": (
+                f"{units.fmt_bytes(b * kv_one, 'GB', 1)} vs {units.fmt_bytes(max(free, 0.0), 'GB', 1)} free"),
+        }
+
+    return View(fig, update, [bound, mem, arith, dot1, every, one, dot2, *stars, star_text, title])
 
 
 def batch_explorer_sliders():
-    """The two sliders of :func:`batch_explorer`: batch size, then GPU."""
-    from aiinfra.book.interactive import Slider
-
+    """The two sliders of :func:`batch_explorer`: batch size, then GPU (every position precomputed)."""
     return [
-        Slider("batch", BATCH_VALUES, label="batch size B", default=1, fmt="{}", max_static=5),
+        Slider("batch", BATCH_VALUES, label="batch size B", default=1, fmt="{}", static=STATIC_BATCHES),
         Slider("gpu", EXPLORER_GPUS, label="GPU", default="H100 SXM", fmt="{}"),
     ]
 
@@ -351,8 +378,8 @@ def batch_explorer_sliders():
 
 #: Card kinds offered by the capacity explorer (consumer, workstation, data center).
 CAPACITY_GPUS = ("RTX 4090", "H100 SXM", "H200 SXM")
-#: Card counts offered by the capacity explorer.
-CARD_COUNTS = (1, 2, 3, 4, 8)
+#: Card counts offered by the capacity explorer (every count: 7 RTX 4090s is the fewest that hold BF16 weights).
+CARD_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8)
 #: The three weight formats compared: (label, how to size them)
 _PRECISIONS = (("BF16", None), ("8-bit, groups of 128", 8), ("4-bit, groups of 128", 4))
 
@@ -371,6 +398,11 @@ def _shipped_model(name: str):
     return models.load(name)
 
 
+def _cards(n: int) -> str:
+    return f"{n} card" + ("s" if n != 1 else "")
+
+
+@redraws("gpu", "n_cards")
 def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_tokens=EXPLORER_CONTEXT_TOKENS,
                       workspace_bytes_per_card=EXPLORER_WORKSPACE_BYTES):
     """Per-card memory of the 70B model in three weight formats on ``n_cards`` x ``gpu``.
@@ -378,60 +410,72 @@ def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_
     Weights and one request's KV (BF16, ``context_tokens``) are split evenly
     over the cards; each card also reserves ``workspace_bytes_per_card``.
     A bar per format stacks weights, KV and workspace against the card's
-    capacity. Readouts say, per format, whether it fits and how many such
-    requests the leftover memory could hold. Returns ``(Figure, readouts)``.
+    capacity, on an axis up to 1.6 times that capacity (a taller bar is cut
+    there and labelled with its height). Readouts say, per format, whether it
+    fits and how many such requests the leftover memory could hold. Returns
+    ``(Figure, readouts)``.
     """
-    g = hardware.gpu(gpu)
-    n = check("n_cards", n_cards, "int>=1", scalar=True)
     m = _shipped_model(model) if isinstance(model, str) else models.load(model)
     ws = check("workspace_bytes_per_card", workspace_bytes_per_card, ">=0")
     kv = memory.kv_bytes_per_request(m, check("context_tokens", context_tokens, "int>=1", scalar=True))
-    cap = g.memory_bytes
-
-    fig = _new_figure(6.4, 3.3, fast=True)
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.1, top=0.9)
-    ax = fig.add_subplot()
-    readouts = {}
-    x = np.arange(len(_PRECISIONS))
     weights = _weights_by_precision(m)
-    w_card = np.array([memory.split_even(w, n) for _, w in weights])
-    kv_card = memory.split_even(kv, n)
-    stacks = [(w_card, _BLUE, "weights"), (np.full(len(x), kv_card), _ORANGE, "KV, one request"),
-              (np.full(len(x), float(ws)), _GREY, "workspace")]
-    bottom = np.zeros(len(x))
-    for values, color, name in stacks:       # one bar() call per layer of the stack
-        ax.bar(x, values / units.GB, bottom=bottom / units.GB, color=color, width=0.6, label=name)
-        bottom = bottom + values
-    top = float(bottom.max())
-    for i, (label, _) in enumerate(weights):
-        left = memory.free_bytes(w_card[i], kv_card, ws, cap)
-        if left >= 0:
-            total = 1 + decode.max_batch_from_kv_budget(n * left, kv)
-            verdict = f"fits; room for {total} request{'s' if total > 1 else ''}"
-            ax.text(i, bottom[i] / units.GB + 1, "fits", ha="center", fontsize=8, color=_GREEN)
-        else:
-            verdict = f"over by {units.fmt_bytes(-left, 'GB', 1)} per card"
-            ax.text(i, bottom[i] / units.GB + 1, "does not fit", ha="center", fontsize=8, color=_RED)
-        readouts[label] = verdict
-    ax.axhline(cap / units.GB, color=_RED, linewidth=1.2, linestyle="--",
-               label=f"capacity of one card: {cap / units.GB:g} GB")
-    ax.set_xticks(x, [label for label, _ in _PRECISIONS], fontsize=8)
+    x = np.arange(len(_PRECISIONS))
+
+    fig, ax = new_figure(7.2, 3.4, left=0.09, right=0.7, bottom=0.14, top=0.9)
+    layers = [ax.bar(x, np.zeros(len(x)), color=color, width=0.6, label=name)
+              for color, name in ((_BLUE, "weights"), (_ORANGE, "KV, one request"), (_GREY, "workspace"))]
+    cap_line = ax.axhline(1.0, color=_RED, linewidth=1.2, linestyle="--", label="capacity of one card")
+    verdicts = [ax.text(i, 0.0, "", ha="center", va="bottom", fontsize=FONT["note"]) for i in x]
+    ax.set_xticks(x, [label.replace(", ", ",\n") for label, _ in _PRECISIONS], fontsize=FONT["tick"])
     ax.set_ylabel("GB per card (decimal)")
-    ax.set_ylim(0, max(top, cap) / units.GB * 1.4)
-    ax.legend(fontsize=7, loc="upper center", ncol=2, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{m.name} on {n} x {g.name}, {context_tokens:,}-token request", fontsize=8.5)
-    readouts["cards of this kind needed for 8-bit weights alone"] = str(memory.min_cards(weights[1][1], cap))
-    return fig, readouts
+    legend = ax.legend([*layers, cap_line], ["weights", "KV, one request", "workspace", "capacity"],
+                       fontsize=FONT["legend"], loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    title = fig.text(0.01, 0.97, "", fontsize=FONT["title"], va="top")
+    bars = [r for layer in layers for r in layer.patches]
+
+    def update(gpu, n_cards):
+        g = hardware.gpu(gpu)
+        n = check("n_cards", n_cards, "int>=1", scalar=True)
+        cap = g.memory_bytes
+        top = 1.6 * cap / units.GB
+        w_card = np.array([memory.split_even(w, n) for _, w in weights])
+        kv_card = memory.split_even(kv, n)
+        bottom = np.zeros(len(x))
+        for layer, values in zip(layers, (w_card, np.full(len(x), kv_card), np.full(len(x), float(ws)))):
+            for rect, lo, v in zip(layer.patches, bottom, values):
+                rect.set_y(lo / units.GB)
+                rect.set_height(v / units.GB)
+            bottom = bottom + values
+        readouts = {}
+        for i, (label, _) in enumerate(weights):
+            left = memory.free_bytes(w_card[i], kv_card, ws, cap)
+            need = bottom[i] / units.GB
+            tall = need > 0.86 * top   # no room above the bar: say it inside, with the bar's height
+            if left >= 0:
+                total = 1 + decode.max_batch_from_kv_budget(n * left, kv)
+                readouts[label] = f"fits; room for {total} request{'s' if total > 1 else ''}"
+                verdicts[i].set_text("fits")
+            else:
+                readouts[label] = f"over by {units.fmt_bytes(-left, 'GB', 1)} per card"
+                verdicts[i].set_text(f"{need:,.0f} GB:\ndoes not fit" if tall else "does not fit")
+            verdicts[i].set_color("white" if tall else (_GREEN if left >= 0 else _RED))
+            verdicts[i].set_fontweight("bold" if tall else "normal")
+            verdicts[i].set_y(0.72 * top if tall else need + 0.02 * top)
+        cap_line.set_ydata([cap / units.GB] * 2)
+        legend.get_texts()[3].set_text(f"capacity of\none card: {cap / units.GB:g} GB")
+        ax.set_ylim(0, top)
+        title.set_text(f"{m.name} on {n} x {g.name}, one {context_tokens:,}-token request")
+        readouts["cards of this kind needed for 8-bit weights alone"] = str(memory.min_cards(weights[1][1], cap))
+        return readouts
+
+    return View(fig, update, [ax.yaxis, *bars, cap_line, *verdicts, legend, title])
 
 
 def capacity_explorer_sliders():
-    """The two sliders of :func:`capacity_explorer`: card kind, then card count."""
-    from aiinfra.book.interactive import Slider
-
+    """The two sliders of :func:`capacity_explorer`: card kind, then card count (every position precomputed)."""
     return [
         Slider("gpu", CAPACITY_GPUS, label="card", default="H100 SXM", fmt="{}"),
-        Slider("n_cards", CARD_COUNTS, label="number of cards", default=1, fmt="{}"),
+        Slider("n_cards", CARD_COUNTS, label="number of cards", default=1, fmt=_cards),
     ]
 
 
@@ -458,31 +502,31 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
     curve = d.step(grid, ctx)
     t1 = d.step(1, ctx).time_s
 
-    fig = _new_figure(8.4, 3.2)
+    fig = _new_figure(7.2, 3.6)
     ax1, ax2 = fig.subplots(1, 2)
-    ax1.plot(curve.batch, curve.time_s / units.ms, color=_BLUE, label="model (prediction, lower bound)")
+    ax1.plot(curve.batch, curve.time_s / units.ms, color=_BLUE, label="model prediction (lower bound)")
     mb = rec.measured_batches()
     ax1.plot(mb, [rec.tpot(b) / units.ms for b in mb], "s", color=_RED, markersize=7, label="measured TPOT")
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel("concurrent requests B")
     ax1.set_ylabel("time per output token (ms)")
-    ax1.set_ylim(0, max(rec.tpot(b) for b in mb) / units.ms * 1.25)
-    ax1.legend(fontsize=7, loc="upper left")
-    ax2.plot(curve.batch, curve.tokens_per_s / (1.0 / t1), color=_BLUE, label="model (prediction)")
-    ax2.plot(curve.batch, curve.batch, color=_GREY, linestyle=":", label="weight reads only (ideal)")
+    ax1.set_ylim(0, max(rec.tpot(b) for b in mb) / units.ms * 1.3)
+    ax1.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
+    ax2.plot(curve.batch, curve.tokens_per_s / (1.0 / t1), color=_BLUE, label="model")
+    ax2.plot(curve.batch, curve.batch, color=_GREY, linestyle=":", label="weight reads only")
     ax2.plot(mb, [rec.throughput_ratio[b] for b in mb], "s", color=_RED, markersize=7, label="measured")
     ax2.set_xscale("log", base=2)
     ax2.set_yscale("log", base=2)
     ax2.set_xlabel("concurrent requests B")
     ax2.set_ylabel("throughput relative to B = 1")
-    ax2.legend(fontsize=7, loc="upper left")
+    ax2.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
     for ax in (ax1, ax2):
-        ax.spines[["top", "right"]].set_visible(False)
+        style_axes(ax)
         ax.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
         ax.minorticks_off()
     ax2.yaxis.set_major_formatter(FuncFormatter(_plain_ticks_fn))
-    fig.suptitle(f"{rec.model} ({rec.precision.upper()}) on {g.name}: lines are the model, squares are measurements",
-                 fontsize=8.5)
+    fig.suptitle(f"{rec.model} ({rec.precision.upper()}) on {g.name}:\nlines are the model, squares are measurements",
+                 fontsize=FONT["title"])
     readouts = {}
     for b in mb:
         readouts[f"B={b} predicted"] = units.fmt_time(d.step(b, ctx).time_s)

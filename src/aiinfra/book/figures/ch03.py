@@ -13,7 +13,8 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from aiinfra import compute, units
-from aiinfra.book.figures import PALETTE, new_figure
+from aiinfra.book.figures import FONT, PALETTE, new_figure
+from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.formula import check
 
 __all__ = ["CONTEXT_VALUES", "DRIFT_MODELS", "two_n_drift", "two_n_drift_sliders"]
@@ -33,6 +34,7 @@ def _ctx_label(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
 
+@redraws("context_tokens")
 def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolerance: float = 0.1):
     """Exact decode-step FLOPs against ``2N`` at ``context_tokens``, broken down and swept over context.
 
@@ -41,36 +43,31 @@ def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolera
     Returns ``(Figure, readouts)``: the two totals, their ratio and the
     context beyond which the rule is short by more than ``tolerance``.
     """
-    ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
     tol = check("tolerance", tolerance, "(0,1)")
-    parts = compute.decode_flops_breakdown(model, ctx)
-    fig, (ax1, ax2) = new_figure(8.6, 3.4, ncols=2, left=0.08, right=0.985, bottom=0.16, top=0.86, wspace=0.3)
-
+    top = max(compute.decode_flops_breakdown(model, c)["exact"]["total"] for c in CONTEXT_VALUES) / units.GIGA
+    fig, (ax1, ax2) = new_figure(7.2, 3.7, ncols=2, left=0.1, right=0.97, bottom=0.14, top=0.86, wspace=0.32,
+                                 width_ratios=(0.85, 1.0))
+    bars = {}
     for x, key in ((0, "exact"), (1, "two_n")):
-        bottom = 0.0
         for piece, label, colour in _PIECES:
-            v = parts[key][piece] / units.GIGA
-            if v > 0:
-                ax1.bar([x], [v], bottom=[bottom], color=colour, width=0.55, label=label if x == 0 or piece == "embedding"
-                        else None)
-                bottom += v
-        ax1.text(x, bottom, f"{bottom:,.1f}", ha="center", va="bottom", fontsize=7.5)
+            bars[key, piece] = ax1.bar([x], [0.0], color=colour, width=0.55,
+                                       label=label if x == 0 else None)[0]
+    totals = [ax1.text(x, 0.0, "", ha="center", va="bottom", fontsize=FONT["small"]) for x in (0, 1)]
     ax1.set_xticks([0, 1], ["exact", "2N rule"])
     ax1.set_xlim(-0.6, 1.6)
+    ax1.set_ylim(0, top * 1.6)
     ax1.set_ylabel("GFLOPs per decode step")
-    ax1.set_title(f"{model}, one token at {ctx:,} tokens of context", fontsize=8.5)
-    handles, labels = ax1.get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
-    ax1.legend(seen.values(), seen.keys(), fontsize=6.5, loc="upper left", frameon=False)
-    ax1.set_ylim(0, max(parts["exact"]["total"], parts["two_n"]["total"]) / units.GIGA * 1.5)
+    ax1.legend(fontsize=FONT["small"], loc="upper left", frameon=False)
+    title1 = ax1.set_title("", fontsize=FONT["note"], loc="left")
 
     grid = np.unique(np.geomspace(64, 262144, 60).astype(int))
     ax2.axhspan(1 - tol, 1 + tol, color=PALETTE["light"], alpha=0.6, lw=0)
     ax2.axhline(1.0, color="black", linewidth=0.6)
+    dots = []
     for name, colour in zip(DRIFT_MODELS, _LINE_COLOURS):
         ax2.plot(grid, compute.two_n_ratio(name, grid), color=colour, label=name)
-        ax2.plot([max(ctx, 64)], [compute.two_n_ratio(name, max(ctx, 64))], "o", color=colour, markersize=5)
-    ax2.axvline(max(ctx, 64), color=PALETTE["grey"], linewidth=0.8, linestyle=":")
+        dots.append((name, ax2.plot([], [], "o", color=colour, markersize=6, zorder=5)[0]))
+    here = ax2.axvline(64, color=PALETTE["grey"], linewidth=0.8, linestyle=":")
     ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
     ticks = [256, 1024, 4096, 16384, 65536, 262144]
@@ -82,22 +79,38 @@ def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolera
     ax2.set_ylim(0.85, 10)
     ax2.set_xlabel("context n (tokens in the KV cache)")
     ax2.set_ylabel("exact / 2N, per decode step")
-    ax2.legend(fontsize=7, loc="upper left", frameon=False)
-    ax2.set_title(f"shaded: within {tol:.0%} of the rule", fontsize=8.5)
-
+    ax2.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
+    ax2.set_title(f"shaded: within {tol:.0%} of the rule", fontsize=FONT["note"], loc="left")
     off = compute.context_where_two_n_is_off(model, tol)
-    readouts = {
-        "exact, one step": units.fmt_flops(parts["exact"]["total"]),
-        "2N rule": units.fmt_flops(parts["two_n"]["total"]),
-        "exact / 2N": f"{compute.two_n_ratio(model, ctx):.3f}",
-        "attention share of exact": f"{parts['exact']['attention'] / parts['exact']['total']:.1%}",
-        f"2N is > {tol:.0%} short beyond": f"{off:,.0f} tokens",
-    }
-    return fig, readouts
+
+    def update(context_tokens):
+        ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
+        parts = compute.decode_flops_breakdown(model, ctx)
+        for x, key in enumerate(("exact", "two_n")):
+            bottom = 0.0
+            for piece, _, _ in _PIECES:
+                v = parts[key][piece] / units.GIGA
+                bars[key, piece].set_y(bottom)
+                bars[key, piece].set_height(v)
+                bottom += v
+            totals[x].set_position((x, bottom))
+            totals[x].set_text(f"{bottom:,.1f}")
+        title1.set_text(f"{model}: one token\nat {ctx:,} tokens of context")
+        x = max(ctx, 64)
+        for name, dot in dots:
+            dot.set_data([x], [compute.two_n_ratio(name, x)])
+        here.set_xdata([x, x])
+        return {
+            "exact, one step": units.fmt_flops(parts["exact"]["total"]),
+            "2N rule": units.fmt_flops(parts["two_n"]["total"]),
+            "exact / 2N": f"{compute.two_n_ratio(model, ctx):.3f}",
+            "attention share of exact": f"{parts['exact']['attention'] / parts['exact']['total']:.1%}",
+            f"2N is > {tol:.0%} short beyond": f"{off:,.0f} tokens",
+        }
+
+    return View(fig, update, [*bars.values(), *totals, title1, *(d for _, d in dots), here])
 
 
 def two_n_drift_sliders():
     """The context slider of :func:`two_n_drift`."""
-    from aiinfra.book.interactive import Slider
-
     return [Slider("context_tokens", CONTEXT_VALUES, label="context", default=2048, fmt=lambda n: f"{n:,} tokens")]

@@ -19,7 +19,8 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import decode, units
-from aiinfra.book.figures import PALETTE, new_figure
+from aiinfra.book.figures import FONT, PALETTE, new_figure
+from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.deployment import Deployment
 from aiinfra.formula import check, choice
 
@@ -31,14 +32,15 @@ __all__ = [
     "latency_timeline",
 ]
 
-#: Context lengths on the slider (tokens held by every request).
-CONTEXT_VALUES = (1024, 4096, 32768)
+#: Context lengths on the slider (tokens held by every request), doublings from 1K to 32K.
+CONTEXT_VALUES = (1024, 2048, 4096, 8192, 16384, 32768)
 #: Weight precisions on the slider (names understood by :func:`aiinfra.units.bytes_per_param`).
 PRECISION_VALUES = ("bf16", "fp8", "int4")
 _MARKED = (1, 8, 32, 128, 512)
 _PLAIN = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
 
 
+@redraws("context_tokens", "precision")
 def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", gpu="H100 SXM", n_gpus=1):
     """Per-user vs aggregate decode rate as the batch grows, up to the KV limit.
 
@@ -48,28 +50,17 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
     weights and the deployment's memory reserve. Readouts: ``B_max``, per-user
     speed at ``B = 1`` and at ``B_max``, aggregate rate at ``B_max``.
     """
-    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
-    choice("precision", precision, set(PRECISION_VALUES))
-    d = Deployment(model, gpu, n_gpus=n_gpus, weight_precision=precision)
-    bmax = int(d.max_batch(ctx))
-    fig, ax = new_figure(6.4, 3.4, left=0.13, bottom=0.15, top=0.9)
-    title = f"{d.model.name}, {precision}, {d.n_gpus} x {d.gpu.name}, {ctx:,}-token context"
-    if bmax < 1:
-        ax.text(0.5, 0.5, "one request's KV cache does not fit", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(title, fontsize=9)
-        return fig, {"largest batch that fits": "0", "per-user speed": "no room for one request"}
-    batch = np.unique(np.round(np.geomspace(1, bmax, 80)).astype(int))
-    step = d.step(batch, ctx)
-    user, total = step.tokens_per_s_per_user, step.tokens_per_s
-    ax.plot(user, total, color=PALETTE["blue"], lw=2)
-    for b in _MARKED:
-        if b <= bmax:
-            i = int(np.searchsorted(batch, b))
-            ax.plot(user[i], total[i], "o", color=PALETTE["blue"], ms=5)
-            ax.annotate(f"B={b}", (user[i], total[i]), xytext=(5, -11), textcoords="offset points", fontsize=8)
-    ax.plot(user[-1], total[-1], "s", color=PALETTE["red"], ms=7, zorder=5)
-    ax.annotate(f"KV full: B={bmax:,}", (user[-1], total[-1]), xytext=(6, 4), textcoords="offset points",
-                fontsize=8, color=PALETTE["red"])
+    Deployment(model, gpu, n_gpus=n_gpus)   # validates the model, GPU and count once
+    fig, ax = new_figure(6.4, 3.5, left=0.12, right=0.96, bottom=0.14, top=0.91)
+    curve, = ax.plot([], [], color=PALETTE["blue"], lw=2)
+    marks = [(b, ax.plot([], [], "o", color=PALETTE["blue"], ms=5)[0],
+              ax.annotate(f"B={b}", (1, 1), xytext=(5, -12), textcoords="offset points", fontsize=FONT["small"]))
+             for b in _MARKED]
+    full, = ax.plot([], [], "s", color=PALETTE["red"], ms=7, zorder=5)
+    full_note = ax.annotate("", (1, 1), xytext=(6, 4), textcoords="offset points", fontsize=FONT["small"],
+                            color=PALETTE["red"])
+    empty = ax.text(0.5, 0.5, "one request's KV cache does not fit", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=FONT["note"])
     ax.set_xscale("log")
     ax.set_yscale("log")
     # fixed axes, so that moving a slider moves the curve, not the frame
@@ -83,20 +74,46 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
     ax.set_xlabel("per-user speed (tokens/s, one stream)")
     ax.set_ylabel("aggregate (tokens/s, whole batch)")
     ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=9)
-    readouts = {
-        "largest batch that fits": f"{bmax:,}",
-        "per-user speed, B = 1": f"{user[0]:,.0f} tok/s",
-        "per-user speed, B max": f"{user[-1]:,.1f} tok/s",
-        "aggregate, B max": f"{total[-1]:,.0f} tok/s",
-    }
-    return fig, readouts
+    title = ax.set_title("", fontsize=FONT["note"])
+    moving = [curve, *(a for _, dot, note in marks for a in (dot, note)), full, full_note, empty, title]
+
+    def update(context_tokens, precision):
+        ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+        choice("precision", precision, set(PRECISION_VALUES))
+        d = Deployment(model, gpu, n_gpus=n_gpus, weight_precision=precision)
+        bmax = int(d.max_batch(ctx))
+        title.set_text(f"{d.model.name}, {precision}, {d.n_gpus} x {d.gpu.name}, {ctx:,}-token context")
+        for a in moving[:-2]:
+            a.set_visible(bmax >= 1)
+        empty.set_visible(bmax < 1)
+        if bmax < 1:
+            return {"largest batch that fits": "0", "per-user speed": "no room for one request"}
+        batch = np.unique(np.round(np.geomspace(1, bmax, 80)).astype(int))
+        step = d.step(batch, ctx)
+        user, total = step.tokens_per_s_per_user, step.tokens_per_s
+        curve.set_data(user, total)
+        for b, dot, note in marks:
+            i = int(np.searchsorted(batch, b))
+            dot.set_visible(b <= bmax)
+            note.set_visible(b <= bmax)
+            if b <= bmax:
+                dot.set_data([user[i]], [total[i]])
+                note.xy = (user[i], total[i])
+        full.set_data([user[-1]], [total[-1]])
+        full_note.xy = (user[-1], total[-1])
+        full_note.set_text(f"KV full: B={bmax:,}")
+        return {
+            "largest batch that fits": f"{bmax:,}",
+            "per-user speed, B = 1": f"{user[0]:,.0f} tok/s",
+            "per-user speed, B max": f"{user[-1]:,.1f} tok/s",
+            "aggregate, B max": f"{total[-1]:,.0f} tok/s",
+        }
+
+    return View(fig, update, moving)
 
 
 def throughput_latency_sliders():
     """Slider definitions for :func:`throughput_latency` (context held per request, weight precision)."""
-    from aiinfra.book.interactive import Slider
-
     return [
         Slider("context_tokens", CONTEXT_VALUES, label="context per request", default=4096, fmt="{:,} tokens"),
         Slider("precision", PRECISION_VALUES, label="weights", default="bf16",
@@ -118,18 +135,18 @@ def latency_timeline(queue_s, ttft_s, tpot_s, output_tokens=12):
     if q >= first:
         raise ValueError(f"queue_s must be < ttft_s (TTFT includes the queue), got queue_s={q}, ttft_s={first}")
     e2e = decode.end_to_end_latency_s(first, step, g)
-    fig, ax = new_figure(6.4, 1.9, left=0.04, right=0.98, bottom=0.3, top=0.82)
+    fig, ax = new_figure(6.4, 2.1, left=0.03, right=0.97, bottom=0.3, top=0.86)
     ms = 1 / units.ms
     ax.barh(0, q * ms, color=PALETTE["grey"], height=0.5)
     ax.barh(0, (first - q) * ms, left=q * ms, color=PALETTE["orange"], height=0.5)
     for k in range(g - 1):
         ax.barh(0, step * ms * 0.92, left=(first + k * step) * ms, color=PALETTE["blue"], height=0.5)
-    ax.annotate("queue", (q * ms / 2, 0.38), ha="center", fontsize=8)
-    ax.annotate("prefill", ((q + (first - q) / 2) * ms, 0.38), ha="center", fontsize=8)
-    ax.annotate(f"{g - 1} decode steps", ((first + e2e) / 2 * ms, 0.38), ha="center", fontsize=8)
+    ax.annotate("queue", (q * ms / 2, 0.38), ha="center", fontsize=FONT["small"])
+    ax.annotate("prefill", ((q + (first - q) / 2) * ms, 0.38), ha="center", fontsize=FONT["small"])
+    ax.annotate(f"{g - 1} decode steps", ((first + e2e) / 2 * ms, 0.38), ha="center", fontsize=FONT["small"])
     ax.axvline(first * ms, color="black", lw=0.8)
-    ax.annotate(f"TTFT {units.fmt_time(first)}", (first * ms, -0.55), ha="center", fontsize=8)
-    ax.annotate(f"end {units.fmt_time(e2e)}", (e2e * ms, -0.55), ha="right", fontsize=8)
+    ax.annotate(f"TTFT {units.fmt_time(first)}", (first * ms, -0.55), ha="center", fontsize=FONT["small"])
+    ax.annotate(f"end {units.fmt_time(e2e)}", (e2e * ms, -0.55), ha="right", fontsize=FONT["small"])
     ax.set_ylim(-0.75, 0.7)
     ax.set_xlim(0, e2e * ms * 1.01)
     ax.set_yticks([])

@@ -2,7 +2,7 @@
 
 * :func:`batching_policies`: the same request trace under static and under
   continuous batching (:mod:`aiinfra.serving.batching`): busy slots per step and the
-  latency distribution of each policy.
+  latency distribution of each policy, and whether the load overwhelms it.
 * :func:`kv_reservation`: KV tokens in use versus reserved, step by step, when
   each request reserves its maximum context contiguously or takes pages as it
   grows (:mod:`aiinfra.serving.paging`), and the batch each scheme admits in a budget.
@@ -14,15 +14,17 @@ drawn comes from a library call; figures are built with
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from aiinfra.formula import check
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import NullFormatter
 
 from aiinfra import units
+from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.serving import batching as scheduling, paging
-from . import PALETTE
+from . import FONT, PALETTE, _figure_class, new_figure, panel_title, style_axes
 
 __all__ = [
     "TRACE_REQUESTS",
@@ -60,9 +62,9 @@ TRACE_SEED = 2024
 #: Mean output length of the demonstration trace (tokens) and its cap.
 TRACE_MEAN_OUTPUT = 96
 TRACE_MAX_OUTPUT = 768
-#: Slider grids of :func:`batching_policies`.
+#: Slider grids of :func:`batching_policies`; the default gap (24 steps) is a load both policies keep up with.
 MAX_BATCH_VALUES = (4, 8, 16, 32)
-GAP_VALUES = (4, 8)
+GAP_VALUES = (4, 8, 12, 16, 24, 32, 48)
 
 
 def demo_trace(mean_interarrival_steps=8, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
@@ -73,71 +75,107 @@ def demo_trace(mean_interarrival_steps=8, n_requests=TRACE_REQUESTS, seed=TRACE_
     )
 
 
-def batching_policies(max_batch=16, mean_interarrival_steps=8, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
+def _steps(n) -> str:
+    return f"{n:,.0f} step" + ("s" if n != 1 else "")
+
+
+def _tokens(n) -> str:
+    return f"{n:,} token" + ("s" if n != 1 else "")
+
+
+@lru_cache(maxsize=8)
+def _policy_horizon(n_requests: int, seed: int) -> int:
+    """The longest run over the whole slider grid: the fixed time axis of :func:`batching_policies`."""
+    return max(r.total_steps for gap in GAP_VALUES for cap in MAX_BATCH_VALUES
+               for r in scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap).values())
+
+
+@redraws("max_batch", "mean_interarrival_steps")
+def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
     """Static vs continuous batching on one trace.
 
-    Left: requests running in each step (the grey line is the slot count
-    ``max_batch``; the gap under it is idle slots). Right: the distribution of
+    Left: the share of the ``max_batch`` slots running a request in each
+    step (the gap under 100% is idle slots), on a time axis long enough for
+    every slider position; a panel says so when its policy is overloaded
+    (requests arrive faster than it finishes them, so the queue and every
+    latency grow with the trace's length). Right: the distribution of
     end-to-end latency in steps, one curve per policy. Readouts: slot
-    utilization and p50/p99 latency of each policy.
+    utilization, p50/p99 latency and whether the queue stays steady, for
+    each policy.
     """
-    cap = check("max_batch", max_batch, "int>=1", scalar=True)
-    tr = demo_trace(mean_interarrival_steps, n_requests, seed)
-    res = scheduling.compare_policies(tr, cap)
-    fig = Figure(figsize=(8.4, 3.8))
-    grid = fig.add_gridspec(2, 2, width_ratios=(1.7, 1.0), left=0.07, right=0.985, bottom=0.13, top=0.93,
-                            wspace=0.25, hspace=0.45)
-    horizon = max(r.total_steps for r in res.values())
+    horizon = _policy_horizon(n_requests, seed)
+    fig = _figure_class()(figsize=(7.2, 4.0))
+    grid = fig.add_gridspec(2, 2, width_ratios=(1.6, 1.0), left=0.1, right=0.975, bottom=0.12, top=0.92,
+                            wspace=0.27, hspace=0.55)
     colors = {"static": _ORANGE, "continuous": _BLUE}
-    for row, (name, r) in enumerate(res.items()):
-        ax = fig.add_subplot(grid[row, 0])
-        x, y = _series(r.active)
-        ax.fill_between(x, y, step="post", color=colors[name], alpha=0.75, linewidth=0)
-        ax.axhline(cap, color=_GREY, linewidth=1.0)
+    panels = {}
+    for row, name in enumerate(colors):
+        ax = style_axes(fig.add_subplot(grid[row, 0]))
+        area = ax.stairs([0.0], [0.0, 1.0], fill=True, color=colors[name], alpha=0.75, linewidth=0)
+        ax.axhline(100, color=_GREY, linewidth=1.0)
         ax.set_xlim(0, horizon)
-        ax.set_ylim(0, cap * 1.15)
-        ax.set_ylabel("running")
-        ax.set_title(f"{name}: {r.slot_utilization:.0%} of busy slots used, done at step {r.total_steps:,}",
-                     fontsize=9, loc="left")
+        ax.set_ylim(0, 115)
+        ax.set_yticks([0, 50, 100])
+        ax.set_ylabel("slots busy (%)")
         if row == 1:
             ax.set_xlabel("decode step")
-    ax = fig.add_subplot(grid[:, 1])
-    for name, r in res.items():
-        lat = np.sort(r.latency_steps)
-        ax.step(lat, np.arange(1, lat.size + 1) / lat.size, where="post", color=colors[name], label=name)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))  # plain labels, no mathtext
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("latency (steps, log)")
-    ax.set_ylabel("share of requests")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    readouts = {}
-    for name, r in res.items():
-        readouts[f"{name}: slot use"] = f"{r.slot_utilization:.0%}"
-        readouts[f"{name}: p50 / p99 latency"] = (
-            f"{r.percentile_latency_steps(50):,.0f} / {r.percentile_latency_steps(99):,.0f} steps"
-        )
-    return fig, readouts
+        panels[name] = (area, panel_title(ax, "", fontsize=FONT["small"], loc="left"))
+    cdf = style_axes(fig.add_subplot(grid[:, 1]))
+    curves = {name: cdf.step([], [], where="post", color=colors[name], label=name)[0] for name in colors}
+    cdf.set_xscale("log")
+    cdf.set_xlim(1, 30000)
+    cdf.set_xticks([1, 10, 100, 1000, 10000], ["1", "10", "100", "1k", "10k"])
+    cdf.xaxis.set_minor_formatter(NullFormatter())
+    cdf.set_xlabel("latency (steps, log)")
+    cdf.set_ylabel("share of requests")
+    cdf.set_ylim(0, 1.02)
+    cdf.grid(alpha=0.3)
+    cdf.legend(fontsize=FONT["legend"], loc="lower right")
+
+    def update(max_batch, mean_interarrival_steps):
+        cap = check("max_batch", max_batch, "int>=1", scalar=True)
+        res = scheduling.compare_policies(demo_trace(mean_interarrival_steps, n_requests, seed), cap)
+        readouts = {}
+        for name, r in res.items():
+            area, title = panels[name]
+            x, y = _series(r.active)
+            area.set_data(100 * y[:-1] / cap, x)
+            state = "overloaded" if r.overloaded else f"done at step {r.total_steps:,}"
+            title.set_text(f"{name}, {cap} slots: {r.slot_utilization:.0%} in use, {state}")
+            title.set_color(_RED if r.overloaded else "black")
+            lat = np.sort(r.latency_steps)
+            curves[name].set_data(lat, np.arange(1, lat.size + 1) / lat.size)
+            readouts[f"{name}: slot use"] = f"{r.slot_utilization:.0%}"
+            readouts[f"{name}: p50 / p99 latency"] = (
+                f"{r.percentile_latency_steps(50):,.0f} / {r.percentile_latency_steps(99):,.0f} steps")
+            readouts[f"{name}: queue"] = "grows (overloaded)" if r.overloaded else "steady"
+        return readouts
+
+    return View(fig, update, [*(a for pair in panels.values() for a in pair), *curves.values()])
 
 
 def batching_policies_sliders():
     """Slider definitions for :func:`batching_policies` (slots, and the mean gap between arrivals)."""
-    from aiinfra.book.interactive import Slider
-
     return [
         Slider("max_batch", MAX_BATCH_VALUES, label="batch slots", default=16, fmt="{} slots"),
-        Slider("mean_interarrival_steps", GAP_VALUES, label="mean gap between arrivals", default=8,
-               fmt="{} steps"),
+        Slider("mean_interarrival_steps", GAP_VALUES, label="mean gap between arrivals", default=24, fmt=_steps),
     ]
 
 
 #: Slider grids of :func:`kv_reservation`.
-PAGE_VALUES = (1, 16, 128, 1024)
-MAX_CONTEXT_VALUES = (4096, 32768)
+PAGE_VALUES = (1, 16, 64, 256, 1024)
+MAX_CONTEXT_VALUES = (4096, 8192, 16384, 32768)
 
 
+@lru_cache(maxsize=8)
+def _paged_horizon(kv_bytes_per_token, kv_budget_bytes, max_batch, mean_interarrival_steps, n_requests, seed) -> int:
+    """The longest paged run over :data:`PAGE_VALUES`: the time window of :func:`kv_reservation`."""
+    tr = demo_trace(mean_interarrival_steps, n_requests, seed)
+    return max(paging.simulate_with_kv_budget(tr, max_batch, kv_budget_bytes, kv_bytes_per_token, "paged", p,
+                                              int(tr.final_context_tokens.max())).total_steps for p in PAGE_VALUES)
+
+
+@redraws("page_tokens", "max_context_tokens")
 def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=147456.0, kv_budget_bytes=6e9,
                    max_batch=64, mean_interarrival_steps=2, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
     """The same trace when the KV cache limits the batch: contiguous reservation vs pages.
@@ -147,59 +185,63 @@ def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=1
     (:func:`aiinfra.serving.paging.simulate_with_kv_budget`): on top every request
     reserves ``max_context_tokens``; below it reserves whole pages of
     ``page_tokens``. Green is the KV actually stored, the line what is
-    reserved, the dashed line the budget. Readouts: mean running batch, the
-    step at which the trace is done, and the mean share of the reservation
-    that holds nothing. Defaults: Qwen3-8B in BF16 (147,456 B of KV per
-    token) with 6 GB left for KV, as on a 24 GB card.
+    reserved, the dashed line the budget. Both panels show the same window:
+    as many steps as the slowest paged run takes (a contiguous run may go on
+    much longer; its title says when it ends). Readouts: mean running batch,
+    the step at which the trace is done, and the mean share of the
+    reservation that holds nothing. Defaults: Qwen3-8B in BF16 (147,456 B of
+    KV per token) with 6 GB left for KV, as on a 24 GB card.
     """
-    p = check("page_tokens", page_tokens, "int>=1", scalar=True)
-    m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
     k = check("kv_bytes_per_token", kv_bytes_per_token, ">0")
     budget = check("kv_budget_bytes", kv_budget_bytes, ">0")
     tr = demo_trace(mean_interarrival_steps, n_requests, seed)
-    if int(tr.final_context_tokens.max()) > m:
-        raise ValueError(
-            f"max_context_tokens must cover the trace's longest request ({int(tr.final_context_tokens.max())} tokens), got {m}"
-        )
-    runs = {scheme: paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m) for scheme in paging.SCHEMES}
-    horizon = max(r.total_steps for r in runs.values())
+    window = _paged_horizon(k, budget, max_batch, mean_interarrival_steps, n_requests, seed)
     gb = k / units.GB
-    fig = Figure(figsize=(8.4, 4.0))
-    fig.subplots_adjust(left=0.08, right=0.985, bottom=0.12, top=0.93, hspace=0.5)
-    readouts = {}
-    for row, (scheme, r) in enumerate(runs.items()):
-        use = paging.kv_usage_over_time(r, p, m)
-        reserved = use.contiguous_tokens if scheme == "contiguous" else use.paged_tokens
-        ax = fig.add_subplot(2, 1, row + 1)
-        x, y = _series(use.used_tokens * gb)
-        ax.fill_between(x, y, step="post", color=_GREEN, alpha=0.8, linewidth=0, label="KV stored")
-        x, y = _series(reserved * gb)
-        ax.plot(x, y, drawstyle="steps-post", color=_BLUE if scheme == "paged" else _ORANGE, linewidth=1.2,
-                label="KV reserved")
+    fig, axes = new_figure(7.2, 4.0, nrows=2, left=0.09, right=0.975, bottom=0.11, top=0.92, hspace=0.55)
+    rows = {}
+    for row, (scheme, ax) in enumerate(zip(paging.SCHEMES, axes)):
+        stored = ax.stairs([0.0], [0.0, 1.0], fill=True, color=_GREEN, alpha=0.8, linewidth=0, label="KV stored")
+        reserved, = ax.plot([], [], drawstyle="steps-post", color=_BLUE if scheme == "paged" else _ORANGE,
+                            linewidth=1.2, label="KV reserved")
         ax.axhline(budget / units.GB, color=_RED, linestyle="--", linewidth=1.0, label="budget")
-        ax.set_xlim(0, horizon)
-        ax.set_ylim(0, budget / units.GB * 1.2)
+        ax.set_xlim(0, window)
+        ax.set_ylim(0, budget / units.GB * 1.25)
         ax.set_ylabel("KV (GB)")
-        what = f"{m:,} tokens reserved per request" if scheme == "contiguous" else f"{p}-token pages"
-        ax.set_title(f"{scheme} ({what}): mean batch {r.mean_batch:.1f}, done at step {r.total_steps:,}",
-                     fontsize=9, loc="left")
         ax.grid(alpha=0.3)
         if row == 0:
-            ax.legend(fontsize=8, loc="upper right", ncol=3)
+            ax.legend(fontsize=FONT["small"], loc="upper right", ncol=3, frameon=False, bbox_to_anchor=(1.0, 1.02))
         else:
             ax.set_xlabel("decode step")
-        readouts[f"{scheme}: mean batch"] = f"{r.mean_batch:.1f}"
-        readouts[f"{scheme}: trace done at"] = f"step {r.total_steps:,}"
-        readouts[f"{scheme}: reserved but empty"] = f"{use.mean_waste_fraction(scheme):.1%}"
-    return fig, readouts
+        rows[scheme] = (stored, reserved, panel_title(ax, "", fontsize=FONT["small"], loc="left"))
+
+    def update(page_tokens, max_context_tokens):
+        p = check("page_tokens", page_tokens, "int>=1", scalar=True)
+        m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
+        if int(tr.final_context_tokens.max()) > m:
+            raise ValueError(f"max_context_tokens must cover the trace's longest request "
+                             f"({int(tr.final_context_tokens.max())} tokens), got {m}")
+        readouts = {}
+        for scheme in paging.SCHEMES:
+            r = paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m)
+            stored, reserved, title = rows[scheme]
+            use = paging.kv_usage_over_time(r, p, m)
+            x, y = _series(use.used_tokens * gb)
+            stored.set_data(y[:-1], x)
+            x, y = _series((use.contiguous_tokens if scheme == "contiguous" else use.paged_tokens) * gb)
+            reserved.set_data(x, y)
+            what = f"{m:,} tokens reserved per request" if scheme == "contiguous" else f"pages of {_tokens(p)}"
+            title.set_text(f"{scheme} ({what}): mean batch {r.mean_batch:.1f}, done at step {r.total_steps:,}")
+            readouts[f"{scheme}: mean batch"] = f"{r.mean_batch:.1f}"
+            readouts[f"{scheme}: trace done at"] = f"step {r.total_steps:,}"
+            readouts[f"{scheme}: reserved but empty"] = f"{use.mean_waste_fraction(scheme):.1%}"
+        return readouts
+
+    return View(fig, update, [a for trio in rows.values() for a in trio])
 
 
 def kv_reservation_sliders():
     """Slider definitions for :func:`kv_reservation` (page size and the maximum context reserved)."""
-    from aiinfra.book.interactive import Slider
-
     return [
-        Slider("page_tokens", PAGE_VALUES, label="page size", default=16, fmt="{} tokens"),
-        Slider("max_context_tokens", MAX_CONTEXT_VALUES, label="max context reserved", default=4096,
-               fmt="{:,} tokens"),
+        Slider("page_tokens", PAGE_VALUES, label="page size", default=16, fmt=_tokens),
+        Slider("max_context_tokens", MAX_CONTEXT_VALUES, label="max context reserved", default=4096, fmt=_tokens),
     ]

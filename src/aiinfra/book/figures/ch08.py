@@ -24,7 +24,8 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
-from . import PALETTE, new_figure
+from aiinfra.book.interactive import Slider, View, redraws
+from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["toy_decode_roofline", "toy_decode_sliders", "calls_overhead"]
 
@@ -55,6 +56,7 @@ def _ms(t):
     return units.fmt_time(t, digits=2, unit="ms")
 
 
+@redraws("batch")
 def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=None, n_params=2**24,
                         bytes_per_weight=4, flops_per_s=20e9, bandwidth_bytes_per_s=5e9,
                         machine="this machine"):
@@ -70,9 +72,6 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     if times_s is None:
         raise ValueError("times_s must be given: one measured step time per batch")
     bs, ts = _sweep(batches, times_s)
-    b_sel = check("batch", batch, "int>=1", scalar=True)
-    if b_sel not in set(bs.astype(int).tolist()):
-        raise ValueError(f"batch must be one of the measured batches {bs.astype(int).tolist()}, got {batch!r}")
     n = check("n_params", n_params, "int>=4", scalar=True)
     bpw = check("bytes_per_weight", bytes_per_weight, ">0")
     ceil = measure.Ceilings(flops_per_s, bandwidth_bytes_per_s, dtype=f"{bpw:g}-byte", backend=machine,
@@ -85,17 +84,14 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     pred = np.atleast_1d(measure.predict_decode_step_s(n, bs.astype(int), bpw, ceil))
     knee_pred = measure.predicted_knee_batch(bpw, ceil)
     knee_meas = measure.measured_knee_batch(bs, ts)
-    i = int(np.nonzero(bs == b_sel)[0][0])
-    ms_i = measure.Measurement("decode", machine, float(flops[i]), float(nbytes[i]),
-                               measure.Timing((float(ts[i]),), 1, float(ts[i])))
 
-    fig, (ax, ax2) = new_figure(8.0, 3.3, ncols=2, left=0.08, right=0.98, bottom=0.17, top=0.86, wspace=0.3)
+    fig, (ax, ax2) = new_figure(7.2, 3.5, ncols=2, left=0.09, right=0.98, bottom=0.15, top=0.9, wspace=0.32)
     ax.plot(grid, pred_grid / units.ms, color=PALETTE["blue"], lw=2, label="roofline prediction")
     ax.plot(bs, ts / units.ms, "o", color=PALETTE["orange"], ms=5, label="measured (median)")
-    ax.plot([b_sel], [ts[i] / units.ms], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
+    ring1, = ax.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
     ax.axvline(knee_pred, color=PALETTE["grey"], ls="--", lw=1)
-    ax.annotate(f"predicted knee B*={knee_pred:.1f}", (knee_pred, 0.97), xycoords=("data", "axes fraction"),
-                xytext=(4, -2), textcoords="offset points", fontsize=7, color=PALETTE["grey"], va="top")
+    ax.annotate(f"predicted knee\nB*={knee_pred:.1f}", (knee_pred, 0.97), xycoords=("data", "axes fraction"),
+                xytext=(4, -2), textcoords="offset points", fontsize=FONT["small"], color="#555555", va="top")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(_PLAIN)
     ax.set_yscale("log")
@@ -106,9 +102,9 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("batch B (columns per weight read)")
     ax.set_ylabel("step time (ms)")
-    ax.legend(fontsize=7, loc="lower right", frameon=False)
+    ax.legend(fontsize=FONT["legend"], loc="lower right", frameon=False)
     ax.grid(alpha=0.3, which="both")
-    ax.set_title(f"toy decode, {units.fmt_bytes(n * bpw)} of weights", fontsize=9)
+    panel_title(ax, f"toy decode, {units.fmt_bytes(n * bpw)} of weights", fontsize=FONT["note"])
 
     intensity = flops / nbytes
     x = np.geomspace(min(intensity.min(), 0.1) / 2, max(intensity.max(), ceil.ridge_flops_per_byte) * 8, 100)
@@ -116,36 +112,46 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     achieved = flops / ts
     ax2.plot(x, roof / units.GIGA, color=PALETTE["blue"], lw=2)
     ax2.plot(intensity, achieved / units.GIGA, "o", color=PALETTE["orange"], ms=5)
-    ax2.plot([intensity[i]], [achieved[i] / units.GIGA], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
+    ring2, = ax2.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
     ax2.axvline(ceil.ridge_flops_per_byte, color=PALETTE["grey"], ls="--", lw=1)
     ax2.set_xscale("log")
     ax2.set_yscale("log")
     ax2.set_ylim(min(achieved.min(), roof.min()) / units.GIGA / 2, max(ceil.flops_per_s, achieved.max()) / units.GIGA * 2)
+    ax2.xaxis.set_major_formatter(_PLAIN)
+    ax2.xaxis.set_minor_formatter(NullFormatter())
     ax2.yaxis.set_major_formatter(_PLAIN)
     ax2.yaxis.set_minor_formatter(NullFormatter())
     ax2.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax2.set_ylabel("GFLOP/s")
     ax2.grid(alpha=0.3, which="both")
-    ax2.set_title(f"roofline of {machine}", fontsize=9)
+    panel_title(ax2, f"roofline of {machine}", fontsize=FONT["note"])
 
-    bound = roofline.bound_label(float(flops[i]), float(nbytes[i]), ceil.flops_per_s, ceil.bandwidth_bytes_per_s)
-    readouts = {
-        "batch": f"{b_sel}",
-        "predicted": _ms(pred[i]),
-        "measured": _ms(ts[i]),
-        "measured / predicted": f"{ts[i] / pred[i]:.2f}x",
-        "prediction says": str(bound),
-        "MBU": f"{measure.mbu_against(ms_i, ceil):.0%}",
-        "MFU": f"{measure.mfu_against(ms_i, ceil):.0%}",
-        "knee: predicted / measured": f"{knee_pred:.1f} / {knee_meas:.1f}",
-    }
-    return fig, readouts
+    def update(batch):
+        b_sel = check("batch", batch, "int>=1", scalar=True)
+        if b_sel not in set(bs.astype(int).tolist()):
+            raise ValueError(f"batch must be one of the measured batches {bs.astype(int).tolist()}, got {batch!r}")
+        i = int(np.nonzero(bs == b_sel)[0][0])
+        ms_i = measure.Measurement("decode", machine, float(flops[i]), float(nbytes[i]),
+                                   measure.Timing((float(ts[i]),), 1, float(ts[i])))
+        ring1.set_data([b_sel], [ts[i] / units.ms])
+        ring2.set_data([intensity[i]], [achieved[i] / units.GIGA])
+        bound = roofline.bound_label(float(flops[i]), float(nbytes[i]), ceil.flops_per_s, ceil.bandwidth_bytes_per_s)
+        return {
+            "batch": f"{b_sel}",
+            "predicted": _ms(pred[i]),
+            "measured": _ms(ts[i]),
+            "measured / predicted": f"{ts[i] / pred[i]:.2f}x",
+            "prediction says": str(bound),
+            "MBU": f"{measure.mbu_against(ms_i, ceil):.0%}",
+            "MFU": f"{measure.mfu_against(ms_i, ceil):.0%}",
+            "knee: predicted / measured": f"{knee_pred:.1f} / {knee_meas:.1f}",
+        }
+
+    return View(fig, update, [ring1, ring2])
 
 
 def toy_decode_sliders(batches):
     """The one slider of :func:`toy_decode_roofline`: the measured batch sizes."""
-    from aiinfra.book.interactive import Slider
-
     bs = [int(b) for b in _series("batches", batches, minimum=1)]
     return [Slider("batch", bs, label="batch B", default=bs[0], fmt="B = {}")]
 
@@ -165,7 +171,7 @@ def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):
     tc = check("per_call_s", per_call_s, ">0")
     fitted = measure.fit_per_call_s(ks, ts)
     grid = np.geomspace(ks[0], ks[-1], 50)
-    fig, ax = new_figure(6.0, 3.0, left=0.13, bottom=0.17, top=0.88)
+    fig, ax = new_figure(6.4, 3.2, left=0.12, right=0.96, bottom=0.16, top=0.9)
     ax.plot(ks, ts / units.ms, "o", color=PALETTE["orange"], ms=6, label="measured (median)")
     ax.plot(grid, measure.step_time_with_calls_s(tb, grid.round(), tc) / units.ms, color=PALETTE["blue"], lw=2,
             label="base + k x (one tiny call)")
@@ -177,8 +183,8 @@ def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):
     ax.set_xlabel("calls per step, k (same bytes, same FLOPs)")
     ax.set_ylabel("time (ms)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
-    ax.set_title(f"the same work cut into k calls, {machine}", fontsize=9)
+    ax.legend(fontsize=FONT["legend"], frameon=False, loc="upper left")
+    panel_title(ax, f"the same work cut into k calls, {machine}", fontsize=FONT["note"])
     call_share = min(1.0, ks[-1] * tc / ts[-1])
     readouts = {
         "fitted cost per extra call": units.fmt_time(fitted, digits=2),

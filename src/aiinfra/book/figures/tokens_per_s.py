@@ -20,9 +20,9 @@ from aiinfra.formula import check, choice
 import numpy as np
 
 from aiinfra import decode, memory, units
-from aiinfra.book.interactive import Slider, interactive_figure
+from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.catalog import hardware
-from . import PALETTE, new_figure, panel_title
+from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["MODEL_SIZES", "BITS", "draw", "sliders", "show"]
 
@@ -42,48 +42,62 @@ def _default_bandwidth(gpu_name: str) -> float:
     return float(hardware.gpu(gpu_name).memory_bandwidth_bytes_per_s)
 
 
+@redraws("n_params", "bits_per_param")
 def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name="H100 SXM",
          reply_tokens=1000, efficiency=1.0):
     """Draw the decode speed limit; return ``(Figure, readouts)``.
 
     ``bandwidth_bytes_per_s`` defaults to the HBM bandwidth of ``gpu_name``
     in the hardware catalog. ``efficiency`` is the achieved fraction of that
-    bandwidth (1 = the bound).
+    bandwidth (1 = the bound). The three precision curves are drawn once;
+    the chosen precision's curve, the marked point and its label move.
     """
-    n = check("n_params", n_params, ">0")
-    bits = choice("bits_per_param", bits_per_param, set(BITS))
     reply = check("reply_tokens", reply_tokens, "int>=1", scalar=True)
     eta = check("efficiency", efficiency, "(0,1]")
     bw = _default_bandwidth(gpu_name) if bandwidth_bytes_per_s is None else check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0")
 
     sizes = np.geomspace(min(MODEL_SIZES) / 1.5, max(MODEL_SIZES) * 1.5, 60)
-    fig, ax = new_figure(6.4, 3.1, left=0.13, bottom=0.17, top=0.9)
+    curves = {b: decode.memory_bound_tokens_per_s(_weight_bytes(sizes, b), bw, efficiency=eta) for b in BITS}
+    fig, ax = new_figure(6.4, 3.3, left=0.12, right=0.97, bottom=0.16, top=0.9)
     for b in BITS:
-        rate = decode.memory_bound_tokens_per_s(_weight_bytes(sizes, b), bw, efficiency=eta)
-        ax.loglog(sizes / units.GIGA, rate, color=_BITS_COLOR[b], lw=2.2 if b == bits else 1.1,
-                  alpha=1.0 if b == bits else 0.55, label=f"{b}-bit weights")
-    per_token = _weight_bytes(n, bits)
-    tok_s = decode.memory_bound_tokens_per_s(per_token, bw, efficiency=eta)
-    ax.plot([n / units.GIGA], [tok_s], "o", ms=9, color=_BITS_COLOR[bits], mec="black", zorder=5)
-    ax.annotate(f"{tok_s:,.1f} tok/s", (n / units.GIGA, tok_s), xytext=(10, 8), textcoords="offset points",
-                fontsize=10, fontweight="bold")
+        ax.loglog(sizes / units.GIGA, curves[b], color=_BITS_COLOR[b], lw=1.1, alpha=0.55, label=f"{b}-bit weights")
+    chosen, = ax.plot([], [], lw=2.6, zorder=4)
+    dot, = ax.plot([], [], "o", ms=9, mec="black", zorder=5)
+    note = ax.annotate("", (1, 1), xytext=(10, 8), textcoords="offset points", fontsize=FONT["title"],
+                       fontweight="bold", zorder=6)
     ax.set_xlabel("model size (billions of parameters)")
     ax.set_ylabel("decode tokens/s (one stream)")
     ax.set_xticks([s / units.GIGA for s in MODEL_SIZES], [f"{s / units.GIGA:g}B" for s in MODEL_SIZES])
     ax.minorticks_off()
+    ax.set_xlim(sizes[0] / units.GIGA, sizes[-1] / units.GIGA)
     ax.set_ylim(1, 3000)
     ax.set_yticks([1, 10, 100, 1000], ["1", "10", "100", "1,000"])  # plain labels: mathtext is slow
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8, frameon=False)
-    panel_title(ax, f"memory-bound limit at {units.fmt_rate_bytes(bw)} HBM, batch 1", fontsize=10)
+    ax.legend(loc="upper right", fontsize=FONT["legend"], frameon=False)
+    panel_title(ax, f"memory-bound limit at {units.fmt_rate_bytes(bw)} HBM, batch 1")
 
-    reply_s = reply / tok_s
-    readouts = {
-        "decode tokens/s": f"{tok_s:,.1f} tok/s",
-        f"time for a {reply:,}-token reply": units.fmt_time(reply_s, digits=1),
-        "bytes streamed per token": units.fmt_bytes(per_token, unit="GB", digits=1),
-    }
-    return fig, readouts
+    def update(n_params, bits_per_param):
+        n = check("n_params", n_params, ">0")
+        bits = choice("bits_per_param", bits_per_param, set(BITS))
+        per_token = _weight_bytes(n, bits)
+        tok_s = decode.memory_bound_tokens_per_s(per_token, bw, efficiency=eta)
+        chosen.set_data(sizes / units.GIGA, curves[bits])
+        chosen.set_color(_BITS_COLOR[bits])
+        dot.set_data([n / units.GIGA], [tok_s])
+        dot.set_color(_BITS_COLOR[bits])
+        note.set_text(f"{tok_s:,.1f} tok/s")
+        note.xy = (n / units.GIGA, tok_s)
+        # label to the left of points in the right third, so it never leaves the axes
+        right_side = n > MODEL_SIZES[len(MODEL_SIZES) // 2]
+        note.set_position((-10, 8) if right_side else (10, 8))
+        note.set_horizontalalignment("right" if right_side else "left")
+        return {
+            "decode tokens/s": f"{tok_s:,.1f} tok/s",
+            f"time for a {reply:,}-token reply": units.fmt_time(reply / tok_s, digits=1),
+            "bytes streamed per token": units.fmt_bytes(per_token, unit="GB", digits=1),
+        }
+
+    return View(fig, update, [chosen, dot, note])
 
 
 def sliders():
