@@ -153,6 +153,8 @@ def test_fp8_blocks_and_mtp_layers(tmp_path):
     assert tensors["model.layers.0.mlp.gate_proj.weight"] == ("F8_E4M3", (320, 256))
     assert tensors["model.layers.0.mlp.gate_proj.weight_scale_inv"] == ("F32", (3, 2))
     assert tensors["model.layers.1.mlp.gate.weight"] == ("BF16", (4, 256))  # the router stays BF16
+    # modeling_deepseek creates the score-correction bias in float32 whatever the torch_dtype
+    assert tensors["model.layers.1.mlp.gate.e_score_correction_bias"] == ("F32", (4,))
     tensors["model.layers.2.eh_proj.weight"] = ("BF16", (256, 512))  # the MTP layer after the last one
     report = C.compare(model_folder(tmp_path, cfg, tensors))
     assert report.exact

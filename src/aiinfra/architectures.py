@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from math import prod
 from pathlib import Path
@@ -366,13 +366,13 @@ def architecture(config, *, approximate: bool = False, name: str | None = None) 
             )
         arch = _build_exact(cfg, model_type, label)
     except ValueError as exc:
-        if not approximate or _is_bad_value(exc):
+        if not approximate or isinstance(exc, _BadValue):
             raise
         arch = _approximate(cfg, label, reason=str(exc))
     if wrapper is not None:
         note = (f"multimodal wrapper {wrapper!r}: counts the language model (text_config, "
                 f"model_type {model_type!r}) only; the vision tower and projector are not included")
-        arch = _replace(arch, wrapper_model_type=str(wrapper), notes=arch.notes + (note,))
+        arch = replace(arch, wrapper_model_type=str(wrapper), notes=arch.notes + (note,))
     return arch
 
 
@@ -388,16 +388,6 @@ def _path_label(config) -> str | None:
 
 class _BadValue(ValueError):
     """A config field holds a value no model can have (not merely an unsupported family)."""
-
-
-def _is_bad_value(exc: ValueError) -> bool:
-    return isinstance(exc, _BadValue)
-
-
-def _replace(arch: Architecture, **changes) -> Architecture:
-    fields = {f: getattr(arch, f) for f in Architecture.__dataclass_fields__}
-    fields.update(changes)
-    return Architecture(**fields)
 
 
 #: What the text model of a wrapper is, when its ``text_config`` does not say.

@@ -257,8 +257,14 @@ def expected_storage(arch: Architecture, config: Mapping | None = None, dtype: s
     return out
 
 
+#: Tensors a model creates in float32 whatever its torch_dtype (DeepSeek-V3's router score correction).
+_FLOAT32_TENSORS = (".e_score_correction_bias",)
+
+
 def _stored_forms(name, group, shape, dtype, method, quant) -> list[Expected]:
     params = prod(shape)
+    if dtype is not None and name.endswith(_FLOAT32_TENSORS):
+        dtype = "F32"
     if method == "mxfp4" and group == "expert" and len(shape) == 3:
         experts, n_in, n_out = shape  # stored transposed: (experts, out, in / 32 blocks, 16 bytes)
         if n_in % 32:
