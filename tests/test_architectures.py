@@ -107,6 +107,10 @@ def test_agrees_with_models_on_shipped_configs(name):
     assert A.total_params(a) == models.total_params(m)
     assert A.active_params(a) == models.active_params(m)
     assert A.decode_read_params(a) == models.decode_read_params(m)
+    assert A.block_matmul_params_per_token(a) == models.block_linear_params_per_token(m)
+    assert A.lm_head_matmul_params(a) == models.lm_head_params(m)
+    assert {x.qk_width for x in a.attention} == {models.attention_qk_width(m)}
+    assert {x.v_width for x in a.attention} == {models.attention_v_width(m)}
     assert A.kv_bytes_per_token(a) == memory.kv_bytes_per_token(m)
     ctx = np.array([1, 4096, 8192, 32768])
     with warnings.catch_warnings():
@@ -230,6 +234,18 @@ def test_deepseek_v2_latent_attention_with_and_without_query_compression():
     g = A.params_by_group(lite)
     assert math.floor((A.active_params(lite) - g["embedding"]) / 1e8) / 10 == 2.4
     assert "router_bias" not in g  # greedy routing: no score-correction bias (V3's noaux_tc has one)
+
+
+def test_matmul_weights_a_token_multiplies():
+    a = arch("gpt-oss-20b")
+    g = A.params_by_group(a)
+    # attention, router and 4 of 32 experts; biases, sinks, norms and tables are not matmuls
+    assert A.block_matmul_params_per_token(a) == g["attention"] + g["router"] + g["expert"] // 8
+    assert A.lm_head_matmul_params(a) == 201_088 * 2880
+    g2 = arch("gpt2")
+    assert A.block_matmul_params_per_token(g2) == 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072)
+    mla = arch("DeepSeek-V2")
+    assert {(x.qk_width, x.v_width) for x in mla.attention} == {(128 * 192, 128 * 128)}
 
 
 def test_olmo2_norms_over_the_whole_projection():
@@ -462,7 +478,8 @@ def test_kv_inputs_are_checked(kwargs, match):
 
 
 @pytest.mark.parametrize("fn", [A.total_params, A.active_params, A.params_by_group, A.decode_read_params,
-                                A.expected_tensors, A.sliding_layers, A.kv_bytes_per_token])
+                                A.expected_tensors, A.sliding_layers, A.kv_bytes_per_token,
+                                A.block_matmul_params_per_token, A.lm_head_matmul_params])
 def test_functions_need_an_architecture(fn):
     with pytest.raises(ValueError, match="Architecture"):
         fn({"model_type": "llama"})

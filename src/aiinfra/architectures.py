@@ -130,12 +130,21 @@ class Tensor:
 
 @dataclass(frozen=True)
 class LayerAttention:
-    """The KV footprint of one layer: ``kind`` is ``"full"`` or ``"sliding"`` (then ``window`` tokens)."""
+    """One layer's attention as the KV cache and the FLOPs see it.
+
+    ``kind`` is ``"full"`` or ``"sliding"`` (then at most ``window`` past
+    tokens); ``kv_elements_per_token`` is what one cached token costs;
+    ``qk_width`` and ``v_width`` are the query/key and value channels of all
+    heads (``heads * head_dim``; MLA: ``heads * (nope + rope)`` and
+    ``heads * v_head_dim``), the widths of the score and value products.
+    """
 
     index: int
     kind: str
     window: int | None
     kv_elements_per_token: int
+    qk_width: int
+    v_width: int
 
 
 @dataclass(frozen=True)
@@ -224,6 +233,33 @@ def decode_read_params(arch: Architecture) -> int:
     rows = arch.hidden_size * (1 + ("position_embedding" in groups))
     tied_head = arch.vocab_size * arch.hidden_size if "lm_head" not in groups else 0
     return active_params(arch) - tables + rows + tied_head
+
+
+#: Groups holding the matrices inside the blocks (the matmuls a token runs, biases and norms apart).
+MATMUL_GROUPS: tuple[str, ...] = ("attention", "mlp", "expert", "shared_expert", "router")
+
+
+def block_matmul_params_per_token(arch: Architecture) -> int:
+    """Matrix weights inside the blocks one token multiplies: the routed experts at ``k / E`` (chapter 4).
+
+    Agrees with :func:`aiinfra.models.block_linear_params_per_token`; ``2x``
+    this plus ``2 * lm_head_matmul_params`` is the FLOPs per token without
+    attention scores.
+    """
+    arch = _arch(arch)
+    total = 0
+    for t in arch.tensors:
+        if t.group == "expert":
+            total += t.params // arch.n_routed_experts * arch.experts_per_token
+        elif t.group in MATMUL_GROUPS:
+            total += t.params
+    return total
+
+
+def lm_head_matmul_params(arch: Architecture) -> int:
+    """Weights of the vocabulary projection as a matmul, ``vocab * hidden``, tied or not."""
+    arch = _arch(arch)
+    return arch.vocab_size * arch.hidden_size
 
 
 def expected_tensors(arch: Architecture) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -584,8 +620,10 @@ def _kv_heads(f: _Fields, heads: int) -> int:
     return kv
 
 
-def _layout(kinds, window: int | None, elements: int) -> tuple[LayerAttention, ...]:
-    return tuple(LayerAttention(i, kind, window if kind == "sliding" else None, elements)
+def _layout(kinds, window: int | None, elements: int, qk_width: int, v_width: int | None = None
+            ) -> tuple[LayerAttention, ...]:
+    v_width = qk_width if v_width is None else v_width
+    return tuple(LayerAttention(i, kind, window if kind == "sliding" else None, elements, qk_width, v_width)
                  for i, kind in enumerate(kinds))
 
 
@@ -673,7 +711,7 @@ def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_
     rows += _norms(p, norm_names, hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = kinds_fn(f, n_layers) if kinds_fn else (_kinds_from_layer_types(f, n_layers) or _all(n_layers))
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim),
+    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -752,7 +790,7 @@ def _phi3(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim),
+    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -774,7 +812,7 @@ def _starcoder2(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers, bias=True)
     rows += _norms("model.", ("norm",), hidden, (), bias=True)
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim),
+    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -801,7 +839,7 @@ def _gpt2(f):
         rows.append(_t(f"{p}{name}.bias", f"{group}_bias", (n_out,), layers))
     rows += _norms(p, ("ln_1", "ln_2"), hidden, layers, bias=True)
     rows += _norms("transformer.", ("ln_f",), hidden, (), bias=True)
-    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden),
+    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden, hidden),
                 **_common(f, hidden, vocab, tied, max_pos_key="n_positions"))
 
 
@@ -827,7 +865,7 @@ def _gpt_neox(f):
     rotary = f.cfg.get("rotary_pct", 1.0)
     if rotary != 1.0:
         notes = (f"partial rotary: RoPE on {rotary:g} of each head's channels (no parameters, no KV change)",)
-    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden), notes=notes,
+    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden, hidden), notes=notes,
                 **_common(f, hidden, vocab, tied))
 
 
@@ -917,7 +955,8 @@ def _deepseek(f):
     mtp = f.int("num_nextn_predict_layers", minimum=0, default=0)
     notes = (f"{mtp} multi-token-prediction layer(s) stored in the checkpoint are not counted",) if mtp else ()
     return dict(tensors=tuple(rows),
-                attention=_layout(_all(n_layers), None, kv_rank + rope), n_routed_experts=experts,
+                attention=_layout(_all(n_layers), None, kv_rank + rope, heads * (nope + rope), heads * v_dim),
+                n_routed_experts=experts,
                 experts_per_token=k, n_mtp_layers=mtp, notes=notes, **_common(f, hidden, vocab, tied))
 
 
@@ -948,7 +987,7 @@ def _gpt_oss(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _alternating_kinds(f, n_layers, 2)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim),
+    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
                 n_routed_experts=experts, experts_per_token=k, **_common(f, hidden, vocab, tied))
 
 
@@ -1031,8 +1070,9 @@ def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int
 
 
 __all__ = [
-    "Architecture", "ContextLengthWarning", "EXACT_FAMILIES", "GROUPS", "LayerAttention", "RELEASED_CONFIGS",
-    "ROUTED_GROUPS", "Tensor", "active_params", "architecture", "decode_read_params", "expected_tensors",
+    "Architecture", "ContextLengthWarning", "EXACT_FAMILIES", "GROUPS", "LayerAttention", "MATMUL_GROUPS",
+    "RELEASED_CONFIGS", "ROUTED_GROUPS", "Tensor", "active_params", "architecture", "block_matmul_params_per_token",
+    "decode_read_params", "expected_tensors", "lm_head_matmul_params",
     "kv_bytes_per_request", "kv_bytes_per_token", "kv_tokens_held", "load_config", "params_by_group",
     "released_config", "sliding_layers", "total_params",
 ]
