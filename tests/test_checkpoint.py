@@ -1,12 +1,12 @@
-"""aiinfra.checkpoint against safetensors folders written here: headers only, data as sparse zeros."""
+"""aiinfra.catalog.checkpoint against safetensors folders written here: headers only, data as sparse zeros."""
 import json
 import struct
 from math import prod
 
 import pytest
 
-from aiinfra import architectures as A
-from aiinfra import checkpoint as C
+from aiinfra.catalog import checkpoint as C
+from aiinfra.catalog import models
 
 TINY_QWEN3 = {  # a small qwen3-shaped config: q/k norms, GQA, untied head
     "model_type": "qwen3", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
@@ -42,8 +42,8 @@ def model_folder(tmp_path, config, tensors=None, name="model"):
 
 def predicted(config):
     """The tensors the config predicts, in its own dtype (F32 when it names none)."""
-    arch = A.architecture(config)
-    return {e.name: (e.dtype or "F32", e.shape) for e in C.expected_storage(arch, config).values()}
+    arch = models.load(config)
+    return {e.name: (e.dtype or "F32", e.shape) for e in C._expected_storage(arch, config).values()}
 
 
 # --- exact match and its differences ----------------------------------------------------
@@ -51,7 +51,7 @@ def predicted(config):
 def test_exact_match(tmp_path):
     report = C.compare(model_folder(tmp_path, TINY_QWEN3))
     assert report.exact and report.differences == ()
-    assert report.stored_params == report.predicted_params == A.total_params(A.architecture(TINY_QWEN3))
+    assert report.stored_params == report.predicted_params == models.total_params(models.load(TINY_QWEN3))
     assert report.predicted_bytes == report.stored_bytes == {"BF16": 2 * report.predicted_params}
     assert report.summary().startswith("model: exact match")
 
@@ -74,8 +74,8 @@ def test_a_dtype_mismatch_is_named(tmp_path):
     groups = {d.group: d for d in report.differences}
     assert set(groups) == {"norm", "qk_norm"}
     assert all(want == "BF16" and got == "F32" for _, want, got in groups["norm"].dtype_mismatches)
-    assert report.stored_bytes["F32"] == 4 * (A.params_by_group(A.architecture(TINY_QWEN3))["norm"]
-                                              + A.params_by_group(A.architecture(TINY_QWEN3))["qk_norm"])
+    assert report.stored_bytes["F32"] == 4 * (models.params_by_group(models.load(TINY_QWEN3))["norm"]
+                                              + models.params_by_group(models.load(TINY_QWEN3))["qk_norm"])
     assert "F32 stored, BF16 predicted" in report.summary()
 
 
@@ -118,7 +118,7 @@ def test_unexpected_tensors_and_buffers(tmp_path):
 
 def test_gpt2_at_full_size_reproduces_the_published_element_count(tmp_path):
     """safetensors docs, "Metadata Parsing": gpt2's model.safetensors holds {'F32': 137,022,720} elements."""
-    cfg = A.released_config("gpt2")
+    cfg = models._shipped_config("gpt2")
     tensors = {k.removeprefix("transformer."): ("F32", s) for k, (_, s) in predicted(cfg).items()}
     tensors.update({f"h.{i}.attn.bias": ("F32", (1, 1, 1024, 1024)) for i in range(12)})
     report = C.compare(model_folder(tmp_path, cfg, tensors), dtype="F32")
@@ -184,7 +184,7 @@ def test_gpt_oss_index_matches_its_published_total_size(tmp_path):
     experts: 4.25 bits a weight; everything else BF16)."""
     folder = tmp_path / "gpt-oss-20b"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(A.released_config("gpt-oss-20b")))
+    (folder / "config.json").write_text(json.dumps(models._shipped_config("gpt-oss-20b")))
     weight_map = gpt_oss_20b_weight_map()
     assert len(weight_map) == 459
     write_index(folder, weight_map, 13_761_264_768)
@@ -205,9 +205,9 @@ def test_qwen25_index_total_size(tmp_path):
     """Qwen/Qwen2.5-7B-Instruct model.safetensors.index.json: total_size 15,231,233,024 bytes of BF16."""
     folder = tmp_path / "qwen"
     folder.mkdir()
-    cfg = A.released_config("Qwen2.5-7B-Instruct")
+    cfg = models._shipped_config("Qwen2.5-7B-Instruct")
     (folder / "config.json").write_text(json.dumps(cfg))
-    names = C.expected_storage(A.architecture(cfg), cfg)
+    names = C._expected_storage(models.load(cfg), cfg)
     write_index(folder, {e.name: "model-00001-of-00004.safetensors" for e in names.values()}, 15_231_233_024)
     assert C.compare(folder).exact
     weight_map = {e.name: "model-00001-of-00004.safetensors" for e in names.values()
@@ -230,7 +230,7 @@ def test_sharded_folder_reads_every_header(tmp_path):
     write_safetensors(folder / "model-00002-of-00002.safetensors", rest)
     weight_map = {n: "model-00001-of-00002.safetensors" for n in half}
     weight_map.update({n: "model-00002-of-00002.safetensors" for n in rest})
-    write_index(folder, weight_map, 2 * A.total_params(A.architecture(TINY_QWEN3)))
+    write_index(folder, weight_map, 2 * models.total_params(models.load(TINY_QWEN3)))
     report = C.compare(folder)
     assert report.exact and report.source == "safetensors headers"
     (folder / "model-00002-of-00002.safetensors").unlink()  # a half-finished download

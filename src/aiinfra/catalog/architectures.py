@@ -1,55 +1,43 @@
-"""Exact tensor inventories of Hugging Face decoder-only models, and KV sizes that honour attention windows.
+"""How a Hugging Face ``config.json`` becomes a model: the exact inventory of every stored tensor.
 
-:func:`architecture` reads a ``config.json`` (a dict, a path to the file or
-its folder) and lists every tensor the checkpoint stores for it: name (with
-``{layer}`` and ``{expert}`` placeholders), group, shape and how many copies.
-Total and active parameter counts are sums over that list, so they are exact
-for every family in :data:`EXACT_FAMILIES`; :mod:`aiinfra.checkpoint` compares
-the same list with the safetensors files of a downloaded model.
+:func:`_from_config` reads a config (a dict, or a path to the file or its
+folder) and builds a :class:`ModelConfig`: the model's shape (layers, heads,
+experts, latent ranks), its per-layer attention (full or sliding, what one
+cached token costs) and the list of every tensor its checkpoint stores, with
+name (``{layer}`` and ``{expert}`` placeholders), group, shape and copies.
+Every count in :mod:`aiinfra.catalog.models` is a sum over that list, so it is
+exact for each family in :data:`EXACT_FAMILIES`; :mod:`aiinfra.catalog.checkpoint`
+compares the same list with a downloaded model's safetensors files.
 
-Conventions (shared with :mod:`aiinfra.models`, chapters 1, 4 and 5):
+Conventions (chapters 1, 3, 4 and 5):
 
 * **Total** counts every stored parameter once: a tied LM head is not stored
   again. Multi-token-prediction layers (DeepSeek-V3) and non-parameter
   buffers (GPT-2's causal masks) are not counted.
-* **Active** is total minus the routed experts a token does not use:
-  ``total - (1 - k/E) * routed`` where ``routed`` is every routed-expert
-  weight and bias. The embedding table, routers and shared experts count.
-* Shapes are as stored in the checkpoint: ``(out, in)`` for ``nn.Linear``,
-  ``(in, out)`` for GPT-2's ``Conv1D``, ``(experts, in, out)`` for gpt-oss's
-  fused experts.
+* **Active** is total minus the routed experts a token does not use.
+* Shapes are as stored: ``(out, in)`` for ``nn.Linear``, ``(in, out)`` for
+  GPT-2's ``Conv1D``, ``(experts, in, out)`` for gpt-oss's fused experts
+  (:attr:`Tensor.layout` says which).
 * A multimodal wrapper (a config with ``text_config``) is counted as its
-  language model only, and says so in :attr:`Architecture.notes`.
+  language model only, and says so in :attr:`ModelConfig.notes`.
 
-KV cache (chapter 5): each layer keeps ``kv_elements_per_token`` elements per
-cached token (``2 * n_kv_heads * head_dim``; MLA keeps ``kv_lora_rank +
+Attention: each layer keeps ``kv_elements_per_token`` cached elements per
+token (``2 * n_kv_heads * head_dim``; MLA keeps ``kv_lora_rank +
 qk_rope_head_dim``), and a sliding-window layer keeps at most ``window``
-tokens. A context longer than ``max_position_embeddings`` raises a
-:class:`ContextLengthWarning`.
+tokens (:func:`aiinfra.memory.kv_bytes_per_request`).
 
-Any other ``model_type`` raises ``ValueError`` unless ``approximate=True`` is
-passed: then a Llama-shaped estimate is returned with ``exact=False`` and its
-assumptions listed in :attr:`Architecture.assumptions`.
+Any other ``model_type`` raises ``ValueError`` unless ``approximate=True``:
+then a Llama-shaped estimate is returned with ``exact=False`` and its
+assumptions listed in :attr:`ModelConfig.assumptions`.
 """
 from __future__ import annotations
 
 import json
 import numbers
-import warnings
-from dataclasses import dataclass, replace
-from importlib import resources
+from dataclasses import dataclass, field, replace
 from math import prod
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
-
-import numpy as np
-
-from aiinfra.units import _check
-
-
-class ContextLengthWarning(UserWarning):
-    """A context longer than the model's ``max_position_embeddings`` was asked for."""
-
 
 #: ``model_type`` values counted exactly (multimodal wrappers count their ``text_config``).
 EXACT_FAMILIES: tuple[str, ...] = (
@@ -65,42 +53,10 @@ GROUPS: tuple[str, ...] = (
     "norm",
 )
 ROUTED_GROUPS: tuple[str, ...] = ("expert", "expert_bias")
-
-#: Released configs shipped in ``aiinfra/configs``: name -> (file, where it was published).
-RELEASED_CONFIGS: dict[str, tuple[str, str]] = {
-    "gpt2": ("gpt2.json", "https://huggingface.co/openai-community/gpt2/blob/main/config.json"),
-    "pythia-160m": ("pythia-160m.json", "https://huggingface.co/EleutherAI/pythia-160m/blob/main/config.json"),
-    "Phi-3-mini-4k-instruct": (
-        "Phi-3-mini-4k-instruct.json",
-        "https://huggingface.co/microsoft/Phi-3-mini-4k-instruct/blob/main/config.json",
-    ),
-    "gemma-2b": ("gemma-2b.json", "https://huggingface.co/google/gemma-2b/blob/main/config.json"),
-    "gemma-2-2b-it": ("gemma-2-2b-it.json", "https://huggingface.co/google/gemma-2-2b-it/blob/main/config.json"),
-    "gemma-3-1b-it": ("gemma-3-1b-it.json", "https://huggingface.co/google/gemma-3-1b-it/blob/main/config.json"),
-    "gemma-3-4b-it": ("gemma-3-4b-it.json", "https://huggingface.co/google/gemma-3-4b-it/blob/main/config.json"),
-    "gpt-oss-20b": ("gpt-oss-20b.json", "https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json"),
-    "DeepSeek-V2-Lite": (
-        "DeepSeek-V2-Lite.json", "https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json",
-    ),
-    "DeepSeek-V2": ("DeepSeek-V2.json", "https://huggingface.co/deepseek-ai/DeepSeek-V2/blob/main/config.json"),
-    "OLMo-2-1124-7B": ("OLMo-2-1124-7B.json", "https://huggingface.co/allenai/OLMo-2-1124-7B/blob/main/config.json"),
-    "granite-3.3-2b-instruct": (
-        "granite-3.3-2b-instruct.json",
-        "https://huggingface.co/ibm-granite/granite-3.3-2b-instruct/blob/main/config.json",
-    ),
-    "starcoder2-3b": ("starcoder2-3b.json", "https://huggingface.co/bigcode/starcoder2-3b/blob/main/config.json"),
-    "Qwen2.5-7B-Instruct": (
-        "Qwen2.5-7B-Instruct.json", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json",
-    ),
-}
-
-#: Released configs written from the published values rather than copied byte for byte (no verbatim copy
-#: could be consulted). Every field that changes a count or a KV size is pinned by the published count
-#: the tests hold them to; fields that change neither (token ids, versions, auto_map) may differ.
-RECONSTRUCTED_CONFIGS: frozenset[str] = frozenset({
-    "gpt2", "pythia-160m", "gemma-2b", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V2", "OLMo-2-1124-7B",
-    "granite-3.3-2b-instruct", "starcoder2-3b", "Qwen2.5-7B-Instruct",
-})
+#: Groups holding the matrices inside the blocks (the matmuls a token runs; biases and norms apart).
+MATMUL_GROUPS: tuple[str, ...] = ("attention", "mlp", "expert", "shared_expert", "router")
+#: How a matrix is stored: ``nn.Linear`` (out, in), GPT-2's ``Conv1D`` (in, out), fused experts (E, in, out).
+LAYOUTS: tuple[str, ...] = ("out_in", "in_out", "experts_in_out")
 
 
 # --------------------------------------------------------------------------------------
@@ -116,6 +72,7 @@ class Tensor:
     shape: tuple[int, ...]
     layers: tuple[int, ...] = ()
     experts: int = 0
+    layout: str = "out_in"
 
     @property
     def numel(self) -> int:
@@ -128,6 +85,18 @@ class Tensor:
     @property
     def params(self) -> int:
         return self.numel * self.count
+
+    @property
+    def matrix(self) -> tuple[int, int, int]:
+        """``(copies, out_features, in_features)`` of a matmul weight, whatever its stored layout."""
+        if self.layout == "in_out":
+            n_in, n_out = self.shape
+            return self.count, n_out, n_in
+        if self.layout == "experts_in_out":
+            experts, n_in, n_out = self.shape
+            return self.count * experts, n_out, n_in
+        n_out, n_in = self.shape
+        return self.count, n_out, n_in
 
     def names(self) -> Iterator[str]:
         """Every checkpoint name this row stands for."""
@@ -156,12 +125,27 @@ class LayerAttention:
 
 
 @dataclass(frozen=True)
-class Architecture:
-    """A model as counted from its config: the tensor inventory, the attention layout and provenance.
+class ModelConfig:
+    """A model as counted from its config: shape, per-layer attention, tensor inventory, provenance.
+
+    Attention: ``n_heads`` query heads of width ``head_dim`` and
+    ``n_kv_heads`` key/value heads (equal: MHA; fewer: GQA). When
+    ``kv_lora_rank`` is set the layers use multi-head latent attention (MLA,
+    DeepSeek-V2/V3): queries through ``q_lora_rank`` (None: a direct
+    projection), keys and values rebuilt from a ``kv_lora_rank`` latent, each
+    head ``qk_nope_head_dim + qk_rope_head_dim`` query/key channels (that sum
+    is ``head_dim``) and ``v_head_dim`` value channels.
+
+    Mixture of experts: the layers in ``moe_layers`` hold ``n_routed_experts``
+    experts of width ``moe_intermediate_size``, ``n_experts_per_token`` of
+    which run per token, plus ``n_shared_experts`` always-on ones.
 
     ``exact`` is False only for the ``approximate=True`` estimate, whose
     ``assumptions`` say what was guessed. ``defaults_used`` names the config
     fields that were absent and took the ``transformers`` class default.
+    Build one with :func:`aiinfra.catalog.models.load`; a changed copy goes
+    through :func:`dataclasses.replace`, which re-checks that the shape and
+    the per-layer attention agree.
     """
 
     name: str
@@ -171,9 +155,21 @@ class Architecture:
     attention: tuple[LayerAttention, ...]
     hidden_size: int
     vocab_size: int
-    n_routed_experts: int = 0
-    experts_per_token: int = 0
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate_size: int = 0
     tie_word_embeddings: bool = False
+    n_routed_experts: int = 0
+    n_experts_per_token: int = 0
+    n_shared_experts: int = 0
+    moe_intermediate_size: int = 0
+    moe_layers: tuple[int, ...] = ()
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
     quant_method: str | None = None
@@ -182,6 +178,31 @@ class Architecture:
     notes: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
     defaults_used: tuple[str, ...] = ()
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        for f in ("hidden_size", "vocab_size", "n_heads", "n_kv_heads", "head_dim"):
+            _whole(f, getattr(self, f), 1)
+        for f in ("intermediate_size", "n_routed_experts", "n_experts_per_token", "n_shared_experts",
+                  "moe_intermediate_size", "n_mtp_layers"):
+            _whole(f, getattr(self, f), 0)
+        if not self.attention or [a.index for a in self.attention] != list(range(len(self.attention))):
+            raise ValueError("attention must list layers 0, 1, ... in order")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads, got {self.n_kv_heads}")
+        if not (1 if self.n_routed_experts else 0) <= self.n_experts_per_token <= self.n_routed_experts:
+            raise ValueError(f"n_experts_per_token must lie in [1, n_routed_experts={self.n_routed_experts}] "
+                             f"(0 without experts), got {self.n_experts_per_token}")
+        if any(not 0 <= i < self.n_layers for i in self.moe_layers) or (self.moe_layers and not self.n_routed_experts):
+            raise ValueError(f"moe_layers must be layers in [0, {self.n_layers - 1}] of a model with experts, "
+                             f"got {self.moe_layers}")
+        per_token = (2 * self.n_kv_heads * self.head_dim if self.kv_lora_rank is None
+                     else self.kv_lora_rank + (self.qk_rope_head_dim or 0))
+        if any(a.kv_elements_per_token != per_token for a in self.attention):
+            raise ValueError(f"every layer must cache {per_token} elements per token (n_kv_heads x head_dim, or "
+                             f"the MLA latent); change heads with aiinfra.catalog.models.load on an edited config")
 
     @property
     def n_layers(self) -> int:
@@ -192,170 +213,40 @@ class Architecture:
         """``"exact"`` or ``"approximate"``, for tables and JSON."""
         return "exact" if self.exact else "approximate"
 
+    @property
+    def attention_kind(self) -> str:
+        """``"mla"``, ``"mha"`` (one KV head per query head) or ``"gqa"``."""
+        if self.kv_lora_rank is not None:
+            return "mla"
+        return "mha" if self.n_kv_heads == self.n_heads else "gqa"
 
-# --------------------------------------------------------------------------------------
-# Counts
-# --------------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_routed_experts > 0
 
-def params_by_group(arch: Architecture) -> dict[str, int]:
-    """Stored parameters per group (see :data:`GROUPS`); groups with no tensor are left out."""
-    out: dict[str, int] = {}
-    for t in _arch(arch).tensors:
-        out[t.group] = out.get(t.group, 0) + t.params
-    return out
+    @property
+    def dense_layers(self) -> tuple[int, ...]:
+        """Indices of the layers with a dense MLP (no experts)."""
+        moe = set(self.moe_layers)
+        return tuple(i for i in range(self.n_layers) if i not in moe)
 
+    @property
+    def sliding_window_layers(self) -> tuple[int, ...]:
+        """Indices of the layers that attend to (and cache) a window of past tokens."""
+        return tuple(a.index for a in self.attention if a.kind == "sliding")
 
-def total_params(arch: Architecture) -> int:
-    """Every stored parameter: the sum of the inventory (chapter 1)."""
-    return sum(t.params for t in _arch(arch).tensors)
-
-
-def active_params(arch: Architecture) -> int:
-    """Parameters one token uses: total minus the ``E - k`` routed experts it skips in every MoE layer.
-
-    ``active = total - (1 - k/E) * routed``; equal to :func:`total_params`
-    for dense models. Exact in integers: every routed tensor holds ``E``
-    equal slices.
-    """
-    arch = _arch(arch)
-    total = 0
-    for t in arch.tensors:
-        if t.group in ROUTED_GROUPS:
-            total += t.params // arch.n_routed_experts * arch.experts_per_token
-        else:
-            total += t.params
-    return total
-
-
-def decode_read_params(arch: Architecture) -> int:
-    """Parameters one decode step reads at batch 1 (chapter 4).
-
-    The active parameters with every embedding table (token and learned
-    position) replaced by the one row the step looks up, plus the LM-head
-    matmul ``vocab * hidden`` when it is tied to the embedding (it is read as
-    the head's matrix). Agrees with :func:`aiinfra.models.decode_read_params`.
-    """
-    arch = _arch(arch)
-    groups = params_by_group(arch)
-    tables = groups.get("embedding", 0) + groups.get("position_embedding", 0)
-    rows = arch.hidden_size * (1 + ("position_embedding" in groups))
-    tied_head = arch.vocab_size * arch.hidden_size if "lm_head" not in groups else 0
-    return active_params(arch) - tables + rows + tied_head
-
-
-#: Groups holding the matrices inside the blocks (the matmuls a token runs, biases and norms apart).
-MATMUL_GROUPS: tuple[str, ...] = ("attention", "mlp", "expert", "shared_expert", "router")
-
-
-def block_matmul_params_per_token(arch: Architecture) -> int:
-    """Matrix weights inside the blocks one token multiplies: the routed experts at ``k / E`` (chapter 4).
-
-    Agrees with :func:`aiinfra.models.block_linear_params_per_token`; ``2x``
-    this plus ``2 * lm_head_matmul_params`` is the FLOPs per token without
-    attention scores.
-    """
-    arch = _arch(arch)
-    total = 0
-    for t in arch.tensors:
-        if t.group == "expert":
-            total += t.params // arch.n_routed_experts * arch.experts_per_token
-        elif t.group in MATMUL_GROUPS:
-            total += t.params
-    return total
-
-
-def lm_head_matmul_params(arch: Architecture) -> int:
-    """Weights of the vocabulary projection as a matmul, ``vocab * hidden``, tied or not."""
-    arch = _arch(arch)
-    return arch.vocab_size * arch.hidden_size
-
-
-def expected_tensors(arch: Architecture) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """Every checkpoint name the inventory predicts, mapped to ``(group, shape)``."""
-    out = {}
-    for t in _arch(arch).tensors:
-        for name in t.names():
-            out[name] = (t.group, t.shape)
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# KV cache
-# --------------------------------------------------------------------------------------
-
-def sliding_layers(arch: Architecture) -> tuple[int, ...]:
-    """Indices of the layers that attend to (and cache) a window of past tokens."""
-    return tuple(a.index for a in _arch(arch).attention if a.kind == "sliding")
-
-
-def kv_bytes_per_token(arch: Architecture, bytes_per_element=2):
-    """KV bytes one more cached token costs while no window is full: ``sum_l e_l * b``.
-
-    ``e_l`` is the layer's ``kv_elements_per_token``. ``bytes_per_element``
-    may be an array (2 for BF16, 1 for an FP8 cache).
-    """
-    arch = _arch(arch)
-    b = _check.positive("bytes_per_element", bytes_per_element)
-    return sum(a.kv_elements_per_token for a in arch.attention) * b  # float, or an array like b
-
-
-def kv_tokens_held(arch: Architecture, context_tokens):
-    """Cached token-layers of one request: ``sum_l min(n, w_l)`` (``w_l`` infinite on full layers).
-
-    ``context_tokens`` may be an array. Warns (:class:`ContextLengthWarning`)
-    past ``max_position_embeddings``.
-    """
-    arch = _arch(arch)
-    ctx = _context(arch, context_tokens)
-    held = sum(_held(a, ctx) for a in arch.attention)
-    return int(held) if np.ndim(held) == 0 else held
-
-
-def kv_bytes_per_request(arch: Architecture, context_tokens, bytes_per_element=2):
-    """KV bytes of one request holding ``n`` tokens: ``sum_l e_l * min(n, w_l) * b`` (chapter 5).
-
-    Full-attention layers keep all ``n`` tokens; a sliding layer keeps at
-    most its window ``w_l``; MLA layers keep the compressed latent plus the
-    RoPE key. Gemma 2 at 8,192 tokens: 13 sliding layers hold 4,096 tokens,
-    13 global layers 8,192. ``context_tokens`` and ``bytes_per_element`` may
-    be arrays (they broadcast). Warns past ``max_position_embeddings``.
-    """
-    arch = _arch(arch)
-    ctx = _context(arch, context_tokens)
-    b = _check.positive("bytes_per_element", bytes_per_element)
-    elements = sum(a.kv_elements_per_token * _held(a, ctx) for a in arch.attention)
-    out = elements * np.asarray(b, dtype=float)
-    return float(out) if np.ndim(out) == 0 else out
-
-
-def _held(a: LayerAttention, ctx):
-    return ctx if a.window is None else np.minimum(ctx, a.window)
-
-
-def _context(arch: Architecture, context_tokens):
-    ctx = np.asarray(_check.integers("context_tokens", context_tokens, 0), dtype=np.int64)
-    limit = arch.max_position_embeddings
-    if limit is not None and np.any(ctx > limit):
-        warnings.warn(
-            f"context_tokens {int(np.max(ctx)):,} exceeds max_position_embeddings {limit:,} of "
-            f"{arch.name}: the model was not trained (or configured) for that length",
-            ContextLengthWarning, stacklevel=3,
-        )
-    return ctx
-
-
-def _arch(arch) -> Architecture:
-    if not isinstance(arch, Architecture):
-        raise ValueError(f"arch must be an Architecture (see aiinfra.architectures.architecture), "
-                         f"got {type(arch).__name__}")
-    return arch
+    @property
+    def sliding_window(self) -> int | None:
+        """The window of the sliding layers (None when every layer attends to the whole context)."""
+        windows = {a.window for a in self.attention if a.kind == "sliding"}
+        return max(windows) if windows else None
 
 
 # --------------------------------------------------------------------------------------
 # Reading a config
 # --------------------------------------------------------------------------------------
 
-def load_config(source) -> dict:
+def _read_config(source) -> dict:
     """The dict of a ``config.json``: from a dict, a path to the file, or a model folder holding one."""
     if isinstance(source, Mapping):
         return dict(source)
@@ -375,16 +266,8 @@ def load_config(source) -> dict:
     return data
 
 
-def released_config(name: str) -> dict:
-    """One of the released configs shipped with the package (:data:`RELEASED_CONFIGS`)."""
-    if name not in RELEASED_CONFIGS:
-        raise ValueError(f"name must be one of {sorted(RELEASED_CONFIGS)}, got {name!r}")
-    text = resources.files("aiinfra").joinpath("configs", RELEASED_CONFIGS[name][0]).read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-def architecture(config, *, approximate: bool = False, name: str | None = None) -> Architecture:
-    """Count the model a ``config.json`` describes.
+def _from_config(config, *, approximate: bool = False, name: str | None = None, source: str = "") -> ModelConfig:
+    """Count the model a ``config.json`` describes (see :func:`aiinfra.catalog.models.load`).
 
     ``config`` is a dict, a path to ``config.json`` or a model folder. Exact
     for :data:`EXACT_FAMILIES`; any other ``model_type`` (or a field that
@@ -394,7 +277,7 @@ def architecture(config, *, approximate: bool = False, name: str | None = None) 
     """
     if not isinstance(approximate, bool):
         raise ValueError(f"approximate must be True or False, got {approximate!r}")
-    cfg = load_config(config)
+    cfg = _read_config(config)
     label = name or cfg.get("_name_or_path") or _path_label(config)
     wrapper = None
     if isinstance(cfg.get("text_config"), Mapping):
@@ -408,16 +291,16 @@ def architecture(config, *, approximate: bool = False, name: str | None = None) 
                 f"cannot count model_type {model_type!r} exactly; exact families are {list(EXACT_FAMILIES)} "
                 f"(pass approximate=True, or --approximate, for a labelled estimate)"
             )
-        arch = _build_exact(cfg, model_type, label)
+        model = _build_exact(cfg, model_type, label)
     except ValueError as exc:
         if not approximate or isinstance(exc, _BadValue):
             raise
-        arch = _approximate(cfg, label, reason=str(exc))
+        model = _approximate(cfg, label, reason=str(exc))
     if wrapper is not None:
         note = (f"multimodal wrapper {wrapper!r}: counts the language model (text_config, "
                 f"model_type {model_type!r}) only; the vision tower and projector are not included")
-        arch = replace(arch, wrapper_model_type=str(wrapper), notes=arch.notes + (note,))
-    return arch
+        model = replace(model, wrapper_model_type=str(wrapper), notes=model.notes + (note,))
+    return replace(model, source=source) if source else model
 
 
 def _path_label(config) -> str | None:
@@ -529,16 +412,18 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _build_exact(cfg: Mapping[str, Any], model_type: str, label: str) -> Architecture:
+def _build_exact(cfg: Mapping[str, Any], model_type: str, label: str) -> ModelConfig:
     allowed = _ALLOWED_FOREIGN.get(model_type, set())
     for key, what in _FOREIGN.items():
         if key not in allowed and cfg.get(key):
             raise ValueError(f"cannot count model_type {model_type!r} exactly: field {key!r} ({what}) is set")
+    if cfg.get("pretraining_tp", 1) not in (1, None):
+        raise ValueError(f"cannot count model_type {model_type!r} exactly: pretraining_tp != 1")
     f = _Fields(cfg, _DEFAULTS.get(model_type, _NO_TIE))
     spec = _BUILDERS[model_type](f)
     spec["tensors"] = _drop_empty(spec["tensors"])
     quant = cfg.get("quantization_config")
-    return Architecture(
+    return ModelConfig(
         name=label, model_type=model_type, exact=True,
         defaults_used=tuple(f.used),
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
@@ -556,8 +441,8 @@ def _drop_empty(rows) -> tuple[Tensor, ...]:
     return tuple(r for r in rows if r.layers or "{layer}" not in r.name)
 
 
-def _t(name, group, shape, layers=(), experts=0) -> Tensor:
-    return Tensor(name, group, tuple(int(s) for s in shape), tuple(layers), experts)
+def _t(name, group, shape, layers=(), experts=0, layout="out_in") -> Tensor:
+    return Tensor(name, group, tuple(int(s) for s in shape), tuple(layers), experts, layout)
 
 
 def _token_embeddings(vocab: int, hidden: int, tied: bool, embed: str, head: str = "lm_head.weight"):
@@ -607,7 +492,7 @@ def _gated_mlp(prefix: str, layers, hidden: int, width: int, *, bias: bool = Fal
             + _linear(f"{prefix}{up}", group, width, hidden, layers, bias, bias_group)
             + _linear(f"{prefix}{down}", group, hidden, width, layers, bias, bias_group))
     if experts:
-        rows = [Tensor(r.name, r.group, r.shape, r.layers, experts) for r in rows]
+        rows = [replace(r, experts=experts) for r in rows]
     return rows
 
 
@@ -628,11 +513,12 @@ def _kv_heads(f: _Fields, heads: int) -> int:
     return kv
 
 
-def _layout(kinds, window: int | None, elements: int, qk_width: int, v_width: int | None = None
-            ) -> tuple[LayerAttention, ...]:
-    v_width = qk_width if v_width is None else v_width
-    return tuple(LayerAttention(i, kind, window if kind == "sliding" else None, elements, qk_width, v_width)
-                 for i, kind in enumerate(kinds))
+def _heads(kinds, window: int | None, heads: int, kv: int, head_dim: int) -> dict:
+    """The per-layer attention and head shape of an MHA/GQA model."""
+    width = heads * head_dim
+    layers = tuple(LayerAttention(i, kind, window if kind == "sliding" else None, 2 * kv * head_dim, width, width)
+                   for i, kind in enumerate(kinds))
+    return dict(attention=layers, n_heads=heads, n_kv_heads=kv, head_dim=head_dim)
 
 
 def _all(n: int, kind: str = "full") -> list[str]:
@@ -692,6 +578,11 @@ def _common(f: _Fields, hidden: int, vocab: int, tied: bool, max_pos_key: str = 
                 max_position_embeddings=f.opt_int(max_pos_key))
 
 
+def _check_topk(experts: int, k: int):
+    if k > experts:
+        raise _BadValue(f"config field 'num_experts_per_tok' ({k}) must lie in [1, {experts}] (the expert count)")
+
+
 # --------------------------------------------------------------------------------------
 # Families
 # --------------------------------------------------------------------------------------
@@ -706,6 +597,7 @@ def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_
     head_dim = _head_dim(f, hidden, heads)
     vocab = f.int("vocab_size")
     tied = f.bool("tie_word_embeddings", tied_default)
+    width = f.int("intermediate_size")
     layers = range(n_layers)
     p = "model.layers.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
@@ -715,11 +607,11 @@ def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_
     elif qk_norm == "full":  # OLMo 2 normalises the whole projection
         rows += [_t(f"{p}self_attn.q_norm.weight", "qk_norm", (heads * head_dim,), layers),
                  _t(f"{p}self_attn.k_norm.weight", "qk_norm", (kv * head_dim,), layers)]
-    rows += _gated_mlp(f"{p}mlp.", layers, hidden, f.int("intermediate_size"), bias=mlp_bias)
+    rows += _gated_mlp(f"{p}mlp.", layers, hidden, width, bias=mlp_bias)
     rows += _norms(p, norm_names, hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = kinds_fn(f, n_layers) if kinds_fn else (_kinds_from_layer_types(f, n_layers) or _all(n_layers))
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
+    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -729,8 +621,8 @@ def _llama(f):
 
 
 def _granite(f):
-    bias = f.bool("attention_bias", False)
-    return _llama_like(f, qkv_bias=bias, o_bias=bias, mlp_bias=f.bool("mlp_bias", False))
+    # Granite's multipliers (embedding, residual, attention, logits) scale activations; they hold no weights.
+    return _llama(f)
 
 
 def _mistral(f):
@@ -791,14 +683,15 @@ def _phi3(f):
     head_dim = _head_dim(f, hidden, heads)
     vocab = f.int("vocab_size")
     tied = f.bool("tie_word_embeddings", False)
+    width = f.int("intermediate_size")
     layers, p = range(n_layers), "model.layers.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
     rows += _gqa(p, layers, hidden, heads, kv, head_dim, fused=True)
-    rows += _gated_mlp(f"{p}mlp.", layers, hidden, f.int("intermediate_size"), fused=True)
+    rows += _gated_mlp(f"{p}mlp.", layers, hidden, width, fused=True)
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
+    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -820,7 +713,7 @@ def _starcoder2(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers, bias=True)
     rows += _norms("model.", ("norm",), hidden, (), bias=True)
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
+    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
                 **_common(f, hidden, vocab, tied))
 
 
@@ -833,21 +726,21 @@ def _gpt2(f):
     inner = f.cfg.get("n_inner")
     inner = 4 * hidden if inner is None else _whole("n_inner", inner, 1)
     vocab = f.int("vocab_size")
-    positions = f.int("n_positions")
     tied = f.bool("tie_word_embeddings", True)
     layers, p = range(n_layers), "transformer.h.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "transformer.wte.weight")
-    rows.append(_t("transformer.wpe.weight", "position_embedding", (positions, hidden)))
+    rows.append(_t("transformer.wpe.weight", "position_embedding", (f.int("n_positions"), hidden)))
     for name, group, (n_in, n_out) in (("attn.c_attn", "attention", (hidden, 3 * hidden)),
                                         ("attn.c_proj", "attention", (hidden, hidden)),
                                         ("mlp.c_fc", "mlp", (hidden, inner)),
                                         ("mlp.c_proj", "mlp", (inner, hidden))):
         # Conv1D stores its weight as (in, out), the transpose of nn.Linear.
-        rows.append(_t(f"{p}{name}.weight", group, (n_in, n_out), layers))
+        rows.append(_t(f"{p}{name}.weight", group, (n_in, n_out), layers, layout="in_out"))
         rows.append(_t(f"{p}{name}.bias", f"{group}_bias", (n_out,), layers))
     rows += _norms(p, ("ln_1", "ln_2"), hidden, layers, bias=True)
     rows += _norms("transformer.", ("ln_f",), hidden, (), bias=True)
-    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden, hidden),
+    return dict(tensors=tuple(rows), intermediate_size=inner,
+                **_heads(_all(n_layers), None, heads, heads, hidden // heads),
                 **_common(f, hidden, vocab, tied, max_pos_key="n_positions"))
 
 
@@ -873,8 +766,13 @@ def _gpt_neox(f):
     rotary = f.cfg.get("rotary_pct", 1.0)
     if rotary != 1.0:
         notes = (f"partial rotary: RoPE on {rotary:g} of each head's channels (no parameters, no KV change)",)
-    return dict(tensors=tuple(rows), attention=_layout(_all(n_layers), None, 2 * hidden, hidden), notes=notes,
-                **_common(f, hidden, vocab, tied))
+    return dict(tensors=tuple(rows), intermediate_size=width, notes=notes,
+                **_heads(_all(n_layers), None, heads, heads, hidden // heads), **_common(f, hidden, vocab, tied))
+
+
+def _moe(experts: int, k: int, width: int, moe_layers, shared: int = 0) -> dict:
+    return dict(n_routed_experts=experts, n_experts_per_token=k, moe_intermediate_size=width,
+                moe_layers=tuple(moe_layers), n_shared_experts=shared)
 
 
 def _mixtral(f):
@@ -889,12 +787,7 @@ def _mixtral(f):
     moe = _gated_mlp(f"{p}experts.{{expert}}.", layers, hidden, width, group="expert",
                      names=("w1", "w3", "w2"), experts=experts)
     moe += [_t(f"{p}gate.weight", "router", (experts, hidden), layers)]
-    return dict(spec, tensors=dense + tuple(moe), n_routed_experts=experts, experts_per_token=k)
-
-
-def _check_topk(experts: int, k: int):
-    if k > experts:
-        raise _BadValue(f"config field 'num_experts_per_tok' ({k}) must lie in [1, {experts}] (the expert count)")
+    return dict(spec, tensors=dense + tuple(moe), **_moe(experts, k, width, layers))
 
 
 def _qwen3_moe(f):
@@ -906,14 +799,14 @@ def _qwen3_moe(f):
     dense_only = set(f.cfg.get("mlp_only_layers") or [])
     moe_layers = tuple(i for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
     dense_layers = tuple(i for i in range(n_layers) if i not in moe_layers)
+    width = f.int("moe_intermediate_size")
     rows = [t for t in spec["tensors"] if t.group != "mlp"]
     p = "model.layers.{layer}.mlp."
     if dense_layers:
         rows += _gated_mlp(p, dense_layers, hidden, f.int("intermediate_size"))
-    rows += _gated_mlp(f"{p}experts.{{expert}}.", moe_layers, hidden, f.int("moe_intermediate_size"),
-                       group="expert", experts=experts)
+    rows += _gated_mlp(f"{p}experts.{{expert}}.", moe_layers, hidden, width, group="expert", experts=experts)
     rows += [_t(f"{p}gate.weight", "router", (experts, hidden), moe_layers)]
-    return dict(spec, tensors=tuple(rows), n_routed_experts=experts, experts_per_token=k)
+    return dict(spec, tensors=tuple(rows), **_moe(experts, k, width, moe_layers))
 
 
 def _deepseek(f):
@@ -948,8 +841,9 @@ def _deepseek(f):
     moe_layers = tuple(i for i in layers if i >= first_dense and i % freq == 0)
     dense_layers = tuple(i for i in layers if i not in moe_layers)
     m = f"{p}mlp."
+    dense_width = f.int("intermediate_size")
     if dense_layers:
-        rows += _gated_mlp(m, dense_layers, hidden, f.int("intermediate_size"))
+        rows += _gated_mlp(m, dense_layers, hidden, dense_width)
     width = f.int("moe_intermediate_size")
     rows += _gated_mlp(f"{m}experts.{{expert}}.", moe_layers, hidden, width, group="expert", experts=experts)
     shared = f.int("n_shared_experts", minimum=0, default=0)
@@ -962,10 +856,12 @@ def _deepseek(f):
     rows += _norms("model.", ("norm",), hidden, ())
     mtp = f.int("num_nextn_predict_layers", minimum=0, default=0)
     notes = (f"{mtp} multi-token-prediction layer(s) stored in the checkpoint are not counted",) if mtp else ()
-    return dict(tensors=tuple(rows),
-                attention=_layout(_all(n_layers), None, kv_rank + rope, heads * (nope + rope), heads * v_dim),
-                n_routed_experts=experts,
-                experts_per_token=k, n_mtp_layers=mtp, notes=notes, **_common(f, hidden, vocab, tied))
+    attention = tuple(LayerAttention(i, "full", None, kv_rank + rope, heads * (nope + rope), heads * v_dim)
+                      for i in layers)
+    return dict(tensors=tuple(rows), attention=attention, n_heads=heads, n_kv_heads=heads, head_dim=nope + rope,
+                intermediate_size=dense_width, q_lora_rank=q_rank, kv_lora_rank=kv_rank, qk_nope_head_dim=nope,
+                qk_rope_head_dim=rope, v_head_dim=v_dim, n_mtp_layers=mtp, notes=notes,
+                **_moe(experts, k, width, moe_layers, shared), **_common(f, hidden, vocab, tied))
 
 
 def _gpt_oss(f):
@@ -985,18 +881,18 @@ def _gpt_oss(f):
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
     rows += _gqa(p, layers, hidden, heads, kv, head_dim, qkv_bias=bias, o_bias=bias)
     rows.append(_t(f"{p}self_attn.sinks", "attention_sink", (heads,), layers))
+    fused = "experts_in_out"  # fused experts: (experts, in, out) weights and (experts, out) biases
     rows += [_t(f"{p}mlp.router.weight", "router", (experts, hidden), layers),
              _t(f"{p}mlp.router.bias", "router_bias", (experts,), layers),
-             # fused experts: (experts, in, out) weights and (experts, out) biases
-             _t(f"{p}mlp.experts.gate_up_proj", "expert", (experts, hidden, 2 * width), layers),
+             _t(f"{p}mlp.experts.gate_up_proj", "expert", (experts, hidden, 2 * width), layers, layout=fused),
              _t(f"{p}mlp.experts.gate_up_proj_bias", "expert_bias", (experts, 2 * width), layers),
-             _t(f"{p}mlp.experts.down_proj", "expert", (experts, width, hidden), layers),
+             _t(f"{p}mlp.experts.down_proj", "expert", (experts, width, hidden), layers, layout=fused),
              _t(f"{p}mlp.experts.down_proj_bias", "expert_bias", (experts, hidden), layers)]
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _alternating_kinds(f, n_layers, 2)
-    return dict(tensors=tuple(rows), attention=_layout(kinds, _window(f, kinds), 2 * kv * head_dim, heads * head_dim),
-                n_routed_experts=experts, experts_per_token=k, **_common(f, hidden, vocab, tied))
+    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
+                **_moe(experts, k, width, layers), **_common(f, hidden, vocab, tied))
 
 
 _BUILDERS: dict[str, Callable[[_Fields], dict]] = {
@@ -1020,7 +916,7 @@ _ALIASES = {
 }
 
 
-def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> Architecture:
+def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> ModelConfig:
     """A Llama-shaped estimate: GQA attention, gated MLP, two RMSNorms per layer, optional experts."""
     found = {}
     for key, aliases in _ALIASES.items():
@@ -1034,8 +930,7 @@ def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> Architectur
                    "two RMSNorms per layer and a final one",
                    "no extra tensors (positional tables, adapters, vision towers) are counted"]
     base = dict(found, model_type=cfg.get("model_type"))
-    for key in ("num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "layer_types",
-                "torch_dtype", "dtype"):
+    for key in ("num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "layer_types"):
         if cfg.get(key) is not None:
             base[key] = cfg[key]
     hidden = found["hidden_size"]
@@ -1054,9 +949,9 @@ def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> Architectur
     if n_experts:
         spec = _approx_experts(f, spec, cfg, _whole("experts", n_experts, 1), assumptions)
     spec["tensors"] = _drop_empty(spec["tensors"])
-    return Architecture(name=label, model_type=str(cfg.get("model_type")), exact=False,
-                        torch_dtype=base.get("torch_dtype") or base.get("dtype"),
-                        assumptions=tuple(assumptions), **spec)
+    return ModelConfig(name=label, model_type=str(cfg.get("model_type")), exact=False,
+                       torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
+                       assumptions=tuple(assumptions), **spec)
 
 
 def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int, assumptions: list) -> dict:
@@ -1074,13 +969,10 @@ def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int
     rows.append(_t(f"{p}gate.weight", "router", (experts, hidden), layers))
     assumptions.append(f"every layer is a mixture of {experts} gated experts of width {width} "
                        f"({k} per token) with a linear router; no shared experts")
-    return dict(spec, tensors=tuple(rows), n_routed_experts=experts, experts_per_token=k)
+    return dict(spec, tensors=tuple(rows), **_moe(experts, k, width, layers))
 
 
 __all__ = [
-    "Architecture", "ContextLengthWarning", "EXACT_FAMILIES", "GROUPS", "LayerAttention", "MATMUL_GROUPS",
-    "RECONSTRUCTED_CONFIGS", "RELEASED_CONFIGS", "ROUTED_GROUPS", "Tensor", "active_params", "architecture", "block_matmul_params_per_token",
-    "decode_read_params", "expected_tensors", "lm_head_matmul_params",
-    "kv_bytes_per_request", "kv_bytes_per_token", "kv_tokens_held", "load_config", "params_by_group",
-    "released_config", "sliding_layers", "total_params",
+    "ModelConfig", "Tensor", "LayerAttention", "EXACT_FAMILIES", "GROUPS", "ROUTED_GROUPS", "MATMUL_GROUPS",
+    "LAYOUTS",
 ]

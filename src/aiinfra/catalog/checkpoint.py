@@ -2,7 +2,8 @@
 
 :func:`compare` reads ``config.json`` in a model folder (a Hugging Face
 snapshot such as ``~/.cache/huggingface/hub/models--org--name/snapshots/<rev>/``),
-predicts every stored tensor with :mod:`aiinfra.architectures`, and compares
+predicts every stored tensor from the model's inventory
+(:mod:`aiinfra.catalog.architectures`), and compares
 the prediction with what the folder holds:
 
 * the safetensors **headers** when the weight files are present: names,
@@ -34,8 +35,8 @@ from math import ceil, prod
 from pathlib import Path
 from typing import Mapping
 
-from aiinfra import architectures as arch_mod
-from aiinfra.architectures import Architecture
+from aiinfra.catalog import models
+from aiinfra.catalog.architectures import GROUPS, ModelConfig, _from_config, _read_config
 
 #: Largest safetensors header read, in bytes (the safetensors library refuses more than 100 MB too).
 MAX_HEADER_BYTES: int = 100_000_000
@@ -157,7 +158,7 @@ class Stored:
     missing_files: tuple[str, ...] = ()
 
 
-def read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored:
+def _read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored:
     """Read the index and every safetensors header of a model folder (no tensor data)."""
     folder = _folder(folder)
     index = folder / INDEX_FILE
@@ -193,6 +194,14 @@ def _folder(folder) -> Path:
     if not path.is_dir():
         raise ValueError(f"folder {str(path)!r} is not a directory")
     return path
+
+
+def _folder_label(path: Path) -> str:
+    """``org/name`` for a Hugging Face cache snapshot (``models--org--name/snapshots/<rev>``), else the folder name."""
+    path = path.resolve()
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        return path.parent.parent.name[len("models--"):].replace("--", "/")
+    return path.name
 
 
 def _weight_files(folder: Path) -> list[Path]:
@@ -236,8 +245,13 @@ class Expected:
         return None if self.dtype is None else prod(self.shape) * DTYPE_BYTES[self.dtype]
 
 
-def expected_storage(arch: Architecture, config: Mapping | None = None, dtype: str | None = None
-                     ) -> dict[str, Expected]:
+def _expected_tensors(m: ModelConfig) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Every checkpoint name the inventory predicts, mapped to ``(group, shape)``."""
+    return {name: (t.group, t.shape) for t in m.tensors for name in t.names()}
+
+
+def _expected_storage(arch: ModelConfig, config: Mapping | None = None, dtype: str | None = None
+                      ) -> dict[str, Expected]:
     """Every tensor the checkpoint should store, keyed by its name without a wrapper prefix.
 
     ``dtype`` is a safetensors dtype (``"BF16"``) or a ``torch_dtype``
@@ -251,7 +265,7 @@ def expected_storage(arch: Architecture, config: Mapping | None = None, dtype: s
         quant = config["text_config"].get("quantization_config") or {}
     method = quant.get("quant_method") if isinstance(quant, Mapping) else None
     out: dict[str, Expected] = {}
-    for name, (group, shape) in arch_mod.expected_tensors(arch).items():
+    for name, (group, shape) in _expected_tensors(arch).items():
         for e in _stored_forms(name, group, shape, dtype, method, quant):
             out[_canonical(e.name)] = e
     return out
@@ -373,23 +387,36 @@ def _describe(g: GroupDiff) -> str:
     return f"  {g.group}: predicted {g.predicted_params:,} parameters, stored {stored}; " + "; ".join(parts)
 
 
-def compare(folder, *, approximate: bool = False, dtype: str | None = None,
+def compare(folder, *, config=None, approximate: bool = False, dtype: str | None = None,
             max_header_bytes: int = MAX_HEADER_BYTES) -> CheckpointReport:
-    """Compare the count that ``folder/config.json`` gives with the tensors the folder stores.
+    """Compare the count a config gives with the tensors a model folder stores (chapter 1, "count your own model").
 
-    ``dtype`` overrides the config's ``torch_dtype`` as the predicted
-    storage dtype. ``approximate`` is passed to
-    :func:`aiinfra.architectures.architecture` (an estimate rarely matches).
+    ``folder`` holds the safetensors files and/or ``model.safetensors.index.json``.
+    ``config`` is ``folder/config.json`` by default; a shipped model name, a
+    path to a ``config.json`` or a dict may be given instead. ``dtype``
+    overrides the config's ``torch_dtype`` as the predicted storage dtype.
+    ``approximate`` is passed to :func:`aiinfra.catalog.models.load` (an
+    estimate rarely matches). Returns a :class:`CheckpointReport`; its
+    ``summary()`` reads "exact match" or lists the differences by tensor group.
     """
     path = _folder(folder)
-    config = arch_mod.load_config(path)
-    arch = arch_mod.architecture(config, approximate=approximate, name=path.name)
-    stored = read_checkpoint(path, max_header_bytes)
-    expected = expected_storage(arch, config, dtype)
+    name = _folder_label(path)
+    if config is None:
+        config = _read_config(path)
+    elif isinstance(config, str) and not Path(config).expanduser().exists():
+        name = next((n for n in models.SHIPPED if models._key(n) == models._key(config.rsplit("/", 1)[-1])), None)
+        if name is None:
+            raise ValueError(f"config must be a shipped model name {models.shipped_names()} or a path, got {config!r}")
+        config = models._shipped_config(name)
+    else:
+        config = _read_config(config)
+    arch = _from_config(config, approximate=approximate, name=name)
+    stored = _read_checkpoint(path, max_header_bytes)
+    expected = _expected_storage(arch, config, dtype)
     return _compare(arch, expected, stored)
 
 
-def _compare(arch: Architecture, expected: dict[str, Expected], stored: Stored) -> CheckpointReport:
+def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -> CheckpointReport:
     by_canonical = {_canonical(n): t for n, t in stored.tensors.items()}
     extras: dict[str, list[StoredTensor]] = {}
     unexpected = []
@@ -439,7 +466,7 @@ def _compare(arch: Architecture, expected: dict[str, Expected], stored: Stored) 
         exact = exact and stored.index_total_size is not None and stored.index_total_size == total
     stored_params = sum(g.stored_params for g in groups) if headers else None
     return CheckpointReport(
-        name=arch.name, source=stored.source, exact=exact, predicted_params=arch_mod.total_params(arch),
+        name=arch.name, source=stored.source, exact=exact, predicted_params=models.total_params(arch),
         stored_params=stored_params, predicted_bytes=predicted_bytes, stored_bytes=stored_bytes,
         groups=tuple(groups), extras=extra_summary, index_total_size=stored.index_total_size, notes=tuple(notes),
     )
@@ -447,7 +474,7 @@ def _compare(arch: Architecture, expected: dict[str, Expected], stored: Stored) 
 
 def _ordered_groups(expected: dict[str, Expected]) -> list[str]:
     present = {e.group for e in expected.values()}
-    return [g for g in arch_mod.GROUPS if g in present]
+    return [g for g in GROUPS if g in present]
 
 
 def _bytes_by_dtype(tensors) -> dict[str, int]:
@@ -461,7 +488,7 @@ def _bytes_by_dtype(tensors) -> dict[str, int]:
 _LAYER = re.compile(r"^layers\.(\d+)\.")
 
 
-def _extra_kind(arch: Architecture, name: str, key: str) -> str | None:
+def _extra_kind(arch: ModelConfig, name: str, key: str) -> str | None:
     """Why a stored tensor the inventory does not list is not a parameter, or None if it should be one."""
     if key.endswith(_BUFFER_SUFFIXES):
         return "buffer (attention mask or RoPE table)"
@@ -477,6 +504,5 @@ def _extra_kind(arch: Architecture, name: str, key: str) -> str | None:
 
 __all__ = [
     "CheckpointReport", "DTYPE_BYTES", "Expected", "GroupDiff", "INDEX_FILE", "MAX_HEADER_BYTES", "Stored",
-    "StoredTensor", "TORCH_TO_SAFETENSORS", "compare", "expected_storage", "read_checkpoint",
-    "read_safetensors_header",
+    "StoredTensor", "TORCH_TO_SAFETENSORS", "compare", "read_safetensors_header",
 ]
