@@ -342,3 +342,42 @@ def test_the_header_reader_never_needs_the_data(tmp_path):
     got = C.read_safetensors_header(path)
     assert {k: (t.dtype, t.shape, t.nbytes) for k, t in got.items()} == {
         "a": ("BF16", (3, 5), 30), "b": ("F8_E4M3", (7,), 7)}
+
+
+# --- a published index, shipped with the package ----------------------------------------
+
+def test_olmo2_13b_published_index_is_an_exact_match():
+    """allenai/OLMo-2-1124-13B model.safetensors.index.json: 443 tensors, total_size 54,864,793,600 bytes of F32."""
+    folder = C.published_index_folder("OLMo-2-1124-13B")
+    index = json.loads((folder / C.INDEX_FILE).read_text())
+    assert len(index["weight_map"]) == 40 * 11 + 3 and index["metadata"]["total_size"] == 54_864_793_600
+    report = C.compare(folder, config="OLMo-2-1124-13B")
+    assert report.exact and report.source == "index" and report.name == "OLMo-2-1124-13B"
+    assert report.predicted_bytes == {"F32": 54_864_793_600} == {"F32": 4 * report.predicted_params}
+    assert report.summary().startswith("OLMo-2-1124-13B: exact match (13,716,198,400 parameters")
+    # predicting BF16 storage halves the bytes: the index's total_size says otherwise
+    report = C.compare(folder, config="OLMo-2-1124-13B", dtype="bfloat16")
+    assert not report.exact and "(+27,432,396,800)" in report.summary()
+
+
+def test_a_config_with_one_layer_more_misses_eleven_tensors():
+    # the 13B index checked against a config with one layer more: 11 tensors missing, by group
+    cfg = dict(models._shipped_config("OLMo-2-1124-13B"), num_hidden_layers=41)
+    report = C.compare(C.published_index_folder("OLMo-2-1124-13B"), config=cfg)
+    assert not report.exact
+    missing = {d.group: len(d.missing) for d in report.differences}
+    assert missing == {"attention": 4, "qk_norm": 2, "mlp": 3, "norm": 2}
+
+
+def test_config_by_name_path_or_dict_and_a_cache_snapshot_label(tmp_path):
+    snapshot = tmp_path / "models--Qwen--tiny" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    write_safetensors(snapshot / "model.safetensors", predicted(TINY_QWEN3))
+    (tmp_path / "elsewhere.json").write_text(json.dumps(TINY_QWEN3))
+    by_path = C.compare(snapshot, config=str(tmp_path / "elsewhere.json"))
+    by_dict = C.compare(snapshot, config=TINY_QWEN3)
+    assert by_path.exact and by_dict.exact and by_path.name == by_dict.name == "Qwen/tiny"
+    with pytest.raises(ValueError, match="shipped model name"):
+        C.compare(snapshot, config="no-such-model")
+    with pytest.raises(ValueError, match="name must be one of"):
+        C.published_index_folder("gpt2")

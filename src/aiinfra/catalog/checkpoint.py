@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+from importlib import resources
 from dataclasses import dataclass, field
 from math import ceil, prod
 from pathlib import Path
@@ -53,6 +54,13 @@ TORCH_TO_SAFETENSORS: dict[str, str] = {
 }
 
 INDEX_FILE = "model.safetensors.index.json"
+
+#: Published ``model.safetensors.index.json`` files shipped in ``catalog/checkpoints/NAME/`` (no weights), for
+#: worked checks: shipped model name -> where the index was published. Copied byte for byte from a snapshot
+#: of the repository (github.com/mauer4/Attention-From-Scratch at 381a295, weights/allenai/OLMo-2-1124-13B).
+PUBLISHED_INDEXES: dict[str, str] = {
+    "OLMo-2-1124-13B": "https://huggingface.co/allenai/OLMo-2-1124-13B/blob/main/model.safetensors.index.json",
+}
 
 # Stored names differ from the model's own by a wrapper prefix; both sides drop it before matching.
 _PREFIXES = ("language_model.model.", "model.language_model.", "language_model.", "model.", "transformer.",
@@ -185,6 +193,17 @@ def _read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored
         raise ValueError(f"{INDEX_FILE} lists {len(weight_map)} tensors but the headers hold {len(tensors)}; "
                          "the folder is inconsistent")
     return Stored(tensors, "safetensors headers", total, tuple(names), ())
+
+
+def published_index_folder(name: str) -> Path:
+    """The folder holding the published index of a shipped model (:data:`PUBLISHED_INDEXES`), without weights.
+
+    ``compare(published_index_folder(name), config=name)`` checks the count
+    against the index's tensor names and ``metadata.total_size``.
+    """
+    if name not in PUBLISHED_INDEXES:
+        raise ValueError(f"name must be one of {sorted(PUBLISHED_INDEXES)}, got {name!r}")
+    return Path(str(resources.files("aiinfra.catalog").joinpath("checkpoints", name)))
 
 
 def _folder(folder) -> Path:
@@ -504,5 +523,6 @@ def _extra_kind(arch: ModelConfig, name: str, key: str) -> str | None:
 
 __all__ = [
     "CheckpointReport", "DTYPE_BYTES", "Expected", "GroupDiff", "INDEX_FILE", "MAX_HEADER_BYTES", "Stored",
-    "StoredTensor", "TORCH_TO_SAFETENSORS", "compare", "read_safetensors_header",
+    "StoredTensor", "TORCH_TO_SAFETENSORS", "PUBLISHED_INDEXES", "compare", "published_index_folder",
+    "read_safetensors_header",
 ]
