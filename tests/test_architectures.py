@@ -376,7 +376,7 @@ def test_approximate_reads_other_spellings_and_experts():
 
 
 def test_a_field_the_family_lacks_is_refused_or_estimated():
-    cfg = dict(models._shipped_config("granite-3.3-2b-instruct"), num_local_experts=8, num_experts_per_tok=2)
+    cfg = dict(models.shipped_config("granite-3.3-2b-instruct"), num_local_experts=8, num_experts_per_tok=2)
     with pytest.raises(ValueError, match="num_local_experts"):
         models.load(cfg)
     a = models.load(cfg, approximate=True)
@@ -401,7 +401,7 @@ def test_approximate_still_needs_its_fields(cfg, match):
     ({"layer_types": ["sliding_attention"] * 40}, "sliding_window"),
 ])
 def test_bad_fields_are_refused_even_when_approximating(change, match):
-    cfg = dict(models._shipped_config("granite-3.3-2b-instruct"), **change)
+    cfg = dict(models.shipped_config("granite-3.3-2b-instruct"), **change)
     for approximate in (False, True):
         with pytest.raises(ValueError, match=match):
             models.load(cfg, approximate=approximate)
@@ -418,7 +418,7 @@ def test_bad_fields_are_refused_even_when_approximating(change, match):
 ])
 def test_family_specific_refusals(name, change, match):
     with pytest.raises(ValueError, match=match):
-        models.load(dict(models._shipped_config(name), **change))
+        models.load(dict(models.shipped_config(name), **change))
 
 
 def test_wrapper_text_config_must_say_what_it_wraps():
@@ -441,7 +441,7 @@ def test_approximate_must_be_a_bool():
 
 
 def test_load_config_from_paths(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps(models._shipped_config("gpt2")))
+    (tmp_path / "config.json").write_text(json.dumps(models.shipped_config("gpt2")))
     assert models.total_params(models.load(tmp_path)) == 124_439_808
     assert models.load(str(tmp_path / "config.json")).name == models.load(tmp_path).name == tmp_path.name
     with pytest.raises(ValueError, match="does not exist"):
@@ -453,7 +453,7 @@ def test_load_config_from_paths(tmp_path):
     with pytest.raises(ValueError, match="JSON object"):
         A._read_config(tmp_path / "list.json")
     with pytest.raises(ValueError, match="name must be one of"):
-        models._shipped_config("gpt-5")
+        models.shipped_config("gpt-5")
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -118,7 +118,7 @@ def test_unexpected_tensors_and_buffers(tmp_path):
 
 def test_gpt2_at_full_size_reproduces_the_published_element_count(tmp_path):
     """safetensors docs, "Metadata Parsing": gpt2's model.safetensors holds {'F32': 137,022,720} elements."""
-    cfg = models._shipped_config("gpt2")
+    cfg = models.shipped_config("gpt2")
     tensors = {k.removeprefix("transformer."): ("F32", s) for k, (_, s) in predicted(cfg).items()}
     tensors.update({f"h.{i}.attn.bias": ("F32", (1, 1, 1024, 1024)) for i in range(12)})
     report = C.compare(model_folder(tmp_path, cfg, tensors), dtype="F32")
@@ -184,7 +184,7 @@ def test_gpt_oss_index_matches_its_published_total_size(tmp_path):
     experts: 4.25 bits a weight; everything else BF16)."""
     folder = tmp_path / "gpt-oss-20b"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(models._shipped_config("gpt-oss-20b")))
+    (folder / "config.json").write_text(json.dumps(models.shipped_config("gpt-oss-20b")))
     weight_map = gpt_oss_20b_weight_map()
     assert len(weight_map) == 459
     write_index(folder, weight_map, 13_761_264_768)
@@ -205,7 +205,7 @@ def test_qwen25_index_total_size(tmp_path):
     """Qwen/Qwen2.5-7B-Instruct model.safetensors.index.json: total_size 15,231,233,024 bytes of BF16."""
     folder = tmp_path / "qwen"
     folder.mkdir()
-    cfg = models._shipped_config("Qwen2.5-7B-Instruct")
+    cfg = models.shipped_config("Qwen2.5-7B-Instruct")
     (folder / "config.json").write_text(json.dumps(cfg))
     names = C._expected_storage(models.load(cfg), cfg)
     write_index(folder, {e.name: "model-00001-of-00004.safetensors" for e in names.values()}, 15_231_233_024)
@@ -362,7 +362,7 @@ def test_olmo2_13b_published_index_is_an_exact_match():
 
 def test_a_config_with_one_layer_more_misses_eleven_tensors():
     # the 13B index checked against a config with one layer more: 11 tensors missing, by group
-    cfg = dict(models._shipped_config("OLMo-2-1124-13B"), num_hidden_layers=41)
+    cfg = dict(models.shipped_config("OLMo-2-1124-13B"), num_hidden_layers=41)
     report = C.compare(C.published_index_folder("OLMo-2-1124-13B"), config=cfg)
     assert not report.exact
     missing = {d.group: len(d.missing) for d in report.differences}

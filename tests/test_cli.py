@@ -267,7 +267,7 @@ def test_check_a_published_index(capsys):
 def test_check_reports_the_byte_difference_from_an_index(capsys, tmp_path):
     from aiinfra.catalog import checkpoint
 
-    cfg = dict(models._shipped_config("OLMo-2-1124-13B"), intermediate_size=13_312)
+    cfg = dict(models.shipped_config("OLMo-2-1124-13B"), intermediate_size=13_312)
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     folder = checkpoint.published_index_folder("OLMo-2-1124-13B")
     (tmp_path / checkpoint.INDEX_FILE).write_text((folder / checkpoint.INDEX_FILE).read_text())

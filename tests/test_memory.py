@@ -100,7 +100,7 @@ def test_sliding_window_caps_the_request():
     assert per_token == 2 * 32 * 8 * 128 * 2
     assert memory.kv_bytes_per_request(m, 1000) == 1000 * per_token
     assert memory.kv_bytes_per_request(m, 32_768) == 4096 * per_token
-    cfg = dict(models._shipped_config("Mistral-7B-v0.1"), sliding_window=1024,
+    cfg = dict(models.shipped_config("Mistral-7B-v0.1"), sliding_window=1024,
                layer_types=["sliding_attention", "full_attention"] * 16)
     mixed = models.load(cfg)
     assert mixed.sliding_window_layers == tuple(range(0, 32, 2))

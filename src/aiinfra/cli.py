@@ -171,9 +171,11 @@ def _load_model(args):
 
 def _count_label(m, data, rows):
     """Say whether the count is exact or an estimate, in the JSON and at the top of the table."""
+    from aiinfra.catalog.architectures import FAMILY_NOTES
+
     data.update(model_type=m.model_type, count=m.label, exact=bool(m.exact))
     if m.exact:
-        rows.insert(0, ("count", f"exact ({m.model_type})"))
+        rows[:0] = [("count", f"exact ({m.model_type})"), ("  family", FAMILY_NOTES[m.model_type])]
     else:
         data["assumptions"] = list(m.assumptions)
         rows[:0] = [("count", f"APPROXIMATE ESTIMATE ({m.model_type}), not an exact count")]

@@ -46,6 +46,32 @@ EXACT_FAMILIES: tuple[str, ...] = (
     "starcoder2",
 )
 
+#: What makes each family's count differ from the Llama block (the book's "count your own model" page).
+FAMILY_NOTES: dict[str, str] = {
+    "llama": "the reference block: q/k/v/o projections, a gated MLP, two RMSNorms a layer; optional biases",
+    "mistral": "the Llama block; a non-null sliding_window windows every layer",
+    "mixtral": "Mistral attention; every layer holds 8 gated experts (w1, w3, w2) and a linear router",
+    "qwen2": "biases on q, k and v but never on o; windows only when use_sliding_window is set",
+    "qwen3": "an RMSNorm of head_dim on queries and one on keys, in every layer",
+    "qwen3_moe": "Qwen3 attention; expert layers chosen by decoder_sparse_step and mlp_only_layers",
+    "deepseek_v2": "latent attention (MLA), with or without a query down-projection; shared and routed experts "
+                   "after first_k_dense_replace dense layers",
+    "deepseek_v3": "the DeepSeek-V2 layout plus a score-correction bias per expert; the stored MTP layer is "
+                   "not counted",
+    "gpt2": "a learned position table, biases everywhere, LayerNorms with bias, Conv1D weights stored (in, out), "
+            "a tied head",
+    "gpt_neox": "one fused, biased QKV matrix, LayerNorms with bias, an untied embed_out; partial rotary adds nothing",
+    "phi3": "fused qkv_proj and gate_up_proj matrices",
+    "gemma": "head_dim set apart from the hidden size, a tied head",
+    "gemma2": "four RMSNorms a layer; sliding and global layers alternate",
+    "gemma3_text": "Gemma 2's norms plus q/k norms; one global layer in every sliding_window_pattern",
+    "gpt_oss": "biased attention with a learned sink per head, fused biased experts stored (E, in, out), a biased "
+               "router; a 128-token window on every other layer",
+    "olmo2": "norms after attention and after the MLP, q/k norms as wide as the whole projection",
+    "granite": "the Llama block; its four multipliers scale activations and hold no weights",
+    "starcoder2": "biased projections, a plain two-matrix MLP (c_fc, c_proj), LayerNorms with bias",
+}
+
 #: Tensor groups. Routed-expert groups are the ones "active" scales by ``k / E``.
 GROUPS: tuple[str, ...] = (
     "embedding", "position_embedding", "lm_head", "attention", "attention_bias", "attention_sink",
@@ -295,7 +321,7 @@ def _from_config(config, *, approximate: bool = False, name: str | None = None, 
     except ValueError as exc:
         if not approximate or isinstance(exc, _BadValue):
             raise
-        model = _approximate(cfg, label, reason=str(exc))
+        model = _approximate(cfg, label, reason=str(exc).split(" (pass approximate=True")[0])
     if wrapper is not None:
         note = (f"multimodal wrapper {wrapper!r}: counts the language model (text_config, "
                 f"model_type {model_type!r}) only; the vision tower and projector are not included")
@@ -901,7 +927,7 @@ _BUILDERS: dict[str, Callable[[_Fields], dict]] = {
     "gpt_neox": _gpt_neox, "phi3": _phi3, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3_text,
     "gpt_oss": _gpt_oss, "olmo2": _olmo2, "granite": _granite, "starcoder2": _starcoder2,
 }
-assert set(_BUILDERS) == set(EXACT_FAMILIES)
+assert set(_BUILDERS) == set(EXACT_FAMILIES) == set(FAMILY_NOTES)
 
 
 # --------------------------------------------------------------------------------------
@@ -973,6 +999,6 @@ def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int
 
 
 __all__ = [
-    "ModelConfig", "Tensor", "LayerAttention", "EXACT_FAMILIES", "GROUPS", "ROUTED_GROUPS", "MATMUL_GROUPS",
+    "ModelConfig", "Tensor", "LayerAttention", "EXACT_FAMILIES", "FAMILY_NOTES", "GROUPS", "ROUTED_GROUPS", "MATMUL_GROUPS",
     "LAYOUTS",
 ]

@@ -426,7 +426,7 @@ def compare(folder, *, config=None, approximate: bool = False, dtype: str | None
         name = next((n for n in models.SHIPPED if models._key(n) == models._key(config.rsplit("/", 1)[-1])), None)
         if name is None:
             raise ValueError(f"config must be a shipped model name {models.shipped_names()} or a path, got {config!r}")
-        config = models._shipped_config(name)
+        config = models.shipped_config(name)
     else:
         config = _read_config(config)
     arch = _from_config(config, approximate=approximate, name=name)

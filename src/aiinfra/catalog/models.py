@@ -131,8 +131,8 @@ def load(x, approximate: bool = False) -> ModelConfig:
     )
 
 
-def _shipped_config(name: str) -> dict:
-    """The ``config.json`` of a shipped model, as a dict (a fresh copy)."""
+def shipped_config(name: str) -> dict:
+    """The ``config.json`` of a shipped model, as a dict (a fresh copy to edit and pass to :func:`load`)."""
     if name not in SHIPPED:
         raise ValueError(f"name must be one of {shipped_names()}, got {name!r}")
     text = resources.files("aiinfra.catalog").joinpath("configs", SHIPPED[name][0]).read_text(encoding="utf-8")
@@ -141,7 +141,7 @@ def _shipped_config(name: str) -> dict:
 
 @lru_cache(maxsize=None)
 def _load_shipped(name: str) -> ModelConfig:
-    return _from_config(_shipped_config(name), name=name, source=SHIPPED[name][1])
+    return _from_config(shipped_config(name), name=name, source=SHIPPED[name][1])
 
 
 def _load_name_or_path(text: str, approximate: bool) -> ModelConfig:
@@ -343,7 +343,7 @@ def param_breakdown(m) -> dict[str, int]:
 
 __all__ = [
     "ModelConfig", "Tensor", "LayerAttention", "ContextLengthWarning", "SUPPORTED_MODEL_TYPES", "SHIPPED",
-    "RECONSTRUCTED", "load", "shipped_names", "params_by_group", "total_params", "active_params",
+    "RECONSTRUCTED", "load", "shipped_names", "shipped_config", "params_by_group", "total_params", "active_params",
     "embedding_params", "lm_head_params", "block_linear_params_per_token", "decode_read_params",
     "attention_qk_width", "attention_v_width", "param_breakdown",
 ]
