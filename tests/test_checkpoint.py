@@ -235,7 +235,7 @@ def test_sharded_folder_reads_every_header(tmp_path):
     assert report.exact and report.source == "safetensors headers"
     (folder / "model-00002-of-00002.safetensors").unlink()  # a half-finished download
     report = C.compare(folder)
-    assert report.exact and report.source == "index" and any("1 of 2" in n for n in report.notes)
+    assert report.exact and report.source == "index" and any("1 of the 2 weight files" in n for n in report.notes)
 
 
 def test_an_index_that_disagrees_with_the_headers_is_refused(tmp_path):

@@ -474,7 +474,9 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
     if not arch.exact:
         notes.append("approximate count: " + "; ".join(arch.assumptions))
     if stored.missing_files:
-        notes.append(f"{len(stored.missing_files)} of {len(stored.files)} weight files are not in the folder; "
+        held = "none" if len(stored.missing_files) == len(stored.files) else \
+            f"{len(stored.files) - len(stored.missing_files)}"
+        notes.append(f"{held} of the {len(stored.files)} weight files listed in the index are in the folder; "
                      f"compared with the index only")
     if any(e.dtype is None for e in expected.values()):
         notes.append("the config names no torch_dtype: dtypes and bytes were not predicted "
