@@ -17,7 +17,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import compute, memory
+from aiinfra import memory
 from aiinfra.catalog import architectures as A
 from aiinfra.catalog import checkpoint, models
 from aiinfra.catalog.models import ContextLengthWarning
@@ -330,7 +330,7 @@ def test_context_beyond_max_position_embeddings_warns():
     with pytest.warns(ContextLengthWarning, match="8,192"):
         memory.kv_bytes_per_request(arch("gemma-2-2b-it"), 10_000)
     with pytest.warns(ContextLengthWarning, match="1,024"):
-        compute.decode_flops(arch("gpt2"), 2048)
+        memory.kv_bytes_per_request(arch("gpt2"), 2048)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         memory.kv_bytes_per_request(arch("gemma-2-2b-it"), 8192)  # exactly the limit: no warning

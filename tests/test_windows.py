@@ -87,5 +87,6 @@ def test_a_context_past_the_positions_warns_once_per_call():
         Deployment(m, "H100 SXM").max_batch(9000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        compute.decode_flops(m, 8192)
-        compute.context_where_two_n_is_off(m)  # the search probes huge contexts, silently
+        memory.kv_bytes_per_request(m, 8192)   # exactly the limit
+        compute.decode_flops(m, 100_000)      # FLOPs curves may run past it without a word
+        compute.context_where_two_n_is_off(m)

@@ -29,7 +29,6 @@ Serves: Chapters 1 (quick-reference numbers), 2 (one request by hand) and 3 (the
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -253,14 +252,14 @@ def decode_flops(model, context_tokens):
     """FLOPs of one decode step of ``model`` with ``context_tokens`` keys in the cache.
 
     :func:`flops_per_token` plus attention ``2 n (w_qk + w_v)`` per layer,
-    ``n`` capped at the layer's window in sliding-window layers. Warns
-    (:class:`~aiinfra.catalog.models.ContextLengthWarning`) past the model's
-    ``max_position_embeddings``. Qwen3-8B at 2,048 tokens: 16.34e9. Accepts
-    an array of contexts.
+    ``n`` capped at the layer's window in sliding-window layers. Contexts
+    past the model's ``max_position_embeddings`` are computed as asked (a
+    curve may run past them); the KV of such a request warns
+    (:func:`aiinfra.memory.kv_bytes_per_request`). Qwen3-8B at 2,048 tokens:
+    16.34e9. Accepts an array of contexts.
     """
-    m, n_lin, n_head, groups = _shape(model)
+    _, n_lin, n_head, groups = _shape(model)
     ctx = context_tokens
-    models._check_context(m, ctx)
     total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
     for n, wq, wv, window in groups:
         total = total + attention_flops_per_token(n, wq, wv, ctx if window is None else np.minimum(ctx, window))
@@ -383,19 +382,17 @@ def context_where_two_n_is_off(model, tolerance=0.1) -> float:
     """
     tol = check("tolerance", tolerance, ">0", scalar=True)
     target = 1.0 + tol
-    with warnings.catch_warnings():  # the search probes contexts far past any model's window
-        warnings.simplefilter("ignore", models.ContextLengthWarning)
-        if two_n_ratio(model, 0) > target:
-            return 0.0
-        if two_n_ratio(model, _MAX_CONTEXT) <= target:
-            return math.inf
-        lo, hi = 0, _MAX_CONTEXT  # ratio(lo) <= target < ratio(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if two_n_ratio(model, mid) > target:
-                hi = mid
-            else:
-                lo = mid
+    if two_n_ratio(model, 0) > target:
+        return 0.0
+    if two_n_ratio(model, _MAX_CONTEXT) <= target:
+        return math.inf
+    lo, hi = 0, _MAX_CONTEXT  # ratio(lo) <= target < ratio(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if two_n_ratio(model, mid) > target:
+            hi = mid
+        else:
+            lo = mid
     return float(hi)
 
 
