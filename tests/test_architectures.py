@@ -489,3 +489,12 @@ def test_llama_shaped_closed_form(layers, kv, group, head_dim, hidden, ffn, voca
     expected = layers * (2 * hidden * q + 2 * hidden * k + 3 * hidden * ffn + 2 * hidden) + hidden
     expected += vocab * hidden * (1 if tied else 2)
     assert models.total_params(models.load(cfg)) == expected
+
+
+def test_an_estimate_says_how_it_read_a_window():
+    cfg = dict(UNKNOWN, sliding_window=16)
+    m = models.load(cfg, approximate=True)
+    assert m.sliding_window is None and any("every layer is taken as full" in a for a in m.assumptions)
+    m = models.load(dict(cfg, layer_types=["sliding_attention", "full_attention"]), approximate=True)
+    assert m.sliding_window_layers == (0,) and m.sliding_window == 16
+

@@ -965,6 +965,10 @@ def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> ModelConfig
     else:
         base["intermediate_size"] = 4 * hidden
         assumptions.append("intermediate_size absent: taken as 4 * hidden_size")
+    if cfg.get("sliding_window") is not None and cfg.get("layer_types") is None:
+        del base["sliding_window"]
+        assumptions.append("sliding_window given without layer_types: every layer is taken as full attention "
+                           "(the KV may be overstated)")
     tied = cfg.get("tie_word_embeddings")
     base["tie_word_embeddings"] = bool(tied)
     if tied is None:
