@@ -94,7 +94,7 @@ class _Exact:
 
     def __init__(self, m: models.ModelConfig, kv_heads: int | None):
         self.model = m
-        self.kv_model = m if kv_heads is None else dataclasses.replace(m, n_kv_heads=kv_heads)
+        self.kv_model = m if kv_heads is None else models._with_kv_heads(m, kv_heads)
         self.stored_params = models.total_params(m)
         self.read_params = models.decode_read_params(m)
 

@@ -86,12 +86,13 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
     bf16 = _units.bytes_per_param("bf16")
     quant_bytes = 0.0
     other_params = _models.total_params(m) - _models._block_linear_params(m)
-    for lin in _models._linear_shapes(m):
-        if lin.role in keep:
-            other_params += lin.params
+    for role, copies, n_out, n_in in _models._matrices(m):
+        params = copies * n_out * n_in
+        if role in keep:
+            other_params += params
             continue
-        groups = lin.out_features * math.ceil(lin.in_features / g) * lin.count
-        quant_bytes += lin.params * q / 8 + groups * s
+        groups = n_out * math.ceil(n_in / g) * copies
+        quant_bytes += params * q / 8 + groups * s
     return float(quant_bytes + other_params * bf16)
 
 
@@ -123,35 +124,42 @@ def mla_kv_bytes_per_token_formula(n_layers, kv_lora_rank, qk_rope_head_dim, byt
     return (kv_lora_rank + qk_rope_head_dim) * n_layers * bytes_per_element
 
 
-def _per_layer_token_bytes(m: _models.ModelConfig, b):
-    """KV bytes one token adds in one layer."""
-    if m.attention_kind == "mla":
-        return mla_kv_bytes_per_token_formula(1, m.kv_lora_rank, m.qk_rope_head_dim, b)
-    return kv_bytes_per_token_formula(1, m.n_kv_heads, m.head_dim, b)
+def _layer_groups(m: _models.ModelConfig) -> list[tuple[int, int, int | None]]:
+    """Layers grouped by what they cache: ``(count, elements per token, window or None)``, full layers first."""
+    counts: dict[tuple[int, int | None], int] = {}
+    for a in m.attention:
+        counts[(a.kv_elements_per_token, a.window)] = counts.get((a.kv_elements_per_token, a.window), 0) + 1
+    return [(n, e, w) for (e, w), n in sorted(counts.items(), key=lambda kv: (kv[0][1] is not None, kv[0]))]
 
 
 def kv_bytes_per_token(m, bytes_per_element=2):
-    """KV-cache bytes one more cached token costs, summed over all layers.
+    """KV-cache bytes one more cached token costs, summed over all layers: ``sum_l e_l * b``.
 
-    MHA/GQA: ``2 * L * n_kv_heads * head_dim * b``; MLA: the compressed
-    latent, ``(kv_lora_rank + qk_rope_head_dim) * L * b``. Sliding-window
-    layers are included (a token costs the same there until the window is
-    full; :func:`kv_bytes_per_request` applies the cap). ``bytes_per_element``
-    may be an array (2 for BF16, 1 for an FP8 cache).
+    ``e_l`` is what layer ``l`` caches per token: ``2 * n_kv_heads * head_dim``
+    for MHA/GQA (:func:`kv_bytes_per_token_formula`), the compressed latent
+    plus the RoPE key ``kv_lora_rank + qk_rope_head_dim`` for MLA
+    (:func:`mla_kv_bytes_per_token_formula`). Sliding-window layers are
+    included (a token costs the same there until the window is full;
+    :func:`kv_bytes_per_request` applies the cap). ``bytes_per_element`` may
+    be an array (2 for BF16, 1 for an FP8 cache).
 
     Qwen3-8B in BF16: 147,456 B (144 KiB).
     """
     m = _models._as_model(m)
     b = check("bytes_per_element", bytes_per_element, ">0")
-    return _per_layer_token_bytes(m, b) * m.n_layers
+    return sum(a.kv_elements_per_token for a in m.attention) * b
 
 
 def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
-    """KV-cache bytes of one request holding ``context_tokens`` tokens.
+    """KV-cache bytes of one request holding ``n`` tokens: ``sum_l e_l * min(n, w_l) * b`` (chapter 5).
 
-    Full-attention layers keep every token; sliding-window layers keep at
-    most ``sliding_window`` of them. ``context_tokens`` and
-    ``bytes_per_element`` may be arrays (they broadcast).
+    Full-attention layers keep every token (``w_l`` infinite); a
+    sliding-window layer keeps at most its window ``w_l``; MLA layers keep the
+    compressed latent plus the RoPE key. Gemma 2 at 8,192 tokens: 13 sliding
+    layers hold 4,096 tokens, 13 global layers 8,192. ``context_tokens`` and
+    ``bytes_per_element`` may be arrays (they broadcast). A context longer
+    than the model's ``max_position_embeddings`` raises a
+    :class:`~aiinfra.catalog.models.ContextLengthWarning`.
 
     Qwen3-8B at 2,048 tokens: 288 MiB. DeepSeek-R1-Distill-Llama-70B at
     8,192 tokens: 2.5 GiB.
@@ -159,13 +167,10 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
     m = _models._as_model(m)
     ctx = check("context_tokens", context_tokens, ">=0")
     b = check("bytes_per_element", bytes_per_element, ">0")
-    per_layer = _per_layer_token_bytes(m, b)
-    n_window = len(m.sliding_window_layers)
-    n_full = m.n_layers - n_window
-    tokens = n_full * np.asarray(ctx, dtype=float)
-    if n_window:
-        tokens = tokens + n_window * np.minimum(ctx, m.sliding_window)
-    out = per_layer * tokens
+    _models._check_context(m, ctx)
+    n = np.asarray(ctx, dtype=float)
+    elements = sum(count * e * (n if w is None else np.minimum(n, w)) for count, e, w in _layer_groups(m))
+    out = elements * b
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -279,7 +284,7 @@ def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
     """
     m = _models._as_model(m)
     b = check("bytes_per_element", bytes_per_element, ">0")
-    out = m.n_layers * (_models.attention_qk_width(m) + _models.attention_v_width(m)) * np.asarray(b)
+    out = sum(a.qk_width + a.v_width for a in m.attention) * np.asarray(b)
     return float(out) if out.ndim == 0 else out
 
 

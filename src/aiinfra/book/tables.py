@@ -31,6 +31,7 @@ __all__ = [
     "scheduler_table_markdown",
     "propagation_table_markdown",
     "latency_table_rows",
+    "model_families_markdown",
 ]
 
 
@@ -283,3 +284,33 @@ def latency_table_rows(unit: str = "ns") -> list[tuple[str, float]]:
     if unit not in scale:
         raise ValueError(f"unit must be one of {sorted(scale)}, got {unit!r}")
     return [(r.operation, reference.latency_s(r.operation) / scale[unit]) for r in reference.table("latency_2009")]
+
+
+def model_families_markdown(names, context_tokens: int = 8192) -> str:
+    """One row per shipped model: its family, exact total and active counts, attention layout, KV of a request.
+
+    KV is BF16 and window-aware (:func:`aiinfra.memory.kv_bytes_per_request`) at ``context_tokens``, or at
+    the model's ``max_position_embeddings`` when that is shorter (the cell says so); the last column says
+    what the family's count does differently (:data:`aiinfra.catalog.architectures.FAMILY_NOTES`).
+    The "count your own model" page.
+    """
+    from aiinfra import memory
+    from aiinfra.catalog import models
+    from aiinfra.catalog.architectures import FAMILY_NOTES
+
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    rows = []
+    for name in names:
+        m = models.load(name)
+        windows = sorted({a.window for a in m.attention if a.window is not None})
+        layout = f"{m.n_layers - len(m.sliding_window_layers)} full"
+        if windows:
+            layout += f" + {len(m.sliding_window_layers)} x {', '.join(f'{w:,}' for w in windows)}"
+        n = min(ctx, m.max_position_embeddings or ctx)
+        kv = units.fmt_bytes(memory.kv_bytes_per_request(m, n)) + (f" (at {n:,})" if n < ctx else "")
+        copy = " (reconstructed)" if name in models.RECONSTRUCTED else ""
+        rows.append([f"`{m.model_type}`", f"{name}{copy}", f"{models.total_params(m):,}",
+                     f"{models.active_params(m):,}", layout, kv, FAMILY_NOTES[m.model_type]])
+    headers = ["family", "shipped config", "total", "active", "attention layers (window)",
+               f"KV @ {ctx:,} tokens", "what the count does differently"]
+    return markdown_table(headers, rows, align="llrrlrl")
