@@ -82,9 +82,9 @@ EX_1_1 = Exercise(
         "The model has {n_params:,} parameters in {layers} layers of width {hidden:,}; its embedding "
         "table holds {vocab:,} rows of {hidden:,}, its LM head {head}, and each layer keeps "
         "{kv_heads} key/value heads of {head_dim} elements. A request arrives with a "
-        "{prompt_tokens}-token prompt. Treat each generated token as one decode step that streams the "
+        "{prompt_tokens:,}-token prompt. Treat each generated token as one decode step that streams the "
         "weights the token touches from GPU memory, and follow the bytes as the answer grows from "
-        "{short_tokens} to {long_tokens} tokens. Sizes are decimal (1 GB = $10^9$ B, 1 TB = $10^{{12}}$ B; "
+        "{short_tokens:,} to {long_tokens:,} tokens. Sizes are decimal (1 GB = $10^9$ B, 1 TB = $10^{{12}}$ B; "
         "1 KiB = 1,024 B)."
     ),
     params={
@@ -105,10 +105,10 @@ EX_1_1 = Exercise(
                 slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_b),)),
         Numeric("c", "How many bytes of KV cache does each new token append, summed over all layers?",
                 ref_1_1_c, unit="KiB", hint="K and V, for every layer and every KV head, head_dim elements each"),
-        Numeric("d", "How large is the request's KV cache once the {long_tokens}-token answer is complete "
+        Numeric("d", "How large is the request's KV cache once the {long_tokens:,}-token answer is complete "
                 "(prompt plus answer)?", ref_1_1_d, unit="GB",
                 hint="KV bytes per token times the tokens held: prompt plus generated"),
-        Numeric("e", "How many bytes of weights stream out of GPU memory over the whole {long_tokens}-token "
+        Numeric("e", "How many bytes of weights stream out of GPU memory over the whole {long_tokens:,}-token "
                 "answer, one step per token at batch 1?", ref_1_1_e, unit="TB",
                 hint="the per-step weight read of part (b), once per generated token",
                 slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_e),)),
@@ -123,7 +123,7 @@ EX_1_1 = Exercise(
              sample=(
                  "Loading the {a:.2f} GB of weights happens once per instance. The per-step weight read "
                  "({b:.2f} GB) repeats for every generated token, so the total traffic grows linearly with "
-                 "the answer ({e:.2f} TB for {long_tokens} tokens). The KV cache grows by {c:.0f} KiB per "
+                 "the answer ({e:.2f} TB for {long_tokens:,} tokens). The KV cache grows by {c:.0f} KiB per "
                  "token and the attention of every step reads all of it, so both the resident state and the "
                  "per-step reads grow. A split over two cards would add one activation hand-off per layer "
                  "boundary per step, also growing with the answer. Replication doubles the resident weights "
@@ -363,17 +363,17 @@ EX_1_3 = Exercise(
     },
     given=given_1_3,
     parts=(
-        Numeric("a", "The lower bound on the time of one batched step, for each batch size (a list).",
+        Numeric("a", "The lower bound on the time of one batched step, for each batch size.",
                 ref_1_3_a, unit="ms", hint="the larger of compute time and weight-read time, at the reduced rates"),
-        Numeric("b", "The step time shared out per generated token, for each batch size (a list).", ref_1_3_b,
+        Numeric("b", "The step time shared out per generated token, for each batch size.", ref_1_3_b,
                 unit="ms", hint="a step yields one token per request"),
-        Numeric("c", "The ideal throughput of the whole batch, for each batch size (a list).", ref_1_3_c,
+        Numeric("c", "The ideal throughput of the whole batch, for each batch size.", ref_1_3_c,
                 unit="tokens/s", hint="tokens per step over the step time"),
         Numeric("d", "On the lower bound alone, how many of the batch sizes meet the {target_ms} ms per-step "
-                "target?", ref_1_3_d, unit="batch sizes", rel_tol=0.0, abs_tol=0.1,
+                "target?", ref_1_3_d, unit="batch sizes", rel_tol=0.0, abs_tol=0.5,
                 hint="every request waits for the whole step, not for its share of it"),
         Numeric("e", "Halve the bytes read for the weights, keeping the FLOPs as they are. The step time "
-                "for each batch size again (a list).", ref_1_3_e, unit="ms",
+                "for each batch size again.", ref_1_3_e, unit="ms",
                 hint="only the read term halves; check whether compute now dominates"),
         Numeric("f", "With the full weights, at which batch size $B_*$ does the compute time equal the "
                 "weight-read time (at the reduced rates)?", ref_1_3_f, unit="requests",
@@ -460,8 +460,8 @@ EX_1_4 = Exercise(
     level="core",
     intro=(
         "{model} in BF16 was served by vLLM in eager mode on an {gpu} ({gpu_gb:.0f} GB, "
-        "{gpu_tb_s:.3f} TB/s, {gpu_tflops:.1f} TFLOP/s dense BF16), with {prompt_tokens}-token prompts "
-        "and {output_tokens}-token answers. The model has {n_params:,} parameters; a decode step reads "
+        "{gpu_tb_s:.3f} TB/s, {gpu_tflops:.1f} TFLOP/s dense BF16), with {prompt_tokens:,}-token prompts "
+        "and {output_tokens:,}-token answers. The model has {n_params:,} parameters; a decode step reads "
         "all of them in BF16 except the embedding table ({vocab:,} rows of {hidden:,}), of which it reads one "
         "row, plus {kv_kib:.0f} KiB of KV per cached token of each request. Two points of the measurement survive: at batch 1 the time "
         "per output token (TPOT) was {tpot_1_ms} ms; at batch {batch} it was {tpot_b_ms} ms, and the "
@@ -488,7 +488,7 @@ EX_1_4 = Exercise(
         Numeric("c", "Ignoring prefill, what throughput factor do the two TPOT values alone imply?", ref_1_4_c,
                 unit="x", hint="tokens per step over TPOT, batch against batch 1"),
         Numeric("d", "The lower bound on one decode step at batch 1: weights plus the KV of a "
-                "{prompt_tokens}-token context, read at the peak bandwidth (compute overlapped).", ref_1_4_d,
+                "{prompt_tokens:,}-token context, read at the peak bandwidth (compute overlapped).", ref_1_4_d,
                 unit="ms", hint="bytes read per step over the memory bandwidth; the embedding table is "
                                 "not streamed",
                 slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_4_d),)),

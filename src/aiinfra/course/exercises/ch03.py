@@ -60,8 +60,8 @@ EX_3_1 = Exercise(
         "{model} has $N$ = {n_params:,} parameters: {n_linear:,} weights in the matrices of its {layers} "
         "blocks, an LM head of {vocab:,} x {hidden:,} = {n_head:,} weights{tied}, and an embedding table "
         "of the same size. Each layer has {heads} query heads of {head_dim} elements, so "
-        "$w_{{qk}} = w_v$ = {w_qk:,}. A request brings a {prompt_tokens}-token prompt and receives "
-        "{generated_tokens} tokens. Count a multiply-add as 2 FLOPs, the embedding lookup as 0, attention "
+        "$w_{{qk}} = w_v$ = {w_qk:,}. A request brings a {prompt_tokens:,}-token prompt and receives "
+        "{generated_tokens:,} tokens. Count a multiply-add as 2 FLOPs, the embedding lookup as 0, attention "
         "as $2n(w_{{qk}}+w_v)$ per layer for a query that sees $n$ keys (causal in prefill: the $i$-th prompt "
         "token sees $i$ keys), and run the LM head only where a token is sampled (in prefill, on the last "
         "prompt token only). `aiinfra.compute.prefill_flops`, `decode_flops` and `request_flops` count "
@@ -77,9 +77,9 @@ EX_3_1 = Exercise(
         Numeric("a", "Prefill FLOPs by the $2N$ rule.", ref_3_1_a, unit="TFLOPs", hint="2 x parameters x prompt tokens"),
         Numeric("b", "Prefill FLOPs, exactly.", ref_3_1_b, unit="TFLOPs",
                 hint="block matrices for every prompt token, the LM head once, causal attention P(P+1)/2 pairs"),
-        Numeric("c", "One decode step with {prompt_tokens} tokens in the cache, exactly.", ref_3_1_c,
+        Numeric("c", "One decode step with {prompt_tokens:,} tokens in the cache, exactly.", ref_3_1_c,
                 unit="GFLOPs", hint="2 x (block matrices + LM head) plus 4 n heads head_dim per layer"),
-        Numeric("d", "The whole request, exactly (prefill emits the first token; {generated_tokens} - 1 "
+        Numeric("d", "The whole request, exactly (prefill emits the first token; {generated_tokens:,} - 1 "
                 "decode steps follow).", ref_3_1_d, unit="TFLOPs",
                 hint="add the prefill and the decode steps, each at its own context"),
         Numeric("e", "The exact total over $2N(P+G)$.", ref_3_1_e, unit="x",
@@ -146,7 +146,7 @@ EX_3_2 = Exercise(
     },
     given=given_3_2,
     parts=(
-        Numeric("a", "Exact over $2N$ at a context of {context_tokens} tokens.", ref_3_2_a, unit="x",
+        Numeric("a", "Exact over $2N$ at a context of {context_tokens:,} tokens.", ref_3_2_a, unit="x",
                 hint="exact step FLOPs at that context divided by 2N"),
         Numeric("b", "The smallest context at which the exact step exceeds $2N$ by more than the tolerance.",
                 ref_3_2_b, unit="tokens", rel_tol=0.002,
@@ -160,7 +160,7 @@ EX_3_2 = Exercise(
                 hint="no attention term: 2(N_lin + N_head) over 2N"),
     ),
     discussion=(
-        "At {context_tokens} tokens the step costs {a:.2f}x the rule. The rule is high at short contexts "
+        "At {context_tokens:,} tokens the step costs {a:.2f}x the rule. The rule is high at short contexts "
         "({e:.3f} at zero, the free embedding) and low at long ones; it passes the tolerance at {b:,.0f} tokens, "
         "against {c:,.0f} for the 70B model."
     ),
@@ -210,7 +210,7 @@ EX_3_3 = Exercise(
     level="core",
     intro=(
         "{model} in BF16 serves one request alone on an {gpu} ({tflops:.1f} TFLOP/s dense BF16, {tb_s:.2f} TB/s): "
-        "a {prompt_tokens}-token prompt and a {generated_tokens}-token answer. Use exact FLOPs (the counting "
+        "a {prompt_tokens:,}-token prompt and a {generated_tokens:,}-token answer. Use exact FLOPs (the counting "
         "rules of exercise 3-1), read the weights once per pass ({read_gb:.2f} GB: the embedding table is not "
         "streamed) plus the KV of the current context ({kv_kib:.0f} KiB per token), and let reads and "
         "arithmetic overlap at the peak rates. The prefill emits the first token; each later token is one "
@@ -276,11 +276,11 @@ EX_3_4 = Exercise(
     title="Find the flaw: equal FLOPs, equal time",
     level="core",
     intro=(
-        "A planning note reads: \"{model} ({n_b:.2f}B parameters) answering {tokens} tokens to a {tokens}-token "
+        "A planning note reads: \"{model} ({n_b:.2f}B parameters) answering {tokens:,} tokens to a {tokens:,}-token "
         "prompt costs $2N(P+G)$ FLOPs, half in prefill and half in decode. At {tflops:.1f} TFLOP/s the request "
         "takes {claim_ms:.1f} ms on one H100, split evenly between the phases.\" Check it with the exact "
         "phase model of this chapter (BF16, batch 1, peak rates: {tflops:.1f} TFLOP/s and {hbm_tb_s:.2f} TB/s, "
-        "reads and arithmetic overlapped; the prefill emits the first token, then {tokens} - 1 decode steps), "
+        "reads and arithmetic overlapped; the prefill emits the first token, then {tokens:,} - 1 decode steps), "
         "as `aiinfra.deployment.Deployment(model, \"H100 SXM\").request(P, G)` computes it."
     ),
     params={
@@ -298,7 +298,7 @@ EX_3_4 = Exercise(
         Free("e", "What is wrong with the note, and what should a plan use instead for decode time?",
              sample=(
                  "The FLOP counts are indeed about equal ({a:.2f}), but time is not FLOPs over peak. Prefill is one "
-                 "parallel, compute-bound pass ({b:.1f} ms). Decode is {tokens} sequential passes, each memory-bound: "
+                 "parallel, compute-bound pass ({b:.1f} ms). Decode is {tokens:,} sequential passes, each memory-bound: "
                  "it must stream the weights every step, so it takes {c:.0f} ms, {d:.0f}x the prefill. A plan should "
                  "bound decode by bytes per step over bandwidth, times the number of steps."
              )),
@@ -344,7 +344,7 @@ EX_3_5 = Exercise(
     level="extension",
     intro=(
         "{model} in BF16 ({layers} layers, {kv_heads} key/value heads of {head_dim} elements per layer) answers "
-        "{generated_tokens} tokens to a {prompt_tokens}-token prompt. Separately, a "
+        "{generated_tokens:,} tokens to a {prompt_tokens:,}-token prompt. Separately, a "
         "model trained on {training_tokens_t} trillion tokens is served at {tokens_per_s_per_gpu:,} tokens per "
         "second per GPU. Training costs about $6N$ FLOPs per training token, inference $2N$ per served token."
     ),
@@ -362,7 +362,7 @@ EX_3_5 = Exercise(
         Numeric("b", "KV cache of the finished request (prompt plus answer).", ref_3_5_b, unit="MiB",
                 hint="per-token bytes times the tokens held; 1 MiB = 2**20 B"),
         Numeric("c", "How many times more FLOPs would the decode steps cost if each recomputed the whole "
-                "sequence (no cache: each of the {generated_tokens} - 1 steps is a prefill of every token so far, "
+                "sequence (no cache: every decode step is a prefill of all the tokens so far, "
                 "as `Deployment(model, gpu).decode_without_cache(P, G)` counts it)?", ref_3_5_c, unit="x",
                 hint="sum the prefill of P+1, P+2, ... tokens, over the cached steps' FLOPs"),
         Numeric("d", "Served tokens at which inference FLOPs equal the training FLOPs.", ref_3_5_d,

@@ -98,7 +98,7 @@ EX_4_1 = Exercise(
         Numeric("b", "What is the upper bound on decode speed, in tokens per second?", ref_4_1_b, unit="tok/s",
                 hint="bandwidth divided by the bytes one step must read",
                 slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_b),)),
-        Numeric("c", "At that speed, how long do the {reply_tokens} decode steps of a {reply_tokens}-token reply "
+        Numeric("c", "At that speed, how long do the {reply_tokens:,} decode steps of a {reply_tokens:,}-token reply "
                 "take at least?", ref_4_1_c, unit="s", hint="one step per token, each at least bytes / bandwidth",
                 slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_c),)),
         Numeric("d", "With 4-bit weights (half a byte each, scales ignored), what does the bound become?", ref_4_1_d,
@@ -247,7 +247,7 @@ EX_4_3 = Exercise(
     level="core",
     intro=(
         "{model} in BF16 runs alone on one {gpu} ({peak_tflops:.1f} dense BF16 TFLOP/s, {bw_tb_s:.3f} TB/s). "
-        "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens} tokens. Use the library's "
+        "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens:,} tokens. Use the library's "
         "roofline bounds, `aiinfra.deployment.Deployment(\"{model}\", \"{gpu}\")`: the prefill "
         "(`.prefill(P)`) is limited by its causal FLOPs (exact counts, the LM head on the last prompt token "
         "only), a decode step (`.step(1, context)`) by the bytes it reads: every one of the {n_params:,} "
@@ -318,8 +318,8 @@ EX_4_4 = Exercise(
     intro=(
         "A benchmark reports that {model} on one {gpu} \"runs at {claimed:,.0f} tokens/s\". It was measured with "
         "{batch} concurrent requests of {ctx:,} tokens of context each (the number above is the roofline bound of "
-        "that setup). An engineer concludes: \"so one user's {reply_tokens}-token answer takes "
-        "{reply_tokens} / {claimed:,.0f} seconds\"."
+        "that setup). An engineer concludes: \"so one user's {reply_tokens:,}-token answer takes "
+        "{reply_tokens:,} / {claimed:,.0f} seconds\"."
     ),
     params={
         "batch": Param(16, choices=(8, 16, 32)),
@@ -331,7 +331,7 @@ EX_4_4 = Exercise(
                 hint="reply tokens divided by the reported rate"),
         Numeric("b", "In that benchmark setup, how many tokens per second does each user actually receive?",
                 ref_4_4_b, unit="tok/s", hint="one token per request per step: 1 / step time"),
-        Numeric("c", "How long do the {reply_tokens} decode steps of the answer really take at that batch?",
+        Numeric("c", "How long do the {reply_tokens:,} decode steps of the answer really take at that batch?",
                 ref_4_4_c, unit="s", hint="reply tokens times the step time of the batched step"),
         Numeric("d", "By what factor was the engineer's estimate too optimistic?", ref_4_4_d, unit="x",
                 hint="divide part (c) by part (a)"),

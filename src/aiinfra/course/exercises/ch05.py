@@ -336,7 +336,14 @@ RESERVE_5_5 = 0.1  # share of memory kept for runtime buffers
 
 
 def given_5_5(p):
-    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5}
+    m = models.load(MODEL_70B)
+    g = hardware.gpu(GPU_5_5)
+    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5,
+            "weights_gb": memory.weight_bytes(m, "bf16") / units.GB,
+            "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
+            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB, "gflops": compute.flops_per_token(m) / units.GIGA,
+            "gpu_gb": g.memory_bytes / units.GB, "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+            "tflops": g.bf16_dense_flops_per_s / units.TERA}
 
 
 def _cost_5_5(p, context):
@@ -375,10 +382,13 @@ EX_5_5 = Exercise(
     title="The price of a long context",
     level="extension",
     intro=(
-        "{model} in BF16 is served on {n_gpus} x {gpu}, with {reserve:.0%} of memory reserved for runtime buffers and the rest "
-        "after the weights for caches. A GPU-hour costs \\${usd_per_gpu_hour:.2f}. All requests in a deployment hold "
-        "the same context; the batch is the largest that fits. Use `capacity.cost_vs_context` (bounds: full "
-        "bandwidth and compute, no overheads)."
+        "{model} in BF16 is served on {n_gpus} x {gpu} ({gpu_gb:.0f} GB, {tb_s:.2f} TB/s and {tflops:.1f} "
+        "TFLOP/s dense BF16 each), with {reserve:.0%} of the memory reserved for runtime buffers and the rest, after "
+        "the {weights_gb:.2f} GB of weights, for caches. A GPU-hour costs \\${usd_per_gpu_hour:.2f}. All requests "
+        "in a deployment hold the same context ({kv_kib:.0f} KiB of KV per token); the batch is the largest that "
+        "fits. A decode step reads {read_gb:.2f} GB of weights (not the embedding table) plus every request's "
+        "cache, and does {gflops:.1f} GFLOPs per request (attention left out); reads and arithmetic overlap at the "
+        "full peaks, with no overheads. `aiinfra.serving.capacity.cost_vs_context` computes this."
     ),
     params={
         "usd_per_gpu_hour": Param(2.5, choices=(2.0, 2.5, 4.0)),

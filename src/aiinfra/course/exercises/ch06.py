@@ -99,7 +99,8 @@ EX_6_1 = Exercise(
     },
     given=given_6_1,
     parts=(
-        Numeric("a", "How large is one all-reduce message?", ref_6_1_a, unit="MiB",
+        Numeric("a", "How large is one all-reduce message (the BF16 activation vector of every token in flight)?",
+                ref_6_1_a, unit="MiB",
                 hint="tokens x hidden width x 2 bytes; the message does not shrink with the TP degree"),
         Numeric("b", "How long does one all-reduce take over NVLink?", ref_6_1_b, unit="µs",
                 hint="2(n-1)/n x S / beta plus 2(n-1) step latencies", slips=("per-direction-vs-both",)),
@@ -173,7 +174,7 @@ EX_6_2 = Exercise(
     intro=(
         "A cluster has {gpus:,} H100 GPUs ({tdp_w:.0f} W each). They sit in DGX H100 servers that draw up to "
         "{server_kw:.1f} kW for {server_gpus} GPUs. The facility's PUE is {pue}. An average U.S. home uses "
-        "{home_kwh:,.0f} kWh a year, {home_w:.0f} W on average."
+        "{home_kwh:,.0f} kWh a year, {home_w:,.0f} W on average."
     ),
     params={
         "gpus": Param(16384, choices=(8192, 16384, 24576)),
@@ -185,7 +186,8 @@ EX_6_2 = Exercise(
                 hint="GPUs x TDP, no PUE: this is neither IT nor facility power"),
         Numeric("b", "What does the facility draw, starting from the server power?", ref_6_2_b, unit="MW",
                 hint="GPUs x (server power / GPUs per server) x PUE", slips=(node_slip("server_gpus"),)),
-        Numeric("c", "What is the 'all-in' power per GPU?", ref_6_2_c, unit="kW",
+        Numeric("c", "What is the 'all-in' power per GPU (its share of the server's power, at the facility)?",
+                ref_6_2_c, unit="kW",
                 hint="server power per GPU x PUE"),
         Numeric("d", "Find the flaw: a planning sheet takes the all-in figure of (c) and multiplies the cluster "
                 "total by PUE again. By how much does it overstate the facility power?", ref_6_2_d, unit="MW",
@@ -216,7 +218,9 @@ def given_6_3(p):
     return {"model": MODEL_6_3, "nvlink_gb_s": nv / units.GB, "ib_gb_s": ib / units.GB,
             "kv_heads": m.n_kv_heads, "weights_gb": d.weight_bytes_read / units.GB,
             "kv_kib": d.kv_bytes_per_token / units.KiB, "hbm_tb_s": d.gpu.memory_bandwidth_bytes_per_s / units.TB,
-            "d_model": m.hidden_size, "layers": m.n_layers}
+            "d_model": m.hidden_size, "layers": m.n_layers,
+            "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] / units.us,
+            "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] / units.us}
 
 
 def _read(p, tp):
@@ -275,14 +279,14 @@ EX_6_3 = Exercise(
     level="core",
     intro=(
         "A team serves {model} in BF16 at batch {batch} with {context:,}-token contexts on one 8-GPU H100 server "
-        "(TP 8 over NVLink, {nvlink_gb_s:.0f} GB/s per direction). They propose TP 16 across two servers: "
+        "(TP 8 over NVLink, {nvlink_gb_s:.0f} GB/s per direction, {t0_nv_us:.0f} µs per ring step). They propose TP 16 across two servers: "
         "'each GPU then streams half as many bytes, so each decode step takes half as long.' The second "
-        "server is reached over InfiniBand ({ib_gb_s:.0f} GB/s per direction). A step reads {weights_gb:.2f} GB "
+        "server is reached over InfiniBand ({ib_gb_s:.0f} GB/s per direction, {t0_ib_us:.0f} µs per ring step). A step reads {weights_gb:.2f} GB "
         "of weights and {kv_kib:.0f} KiB of KV per cached token of each request, at {hbm_tb_s:.2f} TB/s per GPU. "
         "Tensor parallelism splits the KV cache by key/value head, and the model has {kv_heads} of them per "
         "layer: a head cannot be cut, so beyond {kv_heads} ranks each head and its cache are replicated. Use the "
         "memory-bound decode bound for the reads (each GPU reads its share at its own bandwidth), the ring "
-        "all-reduce model of exercise 6-1 with the chapter's step latencies for the communication (two "
+        "all-reduce model of exercise 6-1 for the communication (two "
         "all-reduces per layer, {layers} layers, messages of batch x {d_model:,} x 2 bytes), and assume nothing "
         "overlaps."
     ),

@@ -72,7 +72,7 @@ EX_8_1 = Exercise(
     intro=(
         "On a workstation, a reduction over a large array reads {read_gb_s} GB/s and a large float32 "
         "matrix product reaches {gemm_gflops} GFLOP/s: take these as the machine's ceilings. The toy decode "
-        "step multiplies a {rows:,} x {cols:,} float32 weight matrix ({n_params:,} weights, "
+        "step multiplies a float32 weight matrix of {rows:,} x {cols:,} ({n_params:,} weights, "
         "{weight_mb:.1f} MB) by $B$ activation columns; it does $2NB$ FLOPs and moves the weights once "
         "plus the activations in and out. Assume reads and arithmetic overlap."
     ),
@@ -149,7 +149,7 @@ EX_8_2 = Exercise(
         "A desktop CPU has {cores} cores at an all-core clock of {ghz} GHz. Each core has two fused "
         "multiply-add (FMA) units, each {simd_bits} bits wide; an FMA counts as 2 FLOPs. Memory is "
         "{channels} channels of DDR5-{mts} (64 bits, 8 bytes, per transfer). On this machine a float32 "
-        "matrix product of two {gemm_n} x {gemm_n} matrices takes {gemm_ms} ms, and summing a "
+        "matrix product of two {gemm_n:,} x {gemm_n:,} matrices takes {gemm_ms} ms, and summing a "
         "{read_gb} GB array takes {read_ms} ms."
     ),
     params={
@@ -257,7 +257,7 @@ EX_8_3 = Exercise(
     level="core",
     intro=(
         "{model} in BF16 was served by {engine} on an {gpu} ({gpu_tb_s:.3f} TB/s), each request with a "
-        "{prompt_tokens}-token prompt and {output_tokens} output tokens. Measured: TPOT {tpot_1_ms:.1f} ms at "
+        "{prompt_tokens:,}-token prompt and {output_tokens:,} output tokens. Measured: TPOT {tpot_1_ms:.1f} ms at "
         "one request and {tpot_b_ms:.1f} ms at {batch}, with the batch's throughput about {thr_ratio:.0f}x "
         "that of one request (throughput includes prefill). Follow-ups at one request: {t_log_ms:.1f} ms "
         "with per-step logging off, and {t_gpu_ms:.1f} ms of GPU time per model step. A step at one request "
@@ -275,7 +275,7 @@ EX_8_3 = Exercise(
         Numeric("c", "What throughput factor do the two TPOTs imply, ignoring prefill?", ref_8_3_c, unit="x",
                 hint="tokens per step over TPOT, compared between the two batches"),
         Numeric("d", "The lower bound on one step at one request: weights plus the KV of a "
-                "{prompt_tokens}-token context, read at peak bandwidth.", ref_8_3_d, unit="ms",
+                "{prompt_tokens:,}-token context, read at peak bandwidth.", ref_8_3_d, unit="ms",
                 hint="bytes a step must read over the bandwidth; the embedding table is not streamed"),
         Numeric("e", "The MBU of the three one-request times (TPOT, TPOT with logging off, GPU time), "
                 "as a list of fractions.", ref_8_3_e, unit="",

@@ -120,9 +120,10 @@ def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
             ns = namespace(ex, params_for(ex, None, False))
             cells.append(_md(_cell_id(*key, "statement"),
                              render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
+        lists = render.list_parts(ex, namespace(ex, params_for(ex, None, False)))
         for p in ex.parts:
             cells.append(_code(_cell_id(*key, p.part),
-                               f"# ({p.part}) {render.answer_format(p)}\n"
+                               f"# ({p.part}) {render.answer_format(p, p.part in lists)}\n"
                                f'answer("{ex.id}", "{p.part}", ...)'))
         cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
     cells.append(_md(_cell_id(chapter, "student", "end"), "## All exercises of the chapter"))
@@ -166,7 +167,8 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
                       f'answer("{ex.id}", "{part.part}", {text!r})'
             else:
                 fn_src = textwrap.dedent(inspect.getsource(part.ref)).rstrip()
-                src = f"# ({part.part}) {render.answer_format(part)}\n{fn_src}\n\n\n" \
+                is_list = type(refs[part.part]) is list
+                src = f"# ({part.part}) {render.answer_format(part, is_list)}\n{fn_src}\n\n\n" \
                       f'answer("{ex.id}", "{part.part}", {part.ref.__name__}(p))'
                 if not variants:
                     shown = render.answer_text(part, refs[part.part]).replace("\\$", "$")

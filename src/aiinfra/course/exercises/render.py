@@ -93,6 +93,8 @@ def number_text(v, fmt: str = ".4g") -> str:
 def _with_unit(text: str, unit: str) -> str:
     if unit == "$":
         return f"\\${text}"
+    if unit == "%":
+        return f"{text}%"
     return f"{text} {unit}".rstrip()
 
 
@@ -127,8 +129,11 @@ def _unit_words(unit: str) -> str:
     return {"$": "US dollars"}.get(unit, unit)
 
 
-def answer_format(part) -> str:
-    """What a part expects, for the prompt: ``(number, in GB)``, ``(number, in GB; within 0.2%)``."""
+def answer_format(part, is_list: bool = False) -> str:
+    """What a part expects, for the prompt: ``(number, in GB)``, ``(number, in GB; within 0.2%)``.
+
+    ``is_list``: the part's reference is a list (``(list of numbers, in ms)``).
+    """
     if part.kind == "free":
         return "(free response, graded by hand)"
     if part.kind == "choice":
@@ -138,12 +143,13 @@ def answer_format(part) -> str:
     tol = tolerance_text(part)
     if tol == "whole number":
         return f"(whole number of {part.unit})" if part.unit else "(whole number)"
+    number = "list of numbers" if is_list else "number"
     if part.unit == "":
-        what = "number, a fraction from 0 to 1"
+        what = f"{number}, {'fractions' if is_list else 'a fraction'} from 0 to 1"
     elif part.unit == "x":
-        what = "number, a factor: 2.5 for 2.5x"
+        what = f"{number}, a factor: 2.5 for 2.5x"
     else:
-        what = f"number, in {_unit_words(part.unit)}"
+        what = f"{number}, in {_unit_words(part.unit)}"
     return f"({what}; {tol})" if tol else f"({what})"
 
 
@@ -161,6 +167,11 @@ def grading_note() -> str:
     return GRADING_NOTE.format(tol=_percent(DEFAULT_REL_TOL))
 
 
+def list_parts(ex: Exercise, ns: Mapping[str, Any]) -> set[str]:
+    """Letters of the parts whose answer is a list of numbers."""
+    return {k for k, v in references(ex, ns).items() if type(v) is list}
+
+
 def _resolved(ex: Exercise, sid: str | None, variants: bool):
     ns = namespace(ex, params_for(ex, sid, variants))
     return ns, references(ex, ns)
@@ -170,8 +181,9 @@ def statement_markdown(ex: Exercise, ns: Mapping[str, Any], heading: str = "") -
     """The statement and the parts, as MyST without directives (:func:`plain` makes it Markdown)."""
     lines = [heading] if heading else []
     lines.append(fill(ex.intro, ns).strip())
+    lists = list_parts(ex, ns)
     for p in ex.parts:
-        lines.append(f"**({p.part})** {fill(p.prompt, ns).strip()} {answer_format(p)}")
+        lines.append(f"**({p.part})** {fill(p.prompt, ns).strip()} {answer_format(p, p.part in lists)}")
     return "\n\n".join(lines) + "\n"
 
 
