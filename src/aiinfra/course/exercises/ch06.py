@@ -297,7 +297,7 @@ EX_6_3 = Exercise(
     given=given_6_3,
     parts=(
         Numeric("a", "Lower bound on the read time of one decode step with TP 8?", ref_6_3_a, unit="ms",
-                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth"),
+                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth", slips=(node_slip(8),)),
         Numeric("b", "And with TP 16?", ref_6_3_b, unit="ms",
                 hint="the weights split 16 ways, the KV cache only as many ways as there are KV heads",
                 slips=(Slip("kv-heads-split", "the KV cache split 16 ways? A key/value head cannot be cut, so the "

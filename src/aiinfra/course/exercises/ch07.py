@@ -440,10 +440,12 @@ EX_7_5 = Exercise(
     given=given_7_5,
     parts=(
         Numeric("a", "Prefill time of a prompt without a hit?", ref_7_5_a, unit="ms",
-                hint="FLOPs with c = 0 over the achieved compute rate of all the GPUs"),
+                hint="FLOPs with c = 0 over the achieved compute rate of all the GPUs", slips=(node_slip("n_gpus"),)),
         Numeric("b", "Prefill time with the prefix cached?", ref_7_5_b, unit="ms",
-                hint="only positions after the prefix are computed, but they attend to the whole prompt"),
-        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)"),
+                hint="only positions after the prefix are computed, but they attend to the whole prompt",
+                slips=(node_slip("n_gpus"),)),
+        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)",
+                slips=(node_slip("n_gpus"),)),
         Numeric("d", "KV memory for {distinct} distinct cached prefixes of this length?", ref_7_5_d, unit="GB",
                 hint="prefixes x tokens x KV bytes per token"),
         Numeric("e", "How many times faster is loading a cached token's KV over the {n_gpus} GPUs' PCIe Gen5 links "

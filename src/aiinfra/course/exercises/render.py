@@ -93,8 +93,8 @@ def number_text(v, fmt: str = ".4g") -> str:
 def _with_unit(text: str, unit: str) -> str:
     if unit == "$":
         return f"\\${text}"
-    if unit == "%":
-        return f"{text}%"
+    if unit in ("%", "x"):
+        return f"{text}{unit}"
     return f"{text} {unit}".rstrip()
 
 
