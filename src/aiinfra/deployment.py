@@ -303,6 +303,31 @@ class Deployment:
         return decode.critical_batch_size(self.bytes_per_weight, self.peak_flops_per_s, self.bandwidth_bytes_per_s,
                                           self.eta_f, self.eta_b)
 
+    def crossover_batch(self, context_tokens):
+        """Batch at which a decode step's arithmetic takes as long as its reads, caches included; ``inf`` if never.
+
+        :func:`aiinfra.decode.crossover_batch_with_state` with one request's
+        FLOPs and KV at ``context_tokens`` and the weight bytes a step reads.
+        When one cache takes longer to read than its token's arithmetic takes,
+        no batch makes decode compute-bound (chapter 4).
+        """
+        one = self.step(1, context_tokens)
+        return decode.crossover_batch_with_state(one.flops, one.weight_bytes, one.kv_bytes, self.peak_flops_per_s,
+                                                 self.bandwidth_bytes_per_s, self.eta_f, self.eta_b)
+
+    def ceiling_tokens_per_s(self, context_tokens=0):
+        """Single-stream decode ceiling: ``eta_B beta / (R_W + R_state)``, the bytes a step actually reads.
+
+        ``R_W`` is :attr:`weight_bytes_read` (every weight but the embedding
+        table, of which one row), ``R_state`` the KV of ``context_tokens``
+        cached tokens (0: weights only), ``beta`` the bandwidth of the
+        ``n_gpus`` together (:func:`aiinfra.decode.memory_bound_tokens_per_s`).
+        Compute and communication are ignored; the number does not check that
+        the weights fit (see :attr:`min_gpus`). Accepts an array of contexts (chapter 4).
+        """
+        return decode.memory_bound_tokens_per_s(self.weight_bytes_read, self.bandwidth_bytes_per_s,
+                                                state_bytes=self.kv_bytes(context_tokens), efficiency=self.eta_b)
+
     # --- bytes --------------------------------------------------------------------
     @property
     def bytes_per_weight(self) -> float:
@@ -337,6 +362,11 @@ class Deployment:
         return self.memory_reserve * self.capacity_bytes
 
     @property
+    def usable_bytes(self) -> float:
+        """Memory the weights and the KV cache may occupy together: capacity less the reserve."""
+        return self.capacity_bytes - self.reserve_bytes
+
+    @property
     def free_bytes(self) -> float:
         """Memory left for the KV cache: capacity - (weights + reserve); negative when the weights do not fit."""
         return memory.free_bytes(self.weight_bytes, 0.0, self.reserve_bytes, self.capacity_bytes)
@@ -344,6 +374,16 @@ class Deployment:
     def max_batch(self, context_tokens):
         """Most requests of ``context_tokens`` tokens whose KV fits in :attr:`free_bytes` (0 if the weights do not fit)."""
         return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.kv_bytes(context_tokens))
+
+    @property
+    def min_gpus(self) -> int:
+        """Fewest GPUs of this kind whose memory, less the reserve, holds the stored weights (capacity first).
+
+        :func:`aiinfra.memory.min_cards` of :attr:`weight_bytes` with
+        ``memory_reserve`` of each card kept back; independent of ``n_gpus``.
+        A 70B model in BF16 (141.11 GB) needs 2 H100s (chapter 4).
+        """
+        return memory.min_cards(self.weight_bytes, self.gpu.memory_bytes, self.memory_reserve * self.gpu.memory_bytes)
 
     # --- time ---------------------------------------------------------------------
     def _times(self, flops, bytes_moved):
@@ -437,6 +477,17 @@ class Deployment:
             self.gpu.memory_bytes, self.gpu.memory_bandwidth_bytes_per_s,
             self.gpu.dense_flops_per_s(self.compute_precision), self.eta_f, self.eta_b, self.memory_reserve,
             self.weight_bytes_read)
+
+    def cost_per_million_tokens(self, usd_per_gpu_hour, batch, context_tokens):
+        """Floor price of a million output tokens at ``batch`` requests of ``context_tokens`` each (chapters 4, 5).
+
+        The replica's aggregate rate (:meth:`step`) divided by its GPU count,
+        priced by :func:`aiinfra.serving.capacity.cost_per_million_tokens`.
+        Accepts arrays.
+        """
+        from aiinfra.serving import capacity
+
+        return capacity.cost_per_million_tokens(usd_per_gpu_hour, self.step(batch, context_tokens).tokens_per_s / self.n_gpus)
 
 
 def _plain(x):

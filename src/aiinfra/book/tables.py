@@ -25,6 +25,22 @@ __all__ = [
     "gpu_quick_reference_markdown",
     "server_link_table_markdown",
     "generations_table_markdown",
+    "request_phases_markdown",
+    "decode_flops_breakdown_markdown",
+    "kv_cache_or_recompute_markdown",
+    "decode_ceiling_markdown",
+    "kv_share_markdown",
+    "ttft_markdown",
+    "batch_sweep_markdown",
+    "cost_sweep_markdown",
+    "gpu_decode_markdown",
+    "kv_configs_markdown",
+    "trace_markdown",
+    "schedule_summary_markdown",
+    "kv_schemes_markdown",
+    "page_size_markdown",
+    "memory_tenants_markdown",
+    "context_cost_markdown",
     "hierarchy_table_markdown",
     "layer_table_markdown",
     "decode_walk_markdown",
@@ -185,6 +201,322 @@ def generations_table_markdown(names=hardware.GENERATION_GPUS) -> str:
          "FP8 dense (TFLOP/s)", "scale-up per direction (GB/s)", "ridge (FLOP/B)", "power (W)"],
         rows, align="llrrrrlrr",
     )
+
+
+# --------------------------------------------------------------------------------------
+# Inference on one node (chapters 3 to 5): tables computed from a Deployment
+# --------------------------------------------------------------------------------------
+
+def _deployment(d, name: str = "deployment"):
+    from aiinfra.deployment import Deployment
+
+    if not isinstance(d, Deployment):
+        raise ValueError(f"{name} must be an aiinfra.deployment.Deployment, got {type(d).__name__}")
+    return d
+
+
+def _whole_numbers(name: str, values, minimum: int = 1) -> list[int]:
+    values = [check(f"{name}[{i}]", v, f"int>={minimum}", scalar=True) for i, v in enumerate(values)]
+    if not values:
+        raise ValueError(f"{name} must hold at least one value")
+    return values
+
+
+def request_phases_markdown(request) -> str:
+    """Prefill against decode for one request (:meth:`aiinfra.deployment.Deployment.request`), chapter 3.
+
+    Rows: forward passes (1 prefill pass, then ``G - 1`` decode steps: the
+    prefill emits the first token), FLOPs, bytes read from HBM (decimal
+    units), FLOPs per byte, the bound, and the time (a lower bound).
+    """
+    from aiinfra.deployment import Request
+
+    if not isinstance(request, Request):
+        raise ValueError(f"request must be an aiinfra.deployment.Request (Deployment.request), got {type(request).__name__}")
+    pre, dec = request.prefill, request.decode
+    rows = [
+        ["forward passes", f"{pre.passes:,}", f"{dec.passes:,}"],
+        ["FLOPs", units.fmt_flops(pre.flops), units.fmt_flops(dec.flops)],
+        ["bytes read from HBM", units.fmt_bytes(pre.bytes_moved), units.fmt_bytes(dec.bytes_moved)],
+        ["FLOPs per byte", f"{pre.intensity_flops_per_byte:,.0f}", f"{dec.intensity_flops_per_byte:.2f}"],
+        ["bound", pre.bound, dec.bound],
+        ["time (lower bound)", units.fmt_time(pre.time_s, 1), units.fmt_time(dec.time_s, 2)],
+    ]
+    return markdown_table(["", "prefill", f"decode (all {dec.passes:,} steps)"], rows)
+
+
+def decode_flops_breakdown_markdown(model, context_tokens) -> str:
+    """One decode step by piece, exact against the ``2N`` rule (:func:`aiinfra.compute.decode_flops_breakdown`)."""
+    from aiinfra import compute
+
+    br = compute.decode_flops_breakdown(model, context_tokens)
+    labels = {"blocks": "matrices in the blocks", "lm_head": "LM head", "embedding": "embedding table",
+              "attention": "attention over the context", "total": "total"}
+    rows = [[label, units.fmt_flops(br["exact"][k]), units.fmt_flops(br["two_n"][k])] for k, label in labels.items()]
+    return markdown_table(["piece", "exact", "2N rule"], rows)
+
+
+def kv_cache_or_recompute_markdown(deployment, prompt_tokens, output_tokens) -> str:
+    """The ``G - 1`` decode steps of one reply with the KV cache and without it (every step reruns a prefill)."""
+    d = _deployment(deployment)
+    cached = d.request(prompt_tokens, output_tokens).decode
+    again = d.decode_without_cache(prompt_tokens, output_tokens)
+    where = f"{d.n_gpus} x {d.gpu.name}" if d.n_gpus > 1 else f"one {d.gpu.name}"
+    rows = [["FLOPs of the decode steps", units.fmt_flops(cached.flops), units.fmt_flops(again.flops)],
+            [f"time on {where} (lower bound)", units.fmt_time(cached.time_s, 2), units.fmt_time(again.time_s, 1)]]
+    return markdown_table(["", "with the KV cache", "recomputing everything"], rows)
+
+
+def decode_ceiling_markdown(model_names, gpu="H100 SXM", precisions=("bf16", "int8", "int4")) -> str:
+    """Single-stream decode ceilings, capacity first (chapter 4).
+
+    One row per model (exact parameter count), one column per weight
+    precision (scales of quantized formats ignored). A cell is the ceiling
+    :meth:`~aiinfra.deployment.Deployment.ceiling_tokens_per_s` (weight bytes
+    a step reads, KV left out) on the fewest GPUs whose memory, less the 10 %
+    reserve, holds the weights: on one GPU the bare number, on more
+    "does not fit: N GPUs, X" (the GPUs' bandwidths add; communication ignored).
+    """
+    from aiinfra.catalog import models
+    from aiinfra.deployment import Deployment
+
+    names = list(model_names)
+    if not names:
+        raise ValueError("model_names must list at least one model")
+    precisions = list(precisions)
+    if not precisions:
+        raise ValueError("precisions must list at least one weight precision")
+    rows = []
+    for name in names:
+        row = [name, f"{models.total_params(models.load(name)) / units.GIGA:,.2f}"]
+        for p in precisions:
+            d = Deployment(name, gpu, weight_precision=p)
+            need = d.min_gpus
+            rate = d.replace(n_gpus=need).ceiling_tokens_per_s()
+            row.append(f"{rate:,.1f}" if need == 1 else f"does not fit: {need} GPUs, {rate:,.1f}")
+        rows.append(row)
+    return markdown_table(["Model", "Parameters (billions)"] + [f"{p.upper()} (tok/s)" for p in precisions], rows)
+
+
+def kv_share_markdown(cases) -> str:
+    """What one decode step reads at batch 1: weights, KV and the KV share, for ``(label, deployment, context)`` cases.
+
+    Weights and KV in decimal GB (one unit for the comparison). The share is
+    ``R_state / (R_W + R_state)``, the fraction by which the KV lowers the
+    single-stream ceiling of the weights alone.
+    """
+    rows = []
+    for i, case in enumerate(cases):
+        if not (isinstance(case, tuple) and len(case) == 3):
+            raise ValueError(f"cases[{i}] must be a (label, deployment, context_tokens) tuple, got {case!r}")
+        label, d, ctx = case
+        step = _deployment(d, f"cases[{i}] deployment").step(1, check(f"cases[{i}] context_tokens", ctx, "int>=1", scalar=True))
+        rows.append([label, f"{ctx:,}", units.fmt_bytes(step.weight_bytes, "GB"), units.fmt_bytes(step.kv_bytes, "GB"),
+                     f"{step.kv_share:.0%}"])
+    if not rows:
+        raise ValueError("cases must hold at least one (label, deployment, context_tokens) tuple")
+    return markdown_table(["Model", "Context (tokens)", "Weights read", "KV read", "KV share of the bytes"], rows)
+
+
+def ttft_markdown(deployment, prompt_tokens) -> str:
+    """Prefill FLOPs, the TTFT bound (idle GPU) and exact FLOPs over ``2NP``, one row per prompt length (chapter 4)."""
+    from aiinfra import compute
+    from aiinfra.catalog import models
+
+    d = _deployment(deployment)
+    n = models.total_params(d.model)
+    rows = []
+    for p in _whole_numbers("prompt_tokens", prompt_tokens):
+        pre = d.prefill(p)
+        rows.append([f"{p:,}", units.fmt_flops(pre.flops), units.fmt_time(pre.time_s),
+                     f"{pre.flops / compute.approx_prefill_flops_2n(n, p):.2f}"])
+    return markdown_table(["Prompt (tokens)", "Prefill FLOPs", "TTFT bound", "FLOPs / 2NP"], rows)
+
+
+def batch_sweep_markdown(deployment, context_tokens, batches) -> str:
+    """Decode step time, per-user and aggregate rate and the KV share of the bytes, one row per batch (chapter 4)."""
+    d = _deployment(deployment)
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    rows = []
+    for b in _whole_numbers("batches", batches):
+        s = d.step(b, ctx)
+        rows.append([f"{b:,}", units.fmt_time(s.time_s), f"{s.tokens_per_s_per_user:,.0f}", f"{s.tokens_per_s:,.0f}",
+                     f"{s.kv_share:.0%}"])
+    return markdown_table(["Batch B", "Step time (bound)", "Per user (tok/s)", "Aggregate (tok/s)", "KV share of bytes"],
+                          rows)
+
+
+def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -> str:
+    """Per-user and per-GPU rate and the floor price per million output tokens, one row per batch (chapter 4).
+
+    The price is :meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`:
+    the replica's aggregate bound divided by its GPU count.
+    """
+    d = _deployment(deployment)
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    rows = []
+    for b in _whole_numbers("batches", batches):
+        s = d.step(b, ctx)
+        rows.append([f"{b:,}", f"{s.tokens_per_s_per_user:,.0f}", f"{s.tokens_per_s / d.n_gpus:,.0f}",
+                     f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f}"])
+    return markdown_table(["Batch", "Per user (tok/s)", "Per GPU (tok/s)", "\\$ per million output tokens"], rows)
+
+
+def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
+    """Decode at the largest batch that fits, on each GPU that holds the weights and one cache (chapter 4).
+
+    ``gpus`` defaults to the catalog's GPUs with a dense BF16 peak; rows are
+    sorted by memory bandwidth. Columns: HBM bandwidth (TB/s), ridge point,
+    the batch whose caches fill the memory left after the weights and the
+    reserve, the decode step's intensity at that batch, per-user and
+    aggregate rate (bounds).
+    """
+    from aiinfra.catalog import hardware
+
+    d = _deployment(deployment)
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    gpus = [g for g in hardware.catalog() if g.bf16_dense_flops_per_s] if gpus is None else list(gpus)
+    rows = []
+    for g in sorted(gpus, key=lambda g: g.memory_bandwidth_bytes_per_s):
+        at = d.replace(gpu=g)
+        bmax = at.max_batch(ctx)
+        if bmax < 1:
+            continue
+        full = at.step(bmax, ctx)
+        rows.append([g.name, f"{at.bandwidth_bytes_per_s / units.TB:.2f}", f"{at.ridge_flops_per_byte:,.0f}", f"{bmax:,}",
+                     f"{full.intensity_flops_per_byte:.1f}", f"{full.tokens_per_s_per_user:,.0f}",
+                     f"{full.tokens_per_s:,.0f}"])
+    if not rows:
+        raise ValueError("gpus must include at least one GPU whose memory holds the weights and one cache")
+    return markdown_table(["GPU", "HBM (TB/s)", "Ridge (FLOP/B)", "Batch that fits", "Intensity (FLOP/B)",
+                           "Per user (tok/s)", "Aggregate (tok/s)"], rows)
+
+
+def kv_configs_markdown(model_names, context_tokens=32768) -> str:
+    """KV per token (KiB) of real configs, the same with full MHA, and one request of ``context_tokens`` (GB), chapter 5."""
+    from aiinfra import memory
+    from aiinfra.catalog import models
+
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    rows = []
+    for name in model_names:
+        m = models.load(name)
+        heads = (f"{m.n_heads} / {m.kv_lora_rank}+{m.qk_rope_head_dim} latent" if m.attention_kind == "mla"
+                 else f"{m.n_heads} / {m.n_kv_heads}")
+        rows.append([name, m.attention_kind.upper(), f"{m.n_layers}", heads,
+                     units.fmt_bytes(memory.kv_bytes_per_token(m), "KiB", digits=1),
+                     units.fmt_bytes(memory.mha_equivalent_kv_bytes_per_token(m), "KiB", digits=0),
+                     units.fmt_bytes(memory.kv_bytes_per_request(m, ctx), "GB")])
+    if not rows:
+        raise ValueError("model_names must list at least one model")
+    return markdown_table(["Model", "Attention", "Layers", "Query heads / KV heads", "KV per token (BF16)",
+                           "Same model with MHA", f"One {ctx:,}-token request"], rows)
+
+
+def trace_markdown(trace) -> str:
+    """Prompt, output and final context lengths of a request trace: mean, median, shortest, longest (chapter 5)."""
+    import numpy as np
+
+    from aiinfra.serving import batching
+
+    if not isinstance(trace, batching.Trace):
+        raise ValueError(f"trace must be an aiinfra.serving.batching.Trace, got {type(trace).__name__}")
+    rows = []
+    for name, x in (("prompt", trace.prompt_tokens), ("answer (output)", trace.output_tokens),
+                    ("context at the end (prompt + answer)", trace.final_context_tokens)):
+        rows.append([name, f"{np.mean(x):,.0f}", f"{np.median(x):,.0f}", f"{np.min(x):,}", f"{np.max(x):,}"])
+    return markdown_table(["Tokens per request", "Mean", "Median", "Shortest", "Longest"], rows)
+
+
+def schedule_summary_markdown(results, percentiles=(50, 90, 99)) -> str:
+    """Slot utilization, mean batch, busy steps and latency percentiles (steps) of each policy (chapter 5)."""
+    from aiinfra.serving import batching
+
+    rows = batching.summary_rows(results, percentiles=percentiles)
+    keys = [f"p{q:g}_latency" for q in percentiles]
+    body = [[r["policy"], f"{r['slot_utilization']:.0%}", f"{r['mean_batch']:.1f}", f"{r['busy_steps']:,}"]
+            + [f"{r[k]:,.0f}" for k in keys] for r in rows]
+    return markdown_table(["Policy", "Slot utilization", "Mean running batch", "Busy steps"]
+                          + [f"p{q:g} latency (steps)" for q in percentiles], body)
+
+
+def kv_schemes_markdown(runs) -> str:
+    """Mean and largest batch, steps to finish and latency percentiles of each KV scheme's run (chapter 5).
+
+    ``runs`` maps a scheme name to the result of
+    :func:`aiinfra.serving.paging.simulate_with_kv_budget`.
+    """
+    from aiinfra.serving import batching
+
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError("runs must be a non-empty dict of scheme name -> ScheduleResult")
+    rows = []
+    for name, r in runs.items():
+        if not isinstance(r, batching.ScheduleResult):
+            raise ValueError(f"runs[{name!r}] must be a ScheduleResult, got {type(r).__name__}")
+        rows.append([name, f"{r.mean_batch:.1f}", f"{int(r.active.max()):,}", f"{r.total_steps:,}",
+                     f"{r.percentile_latency_steps(50):,.0f}", f"{r.percentile_latency_steps(99):,.0f}"])
+    return markdown_table(["Scheme", "Mean running batch", "Largest batch", "Steps to finish the trace",
+                           "p50 latency (steps)", "p99 latency (steps)"], rows)
+
+
+def page_size_markdown(context_tokens, max_context_tokens, kv_budget_bytes, kv_bytes_per_token, pages) -> str:
+    """Paging waste and the requests that fit, one row per page size (chapter 5).
+
+    ``context_tokens`` are the requests' final lengths; the waste is
+    :attr:`~aiinfra.serving.paging.KVFootprint.paged_waste_fraction` and the
+    count :func:`~aiinfra.serving.paging.max_batch_paged` (requests taken in order).
+    """
+    from aiinfra.serving import paging
+
+    rows = []
+    for p in _whole_numbers("pages", pages):
+        fp = paging.kv_footprint(context_tokens, max_context_tokens, p, kv_bytes_per_token)
+        rows.append([f"{p:,}", f"{fp.paged_waste_fraction:.1%}",
+                     f"{paging.max_batch_paged(context_tokens, kv_budget_bytes, p, kv_bytes_per_token):,}"])
+    return markdown_table(["Page (tokens)", "Waste at final length", "Requests that fit"], rows)
+
+
+def memory_tenants_markdown(deployment, context_tokens) -> str:
+    """Weights, the caches of the largest batch, the reserve and what is left, in GB and as shares of memory (chapter 5)."""
+    from aiinfra import memory
+
+    d = _deployment(deployment)
+    ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+    bmax = d.max_batch(ctx)
+    if bmax < 1:
+        raise ValueError(f"context_tokens must leave room for one request's KV cache next to the weights, got {ctx:,}")
+    kv = d.step(bmax, ctx).kv_bytes
+    left = memory.free_bytes(d.weight_bytes, kv, d.reserve_bytes, d.capacity_bytes)
+    cap = d.capacity_bytes
+    rows = [["Weights (BF16)" if d.weight_precision == "bf16" else f"Weights ({d.weight_precision})", d.weight_bytes,
+             "once per replica"],
+            [f"KV cache, {bmax:,} requests of {ctx:,} tokens", kv, "per request, grows with every token"],
+            ["Runtime buffers (reserve)", d.reserve_bytes, "activations, kernel workspace, allocator slack"],
+            ["Unusable remainder", left, "less than one more request"]]
+    return markdown_table(["Tenant", "Bytes", "Share of memory", "Scales with"],
+                          [[name, units.fmt_bytes(b, "GB"), f"{b / cap:.1%}", what] for name, b, what in rows], align="lrrl")
+
+
+def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
+    """The price of context (chapter 5): one row per context, every request holding it and the batch that fits.
+
+    Columns: the batch (:meth:`~aiinfra.deployment.Deployment.max_batch`), the
+    step time and its bound (:meth:`~aiinfra.deployment.Deployment.step`),
+    tokens/s per GPU and the floor price per million output tokens
+    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`).
+    """
+    d = _deployment(deployment)
+    rows = []
+    for c in _whole_numbers("contexts", contexts):
+        b = d.max_batch(c)
+        if b < 1:
+            raise ValueError(f"contexts must each leave room for one request's KV cache, got {c:,} tokens")
+        s = d.step(b, c)
+        rows.append([f"{c:,}", f"{b:,}", f"{units.fmt_time(s.time_s)} ({s.bound})", f"{s.tokens_per_s / d.n_gpus:,.0f}",
+                     f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, c):,.2f}"])
+    return markdown_table(["Context (tokens)", "Batch that fits", "Step time (bound)", "Tokens/s per GPU",
+                           "\\$ per million output tokens"], rows)
 
 
 # --------------------------------------------------------------------------------------

@@ -128,6 +128,11 @@ class DecodeMeasurement:
             raise ValueError(f"batch must be one of the measured batches {self.measured_batches()}, got {batch!r}")
         return self.tpot_s[b]
 
+    @property
+    def mid_reply_context_tokens(self) -> int:
+        """Context of the decode step halfway through the reply: ``P + G // 2`` (chapter 4 evaluates the bound there)."""
+        return self.prompt_tokens + self.output_tokens // 2
+
 
 QWEN3_8B_RTX_PRO_6000 = DecodeMeasurement(
     model="Qwen3-8B",
