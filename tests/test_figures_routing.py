@@ -36,6 +36,13 @@ def test_the_scenario_shows_what_the_page_claims():
     # at full load its tail TTFT is the lowest, and random placement has the worst
     p99 = dict(zip(res.policies, res.ttft_percentile_s(99)[:, sc.load_index(1.0)]))
     assert min(p99, key=p99.get) == "prefix_aware" and max(p99, key=p99.get) == "random"
+    # counting requests does not see the prefill queue: round-robin beats least-loaded and two choices here
+    assert p99["round_robin"] < min(p99["least_loaded"], p99["two_choices"])
+    queue = dict(zip(res.policies, res.mean_queue_s[:, sc.load_index(1.0)]))
+    assert queue["round_robin"] < queue["least_loaded"]
+    # at twice the no-hit capacity, only prefix-aware routing keeps its tail near a second
+    p99_2 = dict(zip(res.policies, res.ttft_percentile_s(99)[:, sc.load_index(2.0)]))
+    assert p99_2["prefix_aware"] < 5 < min(v for p, v in p99_2.items() if p != "prefix_aware")
 
 
 def test_every_static_frame_draws_and_bad_loads_raise():

@@ -68,6 +68,7 @@ __all__ = [
     "toy_decode_shape",
     "default_stream_bytes",
     "measure_copy_bandwidth",
+    "copy_rate_with_write_allocate_bytes_per_s",
     "measure_read_bandwidth",
     "measure_gemm",
     "measure_decode_step",
@@ -511,6 +512,18 @@ def measure_copy_bandwidth(n_bytes=None, *, dtype="float32", budget_s=0.4, backe
     t = time_call(lambda: be.copy(dst, src), budget_s=budget_s, sync=be.sync)
     nbytes = n * DTYPE_BYTES[dtype]
     return Measurement("copy", be.description, 0.0, 2.0 * nbytes, t, {"n_bytes": nbytes, "dtype": dtype})
+
+
+@formula("3*beta_copy/2", counted_bytes_per_s="beta_copy >=0")
+def copy_rate_with_write_allocate_bytes_per_s(counted_bytes_per_s):
+    """A copy's real memory traffic rate when its destination is read before it is written: ``3/2`` of the counted rate.
+
+    STREAM charges a copy of ``n`` bytes ``2n`` (one read, one write), but a
+    CPU without non-temporal stores first reads each destination cache line
+    it is about to overwrite ("write allocate"), so ``3n`` bytes really
+    cross the memory bus. Chapter 8.
+    """
+    return 1.5 * counted_bytes_per_s
 
 
 def measure_read_bandwidth(n_bytes=None, *, dtype="float32", budget_s=0.4, backend=None) -> Measurement:

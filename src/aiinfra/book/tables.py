@@ -39,6 +39,9 @@ __all__ = [
     "speculation_table_markdown",
     "capacity_cases_table_markdown",
     "routing_table_markdown",
+    "reported_runs_table_markdown",
+    "ceilings_table_markdown",
+    "build_machine_table_markdown",
 ]
 
 
@@ -431,3 +434,36 @@ def routing_table_markdown(result, rate_index) -> str:
     rows = [[routing.POLICY_LABELS[p], f"{result.hit_rate[i, k]:.0%}", units.fmt_time(result.mean_queue_s[i, k]),
              units.fmt_time(p50[i]), units.fmt_time(p99[i])] for i, p in enumerate(result.policies)]
     return markdown_table(["policy", "KV-cache hit rate", "mean queueing", "median TTFT", "p99 TTFT"], rows)
+
+
+def reported_runs_table_markdown(runs=None) -> str:
+    """Published large training runs (:data:`aiinfra.catalog.reference.REPORTED_TRAINING_RUNS`): size, layout, MFU."""
+    runs = reference.REPORTED_TRAINING_RUNS if runs is None else runs
+    rows = [[r.name, f"{r.gpus:,}", r.layout, f"{r.tflops_per_gpu:.0f}", f"{r.mfu:.0%}", r.source] for r in runs]
+    return markdown_table(["run", "GPUs", "layout", "TFLOP/s per GPU (dense BF16)", "MFU reported", "source"], rows,
+                          align="lrlrrl")
+
+
+def ceilings_table_markdown(ceilings, gpus=("RTX PRO 6000 Blackwell Workstation", "H100 SXM", "B200")) -> str:
+    """This machine's measured ceilings (a :class:`aiinfra.measure.Ceilings`) next to GPUs' dense BF16 datasheet peaks."""
+    rows = [["this machine (measured, float32)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s),
+             units.fmt_flops_rate(ceilings.flops_per_s), f"{ceilings.ridge_flops_per_byte:,.1f}"]]
+    for name in gpus:
+        g = hardware.gpu(name)
+        pi = g.dense_flops_per_s("bf16")
+        rows.append([f"{g.name} (datasheet, dense BF16)", units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s),
+                     units.fmt_flops_rate(pi), f"{roofline.ridge_point_flops_per_byte(pi, g.memory_bandwidth_bytes_per_s):,.0f}"])
+    return markdown_table(["machine", "bandwidth", "compute", "ridge (FLOP/B)"], rows)
+
+
+def build_machine_table_markdown(ceilings, call_s, description) -> str:
+    """What chapter 8 measured on the machine that ran it: ceilings, ridge, knee and the cost of one call."""
+    from aiinfra import measure
+
+    rows = [("memory bandwidth (best of copy and sum)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s, "GB", 1)),
+            ("float32 matrix-multiply rate", units.fmt_flops_rate(ceilings.flops_per_s)),
+            ("ridge point", f"{ceilings.ridge_flops_per_byte:.1f} FLOP/B"),
+            ("knee of a float32 decode step", f"{measure.predicted_knee_batch(4, ceilings):.1f}"),
+            ("one tiny call", units.fmt_time(call_s))]
+    return (f"**The build machine** ({description}), measured when this page was built; run the page to see yours:\n\n"
+            + markdown_table(["quantity", "measured"], rows))

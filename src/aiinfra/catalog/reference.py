@@ -36,7 +36,7 @@ __all__ = [
     "TABLES", "table", "source", "layer", "latency_s", "latency_ratio",
     "DecodeMeasurement", "QWEN3_8B_RTX_PRO_6000", "ReportedRun", "REPORTED_TRAINING_RUNS",
     "ClusterAssumption", "THECATCH_CLUSTER", "PublishedPower", "SYSTEM_POWER", "system_power",
-    "PublishedShare", "NVIDIA_FY2024_INFERENCE_SHARE",
+    "PublishedShare", "NVIDIA_FY2024_INFERENCE_SHARE", "PublishedGain", "ROUTING_GAINS",
 ]
 
 #: The prose tables shipped as package data (``aiinfra/catalog/data/NAME.json``).
@@ -162,6 +162,11 @@ class ReportedRun:
     mfu: float                  # as the authors report it
     source: str
 
+    @property
+    def useful_flops_per_s(self) -> float:
+        """The run's achieved compute over all its GPUs: ``gpus x tflops_per_gpu``, in FLOP/s."""
+        return self.gpus * self.tflops_per_gpu * units.TERA
+
 
 #: Runs cited in chapter 6 (figures checked against the papers).
 REPORTED_TRAINING_RUNS = (
@@ -228,6 +233,9 @@ SYSTEM_POWER = (
     PublishedPower("DGX SuperPOD GB200 scalable unit", 576, 1.2e6,
                    "power budget (TDP) of 8 DGX GB200 racks with their share of the network", True,
                    "NVIDIA DGX SuperPOD reference architecture (GB200)", "nvidia2025superpodgb200"),
+    PublishedPower("100,000-H100 cluster", 100_000, 150e6,
+                   "data-center capacity the site needs (an estimate: 'more than 150 MW')", False,
+                   "SemiAnalysis, '100,000 H100 Clusters', June 2024", "semianalysis2024h100clusters"),
     PublishedPower("B200 in a GB200 NVL72", 1, 1.2e3, "one GPU (analyst figure; NVIDIA publishes none)", False,
                    "SemiAnalysis, 'GB300 & B300', December 2024", "semianalysis2024gb300"),
 )
@@ -262,3 +270,39 @@ NVIDIA_FY2024_INFERENCE_SHARE = PublishedShare(
     "share of NVIDIA Data Center revenue for AI inference", 0.40, "fiscal 2024 (year to 28 January 2024)",
     "NVIDIA Form 10-K for fiscal 2024, MD&A", "nvidia2024annual",
 )
+
+
+# --------------------------------------------------------------------------------------
+# Published gains of cache-aware routing (chapter 7)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublishedGain:
+    """A speed-up a paper or vendor reported, as a range ``low``..``high`` (equal for a single figure)."""
+
+    name: str
+    what: str
+    low: float
+    high: float
+    source: str
+    cite: str
+
+    @property
+    def factor_text(self) -> str:
+        """The factor as prose: ``"1.9"``, or ``"1.5 to 14.5"`` for a range."""
+        return f"{self.low:g}" if self.low == self.high else f"{self.low:g} to {self.high:g}"
+
+
+#: Reported gains of routing requests to where their prefix is cached (factors over the baseline
+#: the authors compared with). Preble: ICLR 2025 paper; SGLang v0.4: LMSYS blog, 4 Dec 2024.
+ROUTING_GAINS = (
+    PublishedGain("preble_mean_latency", "lower mean latency than the state of the art", 1.5, 14.5,
+                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
+    PublishedGain("preble_p99_latency", "lower p99 latency than the state of the art", 2.0, 10.0,
+                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
+    PublishedGain("sglang_throughput", "higher throughput with the cache-aware load balancer", 1.9, 1.9,
+                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
+    PublishedGain("sglang_hit_rate", "higher cache hit rate with the cache-aware load balancer", 3.8, 3.8,
+                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
+)
+

@@ -35,6 +35,7 @@ __all__ = [
     "peak_flops_per_s",
     "realized_flops_per_s",
     "mfu_log2_model",
+    "mfu_log2_zero_gpus",
     "mfu_comm_fraction_model",
     "comm_fraction_of_step",
     "cluster_power_w",
@@ -85,6 +86,17 @@ def mfu_log2_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP
     if np.any(u <= 0):
         raise ValueError(f"n_gpus is beyond the log2 model's range (MFU would be <= 0); got n_gpus={n_gpus!r}")
     return u
+
+
+@formula("2**(m_1/d)", sample={"mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.01, 0.1)},
+         mfu_at_one="m_1 (0,1]", drop_per_doubling="d >0")
+def mfu_log2_zero_gpus(mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER_DOUBLING):
+    """Where the log2 model's line reaches zero: ``G = 2^(m_1/d)`` GPUs (2^31 for 62 % and 2 points).
+
+    :func:`mfu_log2_model` is a straight line in the number of doublings, so
+    it must hit zero somewhere; beyond this size it raises. Chapter 6.
+    """
+    return 2.0 ** (mfu_at_one / drop_per_doubling)
 
 
 @formula("k*log(n_G, 2)/(1 + k*log(n_G, 2))", sample={"n_gpus": (1, 1e6), "comm_per_doubling": (0.0, 1.0)},

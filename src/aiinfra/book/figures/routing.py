@@ -31,13 +31,15 @@ from aiinfra.deployment import SERVING_70B, Deployment
 from aiinfra.formula import check
 from aiinfra.serving import routing
 
-__all__ = ["N_REPLICAS", "SLOTS", "N_PREFIXES", "PREFIX_TOKENS", "N_REQUESTS", "SEED", "LOADS", "STATIC_LOADS",
+__all__ = ["N_REPLICAS", "SLOTS", "N_PREFIXES", "PREFIX_TOKENS", "SUFFIX_TOKENS", "MEAN_OUTPUT_TOKENS", "N_REQUESTS", "SEED", "LOADS", "STATIC_LOADS",
            "FONT_PT", "Scenario", "scenario", "draw", "sliders", "show"]
 
 N_REPLICAS = 8
 SLOTS = 128
 N_PREFIXES = 128
 PREFIX_TOKENS = 8192
+SUFFIX_TOKENS = (128, 1024)
+MEAN_OUTPUT_TOKENS = 256
 N_REQUESTS = 2000
 SEED = 7
 #: Offered loads simulated (arrival rate over the fleet's capacity with no cache hit).
@@ -78,7 +80,8 @@ def scenario(loads=LOADS, seed=SEED) -> Scenario:
     loads = tuple(float(x) for x in check("loads", list(loads), ">0"))
     d = SERVING_70B
     trace = routing.shared_prefix_trace(N_REQUESTS, N_PREFIXES, seed=seed, prefix_tokens=PREFIX_TOKENS,
-                                        zipf_exponent=0.0)
+                                        min_suffix_tokens=SUFFIX_TOKENS[0], max_suffix_tokens=SUFFIX_TOKENS[1],
+                                        mean_output_tokens=MEAN_OUTPUT_TOKENS, zipf_exponent=0.0)
     cache = routing.cache_prefixes_that_fit(d, SLOTS, trace.mean_context_tokens, PREFIX_TOKENS)
     wl = routing.workload(trace, d, SLOTS)
     fleet = wl.capacity_per_s * N_REPLICAS
