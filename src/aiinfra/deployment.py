@@ -53,6 +53,7 @@ from aiinfra.formula import check
 __all__ = [
     "Deployment", "Step", "Request", "RoundModel", "TEACHING_GPU", "TEACHING_8B",
     "TEACHING_PROMPT_TOKENS", "TEACHING_BATCH", "TEACHING_ATTENTION_CONTEXT_TOKENS",
+    "SERVING_70B", "SERVING_CONTEXT_TOKENS", "SERVING_TPOT_S",
 ]
 
 #: Share of GPU memory a deployment keeps back for activations, workspace and the allocator by
@@ -460,6 +461,40 @@ class Deployment:
         tc, tm = self._times(flops, w)
         return Step(1, g - 1, flops, w, 0.0, tc, tm, float(np.sum(passes.time_s)), roofline.bound_of(tc, tm))
 
+    def tp_comm_s(self, tokens=1, bandwidth_bytes_per_s=None, latency_s=None):
+        """Time one forward pass spends in tensor-parallel all-reduces, none overlapped: ``2 L T_AR``.
+
+        The ``n_gpus`` form one tensor-parallel group in the Megatron layout:
+        two all-reduces per layer (:func:`aiinfra.cluster.parallelism.tp_allreduce_count`),
+        each of the BF16 activations of the ``tokens`` in flight
+        (:func:`~aiinfra.cluster.parallelism.tp_allreduce_message_bytes`),
+        timed as a ring (:func:`aiinfra.cluster.network.ring_allreduce_time_s`)
+        over the GPU's scale-up link, per direction, with the assumed NVLink
+        step latency (:data:`aiinfra.cluster.parallelism.ASSUMED_STEP_LATENCY_S`)
+        unless ``bandwidth_bytes_per_s`` and ``latency_s`` are given. A decode
+        step has ``tokens`` = its batch. Zero on one GPU. Every time of this
+        class leaves it out (chapters 6 and 7).
+        """
+        from aiinfra.cluster import network, parallelism
+
+        n_tok = check("tokens", tokens, ">0")
+        bw = self.gpu.scaleup_bytes_per_s_per_direction if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
+        t0 = parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] if latency_s is None else latency_s
+        m = self.model
+        width = m.d_model if isinstance(m, RoundModel) else m.hidden_size
+        size = parallelism.tp_allreduce_message_bytes(n_tok, width, units.PRECISION_BYTES["bf16"])
+        one = network.ring_allreduce_time_s(size, self.n_gpus, bw, t0)
+        return parallelism.tp_comm_time_per_step_s(m.n_layers, one)
+
+    def tp_comm_share(self, batch=1, context_tokens=2048, bandwidth_bytes_per_s=None, latency_s=None):
+        """Share of a decode step the all-reduces would take if added to it: ``T_comm / (T_step + T_comm)``.
+
+        :meth:`step` at ``batch`` and ``context_tokens`` plus :meth:`tp_comm_s`
+        of ``batch`` tokens (same link arguments). Accepts arrays.
+        """
+        comm = self.tp_comm_s(batch, bandwidth_bytes_per_s, latency_s)
+        return comm / (self.step(batch, context_tokens).time_s + comm)
+
     # --- capacity -----------------------------------------------------------------
     def max_users(self, target_tpot_s, context_tokens) -> tuple[int, str]:
         """Most concurrent users this replica holds at ``context_tokens`` each and still meets ``target_tpot_s``.
@@ -520,3 +555,15 @@ TEACHING_8B = Deployment(
                name="8B (round numbers)"),
     TEACHING_GPU, eta_f=0.5, eta_b=0.7, memory_reserve=0.0,
 )
+
+
+# --------------------------------------------------------------------------------------
+# Chapter 7's server: one assumption set for the whole chapter
+# --------------------------------------------------------------------------------------
+
+#: One 8 x H100 SXM server running Llama-3.1-70B in BF16 at 50 % of peak FLOP/s and 70 % of peak
+#: bandwidth, with the default 10 % memory reserve: the replica every page of chapter 7 uses.
+SERVING_70B = Deployment("Llama-3.1-70B", "H100 SXM", n_gpus=8, eta_f=0.5, eta_b=0.7)
+#: The context every user of chapter 7 holds, and the TPOT the service promises.
+SERVING_CONTEXT_TOKENS = 8192
+SERVING_TPOT_S = 0.05

@@ -56,7 +56,7 @@ def _grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_siz
     return nq * bits / 8 + nq * scale_bytes / group_size + no * other_bytes_per_param
 
 
-def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=()) -> float:
+def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1) -> float:
     """Bytes of ``m`` with every linear weight inside the blocks quantized in groups.
 
     Each row of each block matrix (attention projections, MLP and expert
@@ -67,33 +67,70 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
     embedding table, the LM head, the norms and the biases. ``keep_bf16``
     lists block roles to leave in BF16 as well (``"attention"``, ``"mlp"``,
     ``"expert"``, ``"shared_expert"``, ``"router"``), e.g. ``("router",)``.
+    ``block_rows`` > 1 makes each group a ``block_rows x group_size`` tile
+    sharing one scale (DeepSeek-V3's FP8 checkpoint: :data:`FP8_BLOCK_128`).
 
     DeepSeek-R1-Distill-Llama-70B, 8-bit, groups of 128, 2-byte scales:
     73.73 GB.
     """
     m = _models._as_model(m)
+    scheme = _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows)
+    other_params = _models.total_params(m) - _models._block_linear_params(m)
+    linear = sum(_quantized_matrix_bytes(*mat, *scheme) for mat in _models._matrices(m))
+    return float(linear + other_params * _units.bytes_per_param("bf16"))
+
+
+def grouped_quant_read_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1,
+                             expert_fraction=None) -> float:
+    """Weight bytes one decode step reads from ``m`` stored as in :func:`grouped_quant_weight_bytes`.
+
+    The parameters of :func:`aiinfra.catalog.models.decode_read_params` at
+    their stored size: every block matrix a token multiplies, with its
+    scales; the norms and biases, the LM head and one row of the embedding
+    table in BF16. Of the routed experts a step reads ``expert_fraction``
+    (default ``k / E``, one token; pass
+    :func:`aiinfra.serving.moe.expected_expert_fraction` for a batch).
+    """
+    m = _models._as_model(m)
+    scheme = _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows)
+    if expert_fraction is None:
+        frac = m.n_experts_per_token / m.n_routed_experts if m.is_moe else 1.0
+    else:
+        frac = check("expert_fraction", expert_fraction, "[0,1]", scalar=True)
+    linear = sum(_quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
+                 for mat in _models._matrices(m))
+    other_params = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
+    return float(linear + other_params * _units.bytes_per_param("bf16"))
+
+
+#: DeepSeek-V3's published FP8 format: e4m3 weights, one FP32 scale per 128 x 128 block
+#: (the checkpoint's ``quantization_config``, ``weight_block_size: [128, 128]``, and its weight
+#: documentation); pass as ``**FP8_BLOCK_128`` to the two functions above.
+FP8_BLOCK_128 = {"bits": 8, "group_size": 128, "block_rows": 128, "scale_bytes": 4}
+
+
+def _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows):
+    """Validated ``(bits, group_size, scale_bytes, roles kept in BF16, block_rows)``."""
     q = check("bits", bits, "int>=1", scalar=True)
     if q > 16:
         raise ValueError(f"bits must be a whole number in [1, 16], got {bits!r}")
     g = check("group_size", group_size, "int>=1", scalar=True)
-    s = check("scale_bytes", scale_bytes, ">=0")
-    if isinstance(keep_bf16, str):
-        keep_bf16 = (keep_bf16,)
-    keep = set(keep_bf16)
+    s = check("scale_bytes", scale_bytes, ">=0", scalar=True)
+    r = check("block_rows", block_rows, "int>=1", scalar=True)
+    keep = {keep_bf16} if isinstance(keep_bf16, str) else set(keep_bf16)
     unknown = keep - set(_models.LINEAR_ROLES)
     if unknown:
         raise ValueError(f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}")
-    bf16 = _units.bytes_per_param("bf16")
-    quant_bytes = 0.0
-    other_params = _models.total_params(m) - _models._block_linear_params(m)
-    for role, copies, n_out, n_in in _models._matrices(m):
-        params = copies * n_out * n_in
-        if role in keep:
-            other_params += params
-            continue
-        groups = n_out * math.ceil(n_in / g) * copies
-        quant_bytes += params * q / 8 + groups * s
-    return float(quant_bytes + other_params * bf16)
+    return q, g, s, frozenset(keep), r
+
+
+def _quantized_matrix_bytes(group, copies, n_out, n_in, bits, group_size, scale_bytes, keep, block_rows) -> float:
+    """Stored bytes of ``copies`` matrices of ``n_out x n_in`` weights of inventory group ``group``."""
+    params = copies * n_out * n_in
+    if group in keep:
+        return params * _units.bytes_per_param("bf16")
+    tiles = math.ceil(n_out / block_rows) * math.ceil(n_in / group_size) * copies
+    return params * bits / 8 + tiles * scale_bytes
 
 
 # --------------------------------------------------------------------------------------
@@ -405,7 +442,8 @@ def bus_transfer_rate_per_s(bandwidth_bytes_per_s, bus_width_bits):
 
 
 __all__ = [
-    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes",
+    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes", "grouped_quant_read_bytes",
+    "FP8_BLOCK_128",
     "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
     "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",

@@ -48,6 +48,17 @@ __all__ = [
     "propagation_table_markdown",
     "latency_table_rows",
     "model_families_markdown",
+    "tp_allreduce_table_markdown",
+    "cluster_scale_table_markdown",
+    "system_power_table_markdown",
+    "tpot_capacity_table_markdown",
+    "model_bytes_table_markdown",
+    "speculation_table_markdown",
+    "capacity_cases_table_markdown",
+    "routing_table_markdown",
+    "reported_runs_table_markdown",
+    "ceilings_table_markdown",
+    "build_machine_table_markdown",
 ]
 
 
@@ -646,3 +657,176 @@ def model_families_markdown(names, context_tokens: int = 8192) -> str:
     headers = ["family", "shipped config", "total", "active", "attention layers (window)",
                f"KV @ {ctx:,} tokens", "what the count does differently"]
     return markdown_table(headers, rows, align="llrrlrl")
+
+
+# --------------------------------------------------------------------------------------
+# Chapters 6 and 7: clusters, power and serving
+# --------------------------------------------------------------------------------------
+
+def tp_allreduce_table_markdown(model, tensor_parallel, links, tokens=(1, 64, 4096)) -> str:
+    """Tensor-parallel all-reduces of ``model`` over ``tensor_parallel`` GPUs, one row per token count.
+
+    ``links`` is a sequence of ``(name, bytes_per_s_per_direction, step_latency_s)``;
+    each link gets two columns: one ring all-reduce of the BF16 message
+    (:func:`aiinfra.cluster.network.ring_allreduce_time_s`) and the ``2L`` of
+    a whole forward pass (:func:`aiinfra.cluster.parallelism.tp_comm_time_per_step_s`).
+    """
+    from aiinfra.catalog import models
+    from aiinfra.cluster import network, parallelism
+
+    m = models.load(model)
+    t = check("tensor_parallel", tensor_parallel, "int>=1", scalar=True)
+    links = list(links)
+    headers = ["tokens in flight", "message $S$"] + [f"one all-reduce, {name}" for name, _, _ in links] \
+        + [f"whole pass, {name}" for name, _, _ in links]
+    rows = []
+    for n in tokens:
+        size = parallelism.tp_allreduce_message_bytes(n, m.hidden_size)
+        one = [network.ring_allreduce_time_s(size, t, bw, t0) for _, bw, t0 in links]
+        rows.append([f"{n:,}", units.fmt_bytes(size, "MiB" if size >= units.MiB else "KiB"),
+                     *(units.fmt_time(x) for x in one),
+                     *(units.fmt_time(parallelism.tp_comm_time_per_step_s(m.n_layers, x)) for x in one)])
+    return markdown_table(headers, rows)
+
+
+def cluster_scale_table_markdown(sizes=(1, 8, 512, 8192, 32768), assumption=None) -> str:
+    """Peak compute, MFU (log2 model), realized compute and all-in power of a cluster at each size.
+
+    ``assumption`` defaults to :data:`aiinfra.catalog.reference.THECATCH_CLUSTER`
+    (1 PFLOP/s dense and 1.4 kW all-in per GPU); the MFU is
+    :func:`aiinfra.cluster.scale.mfu_log2_model` with its default calibration.
+    """
+    from aiinfra.cluster import hierarchy, scale
+
+    a = reference.THECATCH_CLUSTER if assumption is None else assumption
+    rows = []
+    for g in sizes:
+        mfu = scale.mfu_log2_model(g)
+        power = scale.cluster_power_w(g, a.watts_per_gpu, 1.0, convention=a.power_convention)
+        rows.append([f"{g:,}", units.fmt_flops_rate(scale.peak_flops_per_s(g, a.flops_per_s_per_gpu)), f"{mfu:.0%}",
+                     units.fmt_flops_rate(scale.realized_flops_per_s(g, a.flops_per_s_per_gpu, mfu)),
+                     units.fmt_power(power), f"{hierarchy.households_equivalent(power):,.0f}"])
+    return markdown_table(["GPUs", "peak compute", "MFU (log2 model)", "useful compute", "power (all-in)",
+                           "average U.S. homes"], rows)
+
+
+def system_power_table_markdown(systems=None) -> str:
+    """Published power of GPU systems (:data:`aiinfra.catalog.reference.SYSTEM_POWER`) and its share per GPU."""
+    from aiinfra.cluster import hierarchy
+
+    systems = reference.SYSTEM_POWER if systems is None else systems
+    rows = [[p.system, f"{p.gpus:,}", units.fmt_power(p.watts),
+             units.fmt_power(hierarchy.watts_per_gpu_at_server(p.watts, p.gpus), digits=3), p.boundary,
+             "vendor document" if p.confirmed else "press or analyst, unconfirmed"] for p in systems]
+    return markdown_table(["system", "GPUs", "published power", "per GPU", "what it covers", "status"], rows,
+                          align="lrrrll")
+
+
+def tpot_capacity_table_markdown(deployment, targets_s, context_tokens) -> str:
+    """Users one replica holds at each TPOT target, what binds, its step time and tokens/s there.
+
+    :meth:`aiinfra.deployment.Deployment.max_users` and
+    :meth:`~aiinfra.deployment.Deployment.step` at that many users.
+    """
+    rows = []
+    for tpot in targets_s:
+        users, limiting = deployment.max_users(tpot, context_tokens)
+        if users:
+            step = deployment.step(users, context_tokens)
+            rows.append([units.fmt_time(tpot, digits=0), f"{users:,}", limiting, units.fmt_time(step.time_s),
+                         f"{step.tokens_per_s:,.0f}"])
+        else:
+            rows.append([units.fmt_time(tpot, digits=0), "0", limiting, "not reachable", "0"])
+    return markdown_table(["TPOT target", "users per replica", "what binds", "step time at that load",
+                           "tokens/s per replica"], rows, align="rrlrr")
+
+
+def model_bytes_table_markdown(rows) -> str:
+    """Stored and active parameters and the bytes one decode step reads, one row per model.
+
+    ``rows``: ``(model name, precision label, stored bytes, bytes read per token)``;
+    the parameter counts come from :mod:`aiinfra.catalog.models`.
+    """
+    from aiinfra.catalog import models
+
+    out = []
+    for name, label, stored, read in rows:
+        m = models.load(name)
+        out.append([name, label, f"{models.total_params(m) / units.GIGA:,.1f}B",
+                    f"{models.active_params(m) / units.GIGA:,.1f}B", units.fmt_bytes(stored), units.fmt_bytes(read)])
+    return markdown_table(["model", "weights as stored", "parameters", "active per token", "stored",
+                           "read per token, batch 1"], out, align="llrrrr")
+
+
+def speculation_table_markdown(alphas, gammas, draft_cost_ratio) -> str:
+    """Speedup of speculative decoding for each acceptance rate (rows) and draft length (columns)."""
+    from aiinfra.serving import speculation
+
+    rows = [[f"{a:.1f}", *(f"{speculation.speculative_speedup(a, g, draft_cost_ratio):.2f}x" for g in gammas)]
+            for a in alphas]
+    return markdown_table(["acceptance $\\alpha$", *(f"$\\gamma$ = {g}" for g in gammas)], rows)
+
+
+def capacity_cases_table_markdown(cases, watts_per_gpu, pue, usd_per_gpu_hour) -> str:
+    """One row per ``(label, CapacityPlan)``: GPUs, replica size and load, what binds, power and price.
+
+    Power and price come from :func:`aiinfra.serving.capacity.fleet_economics`.
+    """
+    from aiinfra.serving import capacity
+
+    rows = []
+    for label, p in cases:
+        e = capacity.fleet_economics(p, watts_per_gpu, pue, usd_per_gpu_hour)
+        rows.append([label, f"{p.gpus_total:,}", f"{p.gpus_per_replica}", f"{p.users_per_replica}", p.limiting,
+                     units.fmt_power(e.power_w, digits=2), f"${e.usd_per_million_tokens:.2f}"])
+    return markdown_table(["case", "GPUs", "GPUs per replica", "users per replica", "binds", "facility power",
+                           "$ per million tokens"], rows, align="lrrrlrr")
+
+
+def routing_table_markdown(result, rate_index) -> str:
+    """Each routing policy at one arrival rate of a :class:`aiinfra.serving.routing.RoutingResult`.
+
+    Columns: KV-cache hit rate, mean queueing delay, median and 99th-percentile TTFT.
+    """
+    from aiinfra.serving import routing
+
+    k = check("rate_index", rate_index, "int>=0", scalar=True)
+    if k >= result.rates_per_s.size:
+        raise ValueError(f"rate_index must be < {result.rates_per_s.size}, got {rate_index!r}")
+    p50, p99 = result.ttft_percentile_s(50)[:, k], result.ttft_percentile_s(99)[:, k]
+    rows = [[routing.POLICY_LABELS[p], f"{result.hit_rate[i, k]:.0%}", units.fmt_time(result.mean_queue_s[i, k]),
+             units.fmt_time(p50[i]), units.fmt_time(p99[i])] for i, p in enumerate(result.policies)]
+    return markdown_table(["policy", "KV-cache hit rate", "mean queueing", "median TTFT", "p99 TTFT"], rows)
+
+
+def reported_runs_table_markdown(runs=None) -> str:
+    """Published large training runs (:data:`aiinfra.catalog.reference.REPORTED_TRAINING_RUNS`): size, layout, MFU."""
+    runs = reference.REPORTED_TRAINING_RUNS if runs is None else runs
+    rows = [[r.name, f"{r.gpus:,}", r.layout, f"{r.tflops_per_gpu:.0f}", f"{r.mfu:.0%}", r.source] for r in runs]
+    return markdown_table(["run", "GPUs", "layout", "TFLOP/s per GPU (dense BF16)", "MFU reported", "source"], rows,
+                          align="lrlrrl")
+
+
+def ceilings_table_markdown(ceilings, gpus=("RTX PRO 6000 Blackwell Workstation", "H100 SXM", "B200")) -> str:
+    """This machine's measured ceilings (a :class:`aiinfra.measure.Ceilings`) next to GPUs' dense BF16 datasheet peaks."""
+    rows = [["this machine (measured, float32)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s),
+             units.fmt_flops_rate(ceilings.flops_per_s), f"{ceilings.ridge_flops_per_byte:,.1f}"]]
+    for name in gpus:
+        g = hardware.gpu(name)
+        pi = g.dense_flops_per_s("bf16")
+        rows.append([f"{g.name} (datasheet, dense BF16)", units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s),
+                     units.fmt_flops_rate(pi), f"{roofline.ridge_point_flops_per_byte(pi, g.memory_bandwidth_bytes_per_s):,.0f}"])
+    return markdown_table(["machine", "bandwidth", "compute", "ridge (FLOP/B)"], rows)
+
+
+def build_machine_table_markdown(ceilings, call_s, description) -> str:
+    """What chapter 8 measured on the machine that ran it: ceilings, ridge, knee and the cost of one call."""
+    from aiinfra import measure
+
+    rows = [("memory bandwidth (best of copy and sum)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s, "GB", 1)),
+            ("float32 matrix-multiply rate", units.fmt_flops_rate(ceilings.flops_per_s)),
+            ("ridge point", f"{ceilings.ridge_flops_per_byte:.1f} FLOP/B"),
+            ("knee of a float32 decode step", f"{measure.predicted_knee_batch(4, ceilings):.1f}"),
+            ("one tiny call", units.fmt_time(call_s))]
+    return (f"**The build machine** ({description}), measured when this page was built; run the page to see yours:\n\n"
+            + markdown_table(["quantity", "measured"], rows))

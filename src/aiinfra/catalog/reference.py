@@ -35,6 +35,8 @@ from aiinfra.formula import check, choice
 __all__ = [
     "TABLES", "table", "source", "layer", "latency_s", "latency_ratio",
     "DecodeMeasurement", "QWEN3_8B_RTX_PRO_6000", "ReportedRun", "REPORTED_TRAINING_RUNS",
+    "ClusterAssumption", "THECATCH_CLUSTER", "PublishedPower", "SYSTEM_POWER", "system_power",
+    "PublishedShare", "NVIDIA_FY2024_INFERENCE_SHARE", "PublishedGain", "ROUTING_GAINS",
 ]
 
 #: The prose tables shipped as package data (``aiinfra/catalog/data/NAME.json``).
@@ -165,6 +167,11 @@ class ReportedRun:
     mfu: float                  # as the authors report it
     source: str
 
+    @property
+    def useful_flops_per_s(self) -> float:
+        """The run's achieved compute over all its GPUs: ``gpus x tflops_per_gpu``, in FLOP/s."""
+        return self.gpus * self.tflops_per_gpu * units.TERA
+
 
 #: Runs cited in chapter 6 (figures checked against the papers).
 REPORTED_TRAINING_RUNS = (
@@ -177,3 +184,130 @@ REPORTED_TRAINING_RUNS = (
     ReportedRun("Llama 3 405B, 128K sequence", "H100 SXM", 16384, "TP 8, CP 16, PP 16, DP 4",
                 380.0, 0.38, "Llama 3 Herd of Models 2024, Table 4"),
 )
+
+
+# --------------------------------------------------------------------------------------
+# Cluster figures and published power (chapter 6)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClusterAssumption:
+    """Round per-GPU figures a cluster estimate starts from, with the boundary of the watts."""
+
+    flops_per_s_per_gpu: float      # dense, one precision
+    watts_per_gpu: float
+    power_convention: str           # "all-in" (host, network and cooling included) or "chip-only"
+    source: str
+    cite: str                       # key in book/references.bib
+
+
+#: The Catch's cluster chapter: about 1 PFLOP/s of dense compute per GPU (an H100-class round
+#: figure) and 1.4 kW per GPU all-in. 1.4 kW sits between a DGX H100's server power per GPU
+#: (1.275 kW, facility overhead excluded) and SemiAnalysis's 1.5 kW per GPU for a 100,000-H100
+#: site: an H100-era figure, too low for Blackwell (see :data:`SYSTEM_POWER`).
+THECATCH_CLUSTER = ClusterAssumption(
+    flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, power_convention="all-in",
+    source="The Catch, 'AI infrastructure from first principles', cluster chapter (round figures)",
+    cite="thecatch2025firstprinciples",
+)
+
+
+@dataclass(frozen=True)
+class PublishedPower:
+    """A published power figure of a GPU system: what it covers and how firm it is."""
+
+    system: str
+    gpus: int
+    watts: float
+    boundary: str        # what the figure includes
+    confirmed: bool      # True: read in a vendor document; False: press or analyst figure
+    source: str
+    cite: str
+
+
+#: Published power of GPU systems, server to row (chapter 6). Checked against
+#: /work/notes/research-18.md sections 1 and 10.
+SYSTEM_POWER = (
+    PublishedPower("DGX H100", 8, 10.2e3, "server maximum (8 H100 SXM, CPUs, NICs, NVSwitch, fans)", True,
+                   "NVIDIA DGX H100/H200 User Guide", "nvidia2023dgxh100"),
+    PublishedPower("DGX B200", 8, 14.3e3, "server maximum (8 B200 at up to 1,000 W each, CPUs, NICs, fans)", True,
+                   "NVIDIA DGX B200 User Guide, introduction", "nvidia2024dgxb200"),
+    PublishedPower("GB200 NVL72", 72, 120e3, "one rack (72 GPUs, 36 Grace CPUs, NVLink switch trays)", False,
+                   "NVIDIA at GTC 2024, as reported by ServeTheHome; no NVIDIA document gives a rack draw",
+                   "kennedy2024dgxgb200"),
+    PublishedPower("DGX SuperPOD GB200 scalable unit", 576, 1.2e6,
+                   "power budget (TDP) of 8 DGX GB200 racks with their share of the network", True,
+                   "NVIDIA DGX SuperPOD reference architecture (GB200)", "nvidia2025superpodgb200"),
+    PublishedPower("100,000-H100 cluster", 100_000, 150e6,
+                   "data-center capacity the site needs (an estimate: 'more than 150 MW')", False,
+                   "SemiAnalysis, '100,000 H100 Clusters', June 2024", "semianalysis2024h100clusters"),
+    PublishedPower("B200 in a GB200 NVL72", 1, 1.2e3, "one GPU (analyst figure; NVIDIA publishes none)", False,
+                   "SemiAnalysis, 'GB300 & B300', December 2024", "semianalysis2024gb300"),
+)
+
+
+def system_power(name: str) -> PublishedPower:
+    """The entry of :data:`SYSTEM_POWER` called ``name`` (exact, e.g. ``"GB200 NVL72"``)."""
+    rows = {p.system: p for p in SYSTEM_POWER}
+    choice("name", name, set(rows))
+    return rows[name]
+
+
+# --------------------------------------------------------------------------------------
+# What inference is worth (chapter 7)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublishedShare:
+    """A share a company or paper published, with its period and source."""
+
+    what: str
+    share: float
+    period: str
+    source: str
+    cite: str
+
+
+#: NVIDIA's own estimate: about 40 % of its Data Center revenue in fiscal 2024 (the year to
+#: 28 January 2024) came from AI inference (Form 10-K, "Market Platform Highlights"; the CFO
+#: repeated it on the Q4 FY2024 call).
+NVIDIA_FY2024_INFERENCE_SHARE = PublishedShare(
+    "share of NVIDIA Data Center revenue for AI inference", 0.40, "fiscal 2024 (year to 28 January 2024)",
+    "NVIDIA Form 10-K for fiscal 2024, MD&A", "nvidia2024annual",
+)
+
+
+# --------------------------------------------------------------------------------------
+# Published gains of cache-aware routing (chapter 7)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublishedGain:
+    """A speed-up a paper or vendor reported, as a range ``low``..``high`` (equal for a single figure)."""
+
+    name: str
+    what: str
+    low: float
+    high: float
+    source: str
+    cite: str
+
+    @property
+    def factor_text(self) -> str:
+        """The factor as prose: ``"1.9"``, or ``"1.5 to 14.5"`` for a range."""
+        return f"{self.low:g}" if self.low == self.high else f"{self.low:g} to {self.high:g}"
+
+
+#: Reported gains of routing requests to where their prefix is cached (factors over the baseline
+#: the authors compared with). Preble: ICLR 2025 paper; SGLang v0.4: LMSYS blog, 4 Dec 2024.
+ROUTING_GAINS = (
+    PublishedGain("preble_mean_latency", "lower mean latency than the state of the art", 1.5, 14.5,
+                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
+    PublishedGain("preble_p99_latency", "lower p99 latency than the state of the art", 2.0, 10.0,
+                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
+    PublishedGain("sglang_throughput", "higher throughput with the cache-aware load balancer", 1.9, 1.9,
+                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
+    PublishedGain("sglang_hit_rate", "higher cache hit rate with the cache-aware load balancer", 3.8, 3.8,
+                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
+)
+
