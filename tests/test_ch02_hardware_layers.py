@@ -199,3 +199,83 @@ def test_formula_md_labels_the_twin_in_the_books_notation():
 def test_formula_md_rejects_a_plain_function():
     with pytest.raises(ValueError, match="formula"):
         formula_md(math.sqrt, "x", "a square root")
+
+
+# --- small formulas the chapter-1 and chapter-2 pages call ---------------------------------------
+
+def test_latency_share_of_a_transfer():
+    # 10 us fixed cost: 4 KiB at 50 GB/s takes 10 + 0.08192 us (share 0.9919); 1 GB takes 10 us + 20 ms (share 0.0005)
+    from aiinfra.cluster import network
+    assert network.latency_share_of_transfer(4096, 50e9, 10e-6) == pytest.approx(10 / 10.08192, rel=1e-9)
+    assert network.latency_share_of_transfer(1e9, 50e9, 10e-6) == pytest.approx(10e-6 / 0.02001, rel=1e-9)
+    with pytest.raises(ValueError, match="latency_s"):
+        network.latency_share_of_transfer(1e9, 50e9, 0.0)
+
+
+def test_sparse_peak_is_the_h100_headline():
+    # H100 SXM BF16: 989.4 dense, 1,979 (rounded) sparse TFLOP/s (NOTES, the H100 datasheet)
+    assert roofline.sparse_peak_flops_per_s(989.4e12) == pytest.approx(1979e12, rel=1e-3)
+    with pytest.raises(ValueError, match="flops_per_s"):
+        roofline.sparse_peak_flops_per_s(0.0)
+
+
+def test_hbm_bus_width_of_the_h100():
+    from aiinfra import memory
+    assert memory.hbm_bus_width_bits(hardware.HBM_STACKS["H100 SXM"]) == 5120   # 10 x 512-bit controllers
+    with pytest.raises(ValueError, match="stacks"):
+        memory.hbm_bus_width_bits(0)
+
+
+def test_expected_defects_per_gh100():
+    assert hierarchy.expected_defects_per_die(reference.GH100.area_m2, 0.10 / units.cm2) == pytest.approx(0.814)
+
+
+def test_host_share_of_the_chapter1_gap():
+    # (26.5 - 10.7) / (26.5 - 8.62) = 15.8 / 17.88 = 0.8837
+    rec = reference.QWEN3_8B_RTX_PRO_6000
+    assert rec.host_share_of_gap(8.62e-3) == pytest.approx(15.8 / 17.88, rel=1e-9)
+    with pytest.raises(ValueError, match="bound_s"):
+        rec.host_share_of_gap(30e-3)
+
+
+# --- the chapter tables ------------------------------------------------------------------------------
+
+def test_request_needs_and_traffic_tables():
+    from aiinfra import memory
+    from aiinfra.book import tables
+    d = Deployment("Qwen3-8B", "H100 SXM")
+    text = tables.request_needs_markdown(d, 2048, 2048)
+    assert "16.38 GB" in text and "144 KiB" in text and "15.14 GB" in text and "29.69 TFLOPs" in text   # NOTES
+    t = memory.request_traffic(d.weight_bytes, d.weight_bytes_read, d.kv_bytes_per_token, 4096, 2048, 100)
+    assert "100 output tokens" in tables.request_traffic_markdown("x", [t])
+    with pytest.raises(ValueError, match="traffics"):
+        tables.request_traffic_markdown("x", [])
+
+
+def test_step_batch_and_floor_tables_show_the_worked_request():
+    from aiinfra.book import tables
+    from aiinfra.deployment import TEACHING_8B as t8, TEACHING_BATCH as b, TEACHING_PROMPT_TOKENS as p
+    text = tables.batch_comparison_markdown(t8.step(1, p), t8.step(b, p))
+    assert "7.8 ms" in text and "12.2 ms" in text and "129" in text          # NOTES: the worked 8B request
+    changes = tables.step_changes_markdown({"Baseline": t8.step(1, p)})
+    assert "7.76 ms" in changes                                              # 16.3 GB / 2.1 TB/s
+    floor = tables.decode_floor_markdown([("H100", 16e9, 3.35e12)])
+    assert "4.78 ms" in floor and "209" in floor                             # 16 GB / 3.35 TB/s
+    assert "20.00 ms" in tables.link_transfer_markdown(1e9, [hardware.link("cx7")])   # 1 GB at 50 GB/s
+    with pytest.raises(ValueError, match="size_bytes"):
+        tables.link_transfer_markdown(0.0)
+
+
+def test_new_chapter2_tables():
+    from aiinfra.book import tables
+    launch = tables.launch_overhead_markdown({"Qwen3-8B": Deployment("Qwen3-8B", "H100 SXM")}, 12,
+                                             reference.CUDA_GRAPHS_V100, 2048)
+    assert launch.count("Qwen3-8B") == 3 and "432" in launch                 # 12 kernels x 36 layers
+    with pytest.raises(ValueError, match="kernels_per_layer"):
+        tables.launch_overhead_markdown({}, 0, reference.CUDA_GRAPHS_V100, 2048)
+    mig = tables.mig_profiles_markdown()
+    assert "| 1g.10gb | 1 of 7 | 1 of 8 | 10 GB |" in mig
+    dies = tables.die_yield_markdown(reference.GH100, {"N5": 0.10 / units.cm2})
+    assert "44%" in dies and "47%" in dies                                  # research-18 section 4b
+    tpu = tables.systolic_batch_markdown(reference.TPU_V1, [1, 2048])
+    assert "| 1 | 1 |" in tpu and "100.0%" in tpu

@@ -47,6 +47,7 @@ __all__ = [
     "ridge_point_flops_per_byte",
     "attainable_flops_per_s",
     "mac_array_peak_flops_per_s",
+    "sparse_peak_flops_per_s",
     "bound_label",
     "bound_of",
     "mfu",
@@ -151,6 +152,18 @@ def mac_array_peak_flops_per_s(rows, cols, clock_hz):
     2017) round to 92 TOPS. Chapter 2.
     """
     return units.FLOPS_PER_MAC * rows * cols * clock_hz
+
+
+@formula("2*Pi", flops_per_s="Pi >0")
+def sparse_peak_flops_per_s(flops_per_s):
+    """The 2:4 structured-sparse peak vendors headline: twice the dense peak ``Pi``.
+
+    It assumes two of every four weights are zero, which a dense model's
+    weights are not; this book computes with dense peaks and shows this
+    figure only so that it can be recognised (H100 SXM BF16: 989.4 dense,
+    1,979 sparse TFLOP/s). Chapters 1 and 2.
+    """
+    return 2.0 * flops_per_s
 
 
 @formula(None, **{k: v.split()[1] for k, v in _TWO_TIMES.items()})

@@ -130,6 +130,19 @@ class DecodeMeasurement:
             raise ValueError(f"batch must be one of the measured batches {self.measured_batches()}, got {batch!r}")
         return self.tpot_s[b]
 
+    def host_share_of_gap(self, bound_s: float) -> float:
+        """Share of the distance between the batch-1 TPOT and a bound that lies outside the GPU's own step.
+
+        ``(TPOT(1) - t_gpu) / (TPOT(1) - bound_s)``, with ``t_gpu`` the
+        follow-up's ``gpu_step_time``: 1 means the GPU ran at the bound and
+        every lost millisecond was host-side (chapter 1).
+        """
+        bound = check("bound_s", bound_s, ">0", scalar=True)
+        tpot, gpu = self.tpot(1), self.followups_s["gpu_step_time"]
+        if bound >= tpot:
+            raise ValueError(f"bound_s must be below the measured TPOT {tpot!r}, got {bound_s!r}")
+        return (tpot - gpu) / (tpot - bound)
+
 
 QWEN3_8B_RTX_PRO_6000 = DecodeMeasurement(
     model="Qwen3-8B",
@@ -207,6 +220,7 @@ class SystolicChip:
     throughput_at_latency_limit: dict
     share_of_inference_mlp_lstm_cnn: float
     share_of_inference_cnn: float
+    memory_bound_apps: tuple     # (applications on the memory-bound slope, applications studied)
     source: str
 
     @property
@@ -226,12 +240,12 @@ TPU_V1 = SystolicChip(
     unified_buffer_bytes=24 * units.MiB, accumulator_bytes=4 * units.MiB,
     reported_peak_ops_per_s=92e12, reported_ridge_macs_per_byte=1350.0, latency_limit_s=7e-3,
     throughput_at_latency_limit={"Haswell CPU": 0.42, "K80 GPU": 0.37, "TPU v1": 0.80},
-    share_of_inference_mlp_lstm_cnn=0.95, share_of_inference_cnn=0.05,
+    share_of_inference_mlp_lstm_cnn=0.95, share_of_inference_cnn=0.05, memory_bound_apps=(4, 6),
     source="Jouppi et al., 'In-Datacenter Performance Analysis of a Tensor Processing Unit', ISCA 2017: abstract "
            "(65,536 8-bit MACs, 92 TOPS, 28 MiB on chip), section 2 (8 GiB DDR3 Weight Memory, 24 MiB Unified Buffer, "
            "4 MiB accumulators), section 9 (700 MHz, 34 GB/s), figure 5 (ridge ~1,350 MAC per weight byte), section 4 "
            "(7 ms 99th-percentile limit of MLP0; 42 %, 37 % and 80 % of peak throughput), sections 1 and 10 "
-           "(MLPs, CNNs and LSTMs 95 % of inference, CNNs about 5 %)",
+           "(MLPs, CNNs and LSTMs 95 % of inference, CNNs about 5 %; 4 of the 6 applications memory-bound)",
 )
 """TPU v1 (deployed 2015, published 2017): the systolic matrix unit of chapter 2."""
 

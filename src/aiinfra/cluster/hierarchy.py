@@ -51,6 +51,7 @@ __all__ = [
     "households_equivalent",
     "WAFER_DIAMETER_M",
     "gross_dies_per_wafer",
+    "expected_defects_per_die",
     "poisson_die_yield",
     "murphy_die_yield",
     "good_dies_per_wafer",
@@ -133,6 +134,13 @@ def gross_dies_per_wafer(die_area_m2, wafer_diameter_m=WAFER_DIAMETER_M):
                       - np.pi * wafer_diameter_m / np.sqrt(2 * die_area_m2))
 
 
+@formula("A_die*D_0", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+         die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
+def expected_defects_per_die(die_area_m2, defects_per_m2):
+    """Defects a die of area ``A`` expects at density ``D_0``: ``A D_0``. GH100 at 0.1/cm^2: 0.814. Chapter 2."""
+    return die_area_m2 * defects_per_m2
+
+
 @formula("exp(-A_die*D_0)", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
          die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
 def poisson_die_yield(die_area_m2, defects_per_m2):
@@ -142,7 +150,7 @@ def poisson_die_yield(die_area_m2, defects_per_m2):
     is the pessimistic limit of the clustered-defect models. GH100 (8.14 cm^2)
     at 0.1 defects/cm^2: 0.443. Chapter 2.
     """
-    return np.exp(-die_area_m2 * defects_per_m2)
+    return np.exp(-expected_defects_per_die(die_area_m2, defects_per_m2))
 
 
 @formula("((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
@@ -156,7 +164,7 @@ def murphy_die_yield(die_area_m2, defects_per_m2):
     defects/cm^2: 0.468. ``defects_per_m2`` must be positive (at zero the
     yield is 1). Chapter 2.
     """
-    x = die_area_m2 * defects_per_m2
+    x = expected_defects_per_die(die_area_m2, defects_per_m2)
     return (-np.expm1(-x) / x) ** 2          # 1 - exp(-x), accurate for small x
 
 
