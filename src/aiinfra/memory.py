@@ -420,6 +420,15 @@ HBM_BITS_PER_STACK = 1024
 DDR_BITS_PER_CHANNEL = 64
 
 
+@formula("1024*n_stack", out=int, sample={"stacks": (1, 16)}, stacks="n_stack int>=1")
+def hbm_bus_width_bits(stacks):
+    """Data width of a memory interface built from ``stacks`` HBM stacks: ``1,024`` bits each.
+
+    H100 SXM, 5 active stacks: 5,120 bits. Chapter 2.
+    """
+    return stacks * HBM_BITS_PER_STACK
+
+
 @formula("w_bus*r_pin/8", sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
          bus_width_bits="w_bus int>=1", transfers_per_s="r_pin >0")
 def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
@@ -447,5 +456,5 @@ __all__ = [
     "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
     "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",
-    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s",
+    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s", "hbm_bus_width_bits",
 ]

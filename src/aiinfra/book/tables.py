@@ -59,6 +59,16 @@ __all__ = [
     "reported_runs_table_markdown",
     "ceilings_table_markdown",
     "build_machine_table_markdown",
+    "request_traffic_markdown",
+    "step_changes_markdown",
+    "request_needs_markdown",
+    "batch_comparison_markdown",
+    "decode_floor_markdown",
+    "link_transfer_markdown",
+    "launch_overhead_markdown",
+    "mig_profiles_markdown",
+    "die_yield_markdown",
+    "systolic_batch_markdown",
 ]
 
 
@@ -830,3 +840,159 @@ def build_machine_table_markdown(ceilings, call_s, description) -> str:
             ("one tiny call", units.fmt_time(call_s))]
     return (f"**The build machine** ({description}), measured when this page was built; run the page to see yours:\n\n"
             + markdown_table(["quantity", "measured"], rows))
+
+
+# --------------------------------------------------------------------------------------
+# Chapters 1 and 2: tables of one request, one step and one server
+# --------------------------------------------------------------------------------------
+
+def request_traffic_markdown(label: str, traffics: Sequence[dict]) -> str:
+    """What one batch-1 request moves, one column per :func:`aiinfra.memory.request_traffic` result.
+
+    Columns are headed by each result's output tokens; weights loaded and KV
+    in GB, weights streamed in TB (chapter 1).
+    """
+    if not traffics:
+        raise ValueError("traffics must hold at least one request_traffic result")
+    rows = [("Weights loaded onto the card (once per instance)", "weights_loaded", "GB"),
+            ("Weights streamed from HBM (once per step)", "weights_streamed", "TB"),
+            ("KV cache written (prompt + output)", "kv_written", "GB"),
+            ("KV cache read (all steps)", "kv_read", "GB")]
+    body = [[name] + [units.fmt_bytes(t[key], unit) for t in traffics] for name, key, unit in rows]
+    return markdown_table([label] + [f"{t['steps']:,} output tokens" for t in traffics], body)
+
+
+def step_changes_markdown(cases: dict) -> str:
+    """One decode step under several changes: name -> :class:`aiinfra.deployment.Step` (chapter 1).
+
+    Columns: arithmetic and weight-read bounds, the step bound, the step per
+    output token (ms) and the tokens per second of the whole batch.
+    """
+    rows = [[name, units.fmt_time(s.compute_s, digits=4, unit="ms"), units.fmt_time(s.memory_s, unit="ms"),
+             units.fmt_time(s.time_s, unit="ms"), units.fmt_time(s.time_s / s.batch, unit="ms"), f"{s.tokens_per_s:,.1f}"]
+            for name, s in cases.items()]
+    return markdown_table(["Change", "Arithmetic", "Weight read", "Step bound", "Per output token",
+                           "Tokens/s (all requests)"], rows, align="lrrrrr")
+
+
+def request_needs_markdown(d, prompt_tokens: int, context_tokens: int) -> str:
+    """What one request of ``d``'s model needs: weights, KV, prefill and decode FLOPs, bytes read (chapter 1)."""
+    pre, step = d.prefill(prompt_tokens), d.step(1, context_tokens)
+    kv = d.kv_bytes(context_tokens)
+    rows = [
+        ["All weights", units.fmt_bytes(d.weight_bytes, "GB"), "memory to load the model"],
+        ["KV per token of context", units.fmt_bytes(d.kv_bytes_per_token, "KiB", digits=0),
+         "times context length gives one request's cache"],
+        [f"KV for a {context_tokens:,}-token context",
+         f"{units.fmt_bytes(kv, 'MiB', digits=0)} ({units.fmt_bytes(kv, 'GB', digits=3)})",
+         "grows with every concurrent request"],
+        [f"Prefill of {prompt_tokens:,} tokens (causal)", units.fmt_flops(pre.flops),
+         "over peak FLOP/s gives the prefill bound"],
+        ["One decode step", units.fmt_flops(step.flops), "one token in, plus attention over the context"],
+        ["Weights read per decode step", units.fmt_bytes(step.weight_bytes, "GB"),
+         "all weights except the embedding table, of which one row is read"],
+        ["Old KV read per decode step", units.fmt_bytes(step.kv_bytes, "GB", digits=3), "every cached entry read once"],
+    ]
+    return markdown_table([f"What one request of {d.model.name} needs", "Value", "How to use it"], rows, align="lrl")
+
+
+def batch_comparison_markdown(one, batched) -> str:
+    """One decode step alone against a batch of them (two :class:`aiinfra.deployment.Step`; chapter 2)."""
+    rows = [
+        ["batch", f"{one.batch:,.0f}", f"{batched.batch:,.0f}"],
+        ["bytes read per step", units.fmt_bytes(one.bytes_moved, "GB", 1), units.fmt_bytes(batched.bytes_moved, "GB", 1)],
+        ["step time = time per output token", units.fmt_time(one.time_s, digits=1), units.fmt_time(batched.time_s, digits=1)],
+        ["tokens/s one user sees", f"{one.tokens_per_s_per_user:,.0f}", f"{batched.tokens_per_s_per_user:,.0f}"],
+        ["tokens/s, all requests", f"{one.tokens_per_s:,.0f}", f"{batched.tokens_per_s:,.0f}"],
+        ["KV share of bytes read", f"{one.kv_share:.0%}", f"{batched.kv_share:.0%}"],
+    ]
+    return markdown_table(["", "alone", "batched"], rows)
+
+
+def decode_floor_markdown(options: Sequence[tuple]) -> str:
+    """``(option, weight bytes per GPU, bandwidth)`` rows: the read floor per step and the one-user ceiling (chapter 2)."""
+    from aiinfra import decode
+
+    rows = [[name, units.fmt_bytes(w, "GB", 0), units.fmt_rate_bytes(bw), units.fmt_time(roofline.memory_time_s(w, bw), digits=2),
+             f"{decode.memory_bound_tokens_per_s(w, bw):,.0f}"] for name, w, bw in options]
+    return markdown_table(["option", "bytes per GPU per step", "HBM bandwidth", "floor per step",
+                           "tokens/s for one user (ceiling)"], rows)
+
+
+def link_transfer_markdown(size_bytes: float, links=None) -> str:
+    """The time to move ``size_bytes`` one way over each of ``links`` (default: a DGX H100's), as a bound (chapter 2)."""
+    from aiinfra.cluster import network
+
+    size = check("size_bytes", size_bytes, ">0", scalar=True)
+    rows = [[x.name, units.fmt_time(network.transfer_time_s(size, x.bytes_per_s_per_direction))]
+            for x in (links if links is not None else hardware.server_links())]
+    return markdown_table(["link", f"time to move {units.fmt_bytes(size, digits=0)} one way (bound)"], rows)
+
+
+def launch_overhead_markdown(deployments: dict, kernels_per_layer: int, timing, context_tokens: int) -> str:
+    """Batch-1 decode step of each deployment with one launch cost per kernel, for each launch mode (chapter 2).
+
+    Each step launches ``kernels_per_layer`` kernels per layer; each kernel
+    adds ``timing.overhead_s(mode)`` (:class:`aiinfra.catalog.reference.LaunchTiming`)
+    to the roofline bound of the step (:func:`aiinfra.measure.step_time_with_calls_s`).
+    The MBU column is the bound's share of the resulting time.
+    """
+    from aiinfra import measure
+
+    k = check("kernels_per_layer", kernels_per_layer, "int>=1", scalar=True)
+    rows = []
+    for name, d in deployments.items():
+        step, n_calls = d.step(1, context_tokens), k * d.model.n_layers
+        for mode in timing.per_kernel_s:
+            t = measure.step_time_with_calls_s(step.time_s, n_calls, timing.overhead_s(mode))
+            rows.append([name, f"{n_calls:,}", mode, units.fmt_time(step.time_s), units.fmt_time(t),
+                         f"{roofline.mbu(step.bytes_moved, d.bandwidth_bytes_per_s, t):.0%}"])
+    return markdown_table(["model (batch 1)", "kernels per step", "launch", "bound", "bound + launches", "MBU"],
+                          rows, align="lrlrrr")
+
+
+def mig_profiles_markdown(gpu_name: str = "H100 SXM") -> str:
+    """The MIG profiles of ``gpu_name``: nominal memory, bandwidth and dense BF16 peak per instance, and how many fit."""
+    rows = []
+    for name, p in hardware.MIG_PROFILES.items():
+        g = hardware.mig_instance(gpu_name, name)
+        rows.append([name, f"{p.compute_slices} of {hardware.MIG_COMPUTE_SLICES}",
+                     f"{p.memory_slices} of {hardware.MIG_MEMORY_SLICES}", units.fmt_bytes(g.memory_bytes, "GB", 0),
+                     units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s, "TB"),
+                     units.fmt_flops_rate(g.bf16_dense_flops_per_s), str(p.max_instances)])
+    return markdown_table(["profile", "compute slices", "memory slices", "memory", "bandwidth", "dense BF16",
+                           "instances per GPU"], rows, align="lccrrrr")
+
+
+def die_yield_markdown(die, defect_densities: dict, wafer_diameter_m=None) -> str:
+    """Dies of ``die`` per wafer and their yield at each defect density (name -> defects per m^2; chapter 2)."""
+    from aiinfra.cluster import hierarchy
+
+    d = hierarchy.WAFER_DIAMETER_M if wafer_diameter_m is None else wafer_diameter_m
+    rows = [[name, f"{d0 * units.cm2:.2f}", f"{hierarchy.poisson_die_yield(die.area_m2, d0):.0%}",
+             f"{hierarchy.murphy_die_yield(die.area_m2, d0):.0%}",
+             f"{hierarchy.good_dies_per_wafer(die.area_m2, d0, d):.0f}"] for name, d0 in defect_densities.items()]
+    return markdown_table(["defect density from", "defects per cm²", "yield (Poisson)", "yield (Murphy)",
+                           f"good {die.name} dies per wafer (Murphy)"], rows, align="lrrrr")
+
+
+def systolic_batch_markdown(chip, batches: Sequence[int]) -> str:
+    """One weight tile of a matrix-unit chip applied to a batch: intensity, bound per tile and the array's busy share.
+
+    A tile of ``chip.macs`` weights at ``chip.bits_per_weight`` bits is read
+    once and multiplied by ``B`` input vectors: ``2 B`` FLOPs per weight,
+    ``B`` MACs per weight byte at 8 bits. The step is the roofline bound
+    (:func:`aiinfra.decode.batched_decode_step_time_s`) and the busy share its MFU (chapter 2).
+    """
+    from aiinfra import compute, decode, memory
+
+    w = memory.weight_bytes_formula(chip.macs, units.bytes_from_bits(chip.bits_per_weight))
+    rows = []
+    for b in batches:
+        flops = compute.approx_decode_flops_2n(chip.macs, b)
+        t = decode.batched_decode_step_time_s(b, compute.approx_decode_flops_2n(chip.macs, 1), w, 0.0,
+                                              chip.peak_flops_per_s, chip.weight_memory_bandwidth_bytes_per_s)
+        rows.append([f"{b:,}", f"{roofline.arithmetic_intensity_flops_per_byte(flops, w) / units.FLOPS_PER_MAC:,.0f}",
+                     units.fmt_time(t), f"{roofline.mfu(flops, chip.peak_flops_per_s, t):.1%}"])
+    return markdown_table(["batch B", "MACs per weight byte", "time per weight tile (bound)", "array busy (bound)"],
+                          rows, align="rrrr")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from aiinfra import units
+from aiinfra import roofline, units
 from aiinfra.formula import check, choice
 
 __all__ = [
@@ -37,6 +37,8 @@ __all__ = [
     "DecodeMeasurement", "QWEN3_8B_RTX_PRO_6000", "ReportedRun", "REPORTED_TRAINING_RUNS",
     "ClusterAssumption", "THECATCH_CLUSTER", "PublishedPower", "SYSTEM_POWER", "system_power",
     "PublishedShare", "NVIDIA_FY2024_INFERENCE_SHARE", "PublishedGain", "ROUTING_GAINS",
+    "SystolicChip", "TPU_V1", "Die", "GH100", "DEFECT_DENSITY_PER_M2", "DEFECT_DENSITY_SOURCE",
+    "LaunchTiming", "CUDA_GRAPHS_V100", "MPS_MAX_CLIENTS", "MPS_SOURCE",
 ]
 
 #: The prose tables shipped as package data (``aiinfra/catalog/data/NAME.json``).
@@ -311,3 +313,122 @@ ROUTING_GAINS = (
                   "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
 )
 
+
+# --------------------------------------------------------------------------------------
+# Chapter 2: a chip built for one workload, the die and the wafer, launches and sharing
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SystolicChip:
+    """A matrix-unit accelerator as its paper describes it (SI units; peaks as the paper counts them).
+
+    ``reported_peak_ops_per_s`` counts a MAC as two operations;
+    ``reported_ridge_macs_per_byte`` is the ridge point of the paper's
+    roofline, whose x axis counts multiply-accumulates (not FLOPs) per byte
+    of weight memory read. ``throughput_at_latency_limit`` gives, per
+    device, the share of its best throughput it kept under the latency
+    limit of the paper's MLP service.
+    """
+
+    name: str
+    array_rows: int
+    array_cols: int
+    clock_hz: float
+    bits_per_weight: int
+    weight_memory_bytes: float
+    weight_memory_bandwidth_bytes_per_s: float
+    unified_buffer_bytes: float
+    accumulator_bytes: float
+    reported_peak_ops_per_s: float
+    reported_ridge_macs_per_byte: float
+    latency_limit_s: float
+    throughput_at_latency_limit: dict
+    share_of_inference_mlp_lstm_cnn: float
+    share_of_inference_cnn: float
+    memory_bound_apps: tuple     # (applications on the memory-bound slope, applications studied)
+    source: str
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulate cells in the array."""
+        return self.array_rows * self.array_cols
+
+    @property
+    def peak_flops_per_s(self) -> float:
+        """Peak of the array: :func:`aiinfra.roofline.mac_array_peak_flops_per_s`."""
+        return roofline.mac_array_peak_flops_per_s(self.array_rows, self.array_cols, self.clock_hz)
+
+
+TPU_V1 = SystolicChip(
+    name="TPU v1", array_rows=256, array_cols=256, clock_hz=700e6, bits_per_weight=8,
+    weight_memory_bytes=8 * units.GiB, weight_memory_bandwidth_bytes_per_s=34e9,
+    unified_buffer_bytes=24 * units.MiB, accumulator_bytes=4 * units.MiB,
+    reported_peak_ops_per_s=92e12, reported_ridge_macs_per_byte=1350.0, latency_limit_s=7e-3,
+    throughput_at_latency_limit={"Haswell CPU": 0.42, "K80 GPU": 0.37, "TPU v1": 0.80},
+    share_of_inference_mlp_lstm_cnn=0.95, share_of_inference_cnn=0.05, memory_bound_apps=(4, 6),
+    source="Jouppi et al., 'In-Datacenter Performance Analysis of a Tensor Processing Unit', ISCA 2017: abstract "
+           "(65,536 8-bit MACs, 92 TOPS, 28 MiB on chip), section 2 (8 GiB DDR3 Weight Memory, 24 MiB Unified Buffer, "
+           "4 MiB accumulators), section 9 (700 MHz, 34 GB/s), figure 5 (ridge ~1,350 MAC per weight byte), section 4 "
+           "(7 ms 99th-percentile limit of MLP0; 42 %, 37 % and 80 % of peak throughput), sections 1 and 10 "
+           "(MLPs, CNNs and LSTMs 95 % of inference, CNNs about 5 %; 4 of the 6 applications memory-bound)",
+)
+"""TPU v1 (deployed 2015, published 2017): the systolic matrix unit of chapter 2."""
+
+
+@dataclass(frozen=True)
+class Die:
+    """A logic die as its vendor describes it: area, transistors, process, and the units the product enables."""
+
+    name: str
+    area_m2: float
+    transistors: float
+    process: str
+    enabled_of_built: dict   # unit -> (enabled in the product, built on the die)
+    source: str
+
+
+GH100 = Die("GH100", 814 * units.mm2, 80e9, "TSMC 4N", {"SMs": (132, 144), "HBM3 stack sites": (5, 6)},
+            "NVIDIA H100 Tensor Core GPU Architecture whitepaper V1.04, section 4 (814 mm^2, 80 billion "
+            "transistors, 144 SMs on the full die, 132 on H100 SXM5, 5 active HBM3 stacks of 6 sites)")
+"""The H100's die: the chapter-2 example of dies per wafer and yield."""
+
+#: Defect densities TSMC showed for its leading processes, per square metre: N7 three quarters into
+#: volume production (2019), and N5 in 2020 (a range). TSMC publishes none for N4/4N.
+DEFECT_DENSITY_PER_M2 = {"TSMC N7, 2019": 0.09 / units.cm2, "TSMC N5, 2020 (low)": 0.10 / units.cm2,
+                         "TSMC N5, 2020 (high)": 0.11 / units.cm2}
+DEFECT_DENSITY_SOURCE = ("I. Cutress, 'Better Yield on 5nm than 7nm: TSMC Update on Defect Rates for N5', AnandTech, "
+                         "25 Aug 2020 (a reading of TSMC's 2020 Technology Symposium slides)")
+
+
+@dataclass(frozen=True)
+class LaunchTiming:
+    """Time per kernel of a chain of identical short kernels, launched three ways (one published measurement).
+
+    ``per_kernel_s`` maps the launch mode (``"synchronized"``: the host waits
+    for each kernel; ``"stream"``: launches queued back to back; ``"graph"``:
+    the chain captured once as a CUDA graph and replayed) to the measured
+    time per kernel; ``kernel_s`` is the kernel's own duration.
+    """
+
+    gpu: str
+    kernel_s: float
+    per_kernel_s: dict
+    graph_instantiation_s: float
+    source: str
+
+    def overhead_s(self, mode: str) -> float:
+        """Time each kernel adds beyond its own work in ``mode``: ``per_kernel_s[mode] - kernel_s``."""
+        return self.per_kernel_s[choice("mode", mode, set(self.per_kernel_s))] - self.kernel_s
+
+
+CUDA_GRAPHS_V100 = LaunchTiming(
+    gpu="V100", kernel_s=2.9e-6, per_kernel_s={"synchronized": 9.6e-6, "stream": 3.8e-6, "graph": 3.4e-6},
+    graph_instantiation_s=400e-6,
+    source="A. Gray, 'Getting Started with CUDA Graphs', NVIDIA Technical Blog, 2019 (V100, CUDA 10.1; figures as "
+           "two independent summaries of the post give them)",
+)
+"""Kernel-launch overhead and what a CUDA graph saves (chapter 2)."""
+
+#: Most client processes one GPU serves under the Multi-Process Service, by architecture.
+MPS_MAX_CLIENTS = {"before Volta": 16, "Volta and later (CUDA 13.0 and earlier)": 48}
+MPS_SOURCE = "NVIDIA Multi-Process Service documentation, section 2.3.5.1 (client limits)"
