@@ -22,6 +22,19 @@ def test_batching_policies_readouts_match_the_simulation():
     assert r["continuous: p50 / p99 latency"].startswith(f"{p50:,.0f} / ")
 
 
+def test_overload_follows_service_capacity_and_default_is_stable():
+    # the default frame is a load both policies keep up with (the chapter's text describes it as such)
+    (slots, gap) = (s.default for s in ch05.batching_policies_sliders())
+    _, r = ch05.batching_policies(slots, gap)
+    assert r["static: queue"] == r["continuous: queue"] == "steady"
+    # 4 slots, a request every 4 steps: static batching serves fewer requests per step than arrive
+    trace = ch05.demo_trace(4)
+    assert batching.saturated_requests_per_step(trace, 4, "static") < trace.arrival_rate_per_step
+    fig, r = ch05.batching_policies(4, 4)
+    assert r["static: queue"] == "grows (overloaded)"
+    assert any("overloaded" in t.get_text() for t in fig.texts + [t for ax in fig.axes for t in ax.texts])
+
+
 @pytest.mark.parametrize("slots", ch05.MAX_BATCH_VALUES)
 def test_continuous_wins_at_every_slider_point(slots):
     for gap in ch05.GAP_VALUES:

@@ -236,20 +236,6 @@ class ScheduleResult:
         """Latency divided by the request's own length: 1 means it never waited for anyone."""
         return self.latency_steps / self.trace.output_tokens
 
-    @property
-    def overloaded(self) -> bool:
-        """Whether requests arrive faster than this policy serves them, so the queue keeps growing.
-
-        Test: the mean queueing delay of the last quarter of the trace's
-        requests exceeds twice that of the first quarter plus 20 steps. A
-        stable queue keeps a steady wait however long the trace; an
-        overloaded one makes every later request wait longer, so its
-        latencies grow with the trace's length (chapter 5).
-        """
-        q = self.queue_steps
-        k = max(q.size // 4, 1)
-        return bool(q[-k:].mean() > 2 * q[:k].mean() + 20)
-
     def latency_s(self, step_time_s) -> np.ndarray:
         """End-to-end latency of each request in seconds, at a fixed ``step_time_s``."""
         return self.latency_steps * check("step_time_s", step_time_s, ">0")

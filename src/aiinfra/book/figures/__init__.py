@@ -70,12 +70,11 @@ def new_figure(width_in: float = 6.4, height_in: float = 3.2, ncols: int = 1, nr
 
     Returns ``(fig, axes)``; ``axes`` is a single Axes for a 1x1 grid, else a
     flat list. Margins are fractions of the figure (0 < left < right <= 1);
-    ``grid`` passes ``width_ratios``/``height_ratios``. ``width_in`` is at most
-    :data:`MAX_WIDTH_IN`.
+    ``grid`` passes ``width_ratios``/``height_ratios``. Keep ``width_in`` at
+    most :data:`MAX_WIDTH_IN`: a wider figure is scaled down in the text
+    column, and its type with it (the legibility tests check the book's figures).
     """
     w = check("width_in", width_in, ">0")
-    if w > MAX_WIDTH_IN:
-        raise ValueError(f"width_in must be <= {MAX_WIDTH_IN} (the text column), got {width_in}")
     h = check("height_in", height_in, ">0")
     nc = check("ncols", ncols, "int>=1", scalar=True)
     nr = check("nrows", nrows, "int>=1", scalar=True)

@@ -90,6 +90,17 @@ def _policy_horizon(n_requests: int, seed: int) -> int:
                for r in scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap).values())
 
 
+@lru_cache(maxsize=128)
+def _falls_behind(policy: str, max_batch: int, mean_interarrival_steps, n_requests: int, seed: int) -> bool:
+    """Whether ``policy`` serves fewer requests per step than the trace brings: an overloaded queue.
+
+    Compares :func:`aiinfra.serving.batching.saturated_requests_per_step` with
+    :attr:`~aiinfra.serving.batching.Trace.arrival_rate_per_step`, the test the chapter's text uses.
+    """
+    trace = demo_trace(mean_interarrival_steps, n_requests, seed)
+    return scheduling.saturated_requests_per_step(trace, max_batch, policy) < trace.arrival_rate_per_step
+
+
 @redraws("max_batch", "mean_interarrival_steps")
 def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
     """Static vs continuous batching on one trace.
@@ -137,18 +148,19 @@ def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE
         res = scheduling.compare_policies(demo_trace(mean_interarrival_steps, n_requests, seed), cap)
         readouts = {}
         for name, r in res.items():
+            overloaded = _falls_behind(name, cap, mean_interarrival_steps, n_requests, seed)
             area, title = panels[name]
             x, y = _series(r.active)
             area.set_data(100 * y[:-1] / cap, x)
-            state = "overloaded" if r.overloaded else f"done at step {r.total_steps:,}"
+            state = "overloaded" if overloaded else f"done at step {r.total_steps:,}"
             title.set_text(f"{name}, {cap} slots: {r.slot_utilization:.0%} in use, {state}")
-            title.set_color(_RED if r.overloaded else "black")
+            title.set_color(_RED if overloaded else "black")
             lat = np.sort(r.latency_steps)
             curves[name].set_data(lat, np.arange(1, lat.size + 1) / lat.size)
             readouts[f"{name}: slot use"] = f"{r.slot_utilization:.0%}"
             readouts[f"{name}: p50 / p99 latency"] = (
                 f"{r.percentile_latency_steps(50):,.0f} / {r.percentile_latency_steps(99):,.0f} steps")
-            readouts[f"{name}: queue"] = "grows (overloaded)" if r.overloaded else "steady"
+            readouts[f"{name}: queue"] = "grows (overloaded)" if overloaded else "steady"
         return readouts
 
     return View(fig, update, [*(a for pair in panels.values() for a in pair), *curves.values()])
