@@ -38,6 +38,9 @@ __all__ = [
 #: Slider grids of :func:`tp_allreduce` (64 and 4,096 tokens are the rows of the chapter's table).
 TOKENS_VALUES = (1, 16, 64, 256, 1024, 4096, 16384)
 RANKS_VALUES = (2, 4, 8, 16, 32, 64)
+#: The grid precomputed for the static page (20 frames fit the page-weight cap; a kernel moves through all).
+STATIC_TOKENS = (1, 64, 1024, 4096, 16384)
+STATIC_RANKS = (2, 8, 16, 64)
 
 
 def _binary_bytes(n: float) -> str:
@@ -133,8 +136,8 @@ def tp_allreduce_sliders():
     """Slider definitions for :func:`tp_allreduce` (tokens in flight, ranks in the ring)."""
     return [
         Slider("tokens", TOKENS_VALUES, label="tokens in flight", default=1,
-               fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else "")),
-        Slider("n_ranks", RANKS_VALUES, label="GPUs in the ring", default=8, fmt=_gpus),
+               fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else ""), static=STATIC_TOKENS),
+        Slider("n_ranks", RANKS_VALUES, label="GPUs in the ring", default=8, fmt=_gpus, static=STATIC_RANKS),
     ]
 
 
