@@ -1,9 +1,9 @@
 """Time every figure that has a slider: live update, static frames, page weight.
 
 For each figure the book shows with sliders (the chapter figures with a
-``*_sliders`` companion and the five rebuilt widgets of
-:data:`aiinfra.book.figures.SOURCE_FIGURES`), built with the arguments its
-chapter passes:
+``*_sliders`` companion, the five rebuilt widgets of
+:data:`aiinfra.book.figures.SOURCE_FIGURES` and chapter 7's routing figure),
+built with the arguments its chapter passes:
 
 * **live update**: the figure is built in live mode (what a Jupyter, Binder
   or Colab kernel shows) and every slider is moved through all of its values
@@ -129,6 +129,7 @@ FIGURES = {
     "tokens_per_s": _source("tokens_per_s"),
     "batching_kv": _source("batching_kv"),
     "roofline_plot": _source("roofline_plot"),
+    "routing": _source("routing"),   # chapter 7's routing figure (a plain function: redrawn whole each step)
 }
 
 
