@@ -26,7 +26,7 @@ import numpy as np
 
 from aiinfra import units
 from aiinfra.book.figures import PALETTE, new_figure, panel_title
-from aiinfra.book.interactive import Slider, interactive_figure
+from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.deployment import SERVING_70B, Deployment
 from aiinfra.formula import check
 from aiinfra.serving import routing
@@ -89,22 +89,26 @@ def scenario(loads=LOADS, seed=SEED) -> Scenario:
     return Scenario(d, trace, wl, cache, loads, fleet, result)
 
 
+@redraws("load")
 def draw(load=1.0, loads=LOADS):
-    """Queueing, p99 TTFT and hit rate against the load, a marker at ``load``; returns ``(Figure, readouts)``."""
+    """Queueing, p99 TTFT and hit rate against the load, a marker at ``load``; returns ``(Figure, readouts)``.
+
+    The curves are drawn once; a slider step moves only the marker lines and the readouts.
+    """
     sc = scenario(tuple(loads))
-    k = sc.load_index(load)
     res = sc.result
     x = np.asarray(sc.loads)
     fig, axes = new_figure(8.2, 3.5, ncols=3, left=0.075, right=0.99, bottom=0.16, top=0.78, wspace=0.42)
     series = (("mean_queue_s", "mean queueing delay (s)"), ("p99_ttft_s", "99th-percentile TTFT (s)"),
               ("hit_rate", "KV-cache hit rate"))
+    markers = []
     for ax, (metric, title) in zip(axes, series):
         for p in res.policies:
             y = res.of(p, metric)
             if metric == "mean_queue_s":
                 y = np.maximum(y, _QUEUE_FLOOR_S)
             ax.plot(x, y, color=_COLORS[p], marker=_MARKERS[p], ms=4.5, lw=1.6, label=routing.POLICY_LABELS[p])
-        ax.axvline(load, color="black", lw=1.0, ls="--")
+        markers.append(ax.axvline(x[0], color="black", lw=1.0, ls="--"))
         ax.axvspan(1.0, x[-1], color=PALETTE["light"], alpha=0.45, lw=0)
         ax.set_xlim(0, x[-1] * 1.02)
         ax.set_xlabel("load (1 = capacity, no hits)", fontsize=FONT_PT)
@@ -121,19 +125,25 @@ def draw(load=1.0, loads=LOADS):
     fig.legend(handles, labels, loc="upper center", ncols=5, fontsize=FONT_PT, frameon=False,
                bbox_to_anchor=(0.5, 1.0), handlelength=1.6, columnspacing=1.2)
 
-    rate = res.rates_per_s[k]
-    p99 = res.ttft_percentile_s(99)[:, k]
-    pa = res.policies.index("prefix_aware")
-    others = [i for i in range(len(res.policies)) if i != pa]
-    best = min(others, key=lambda i: p99[i])
-    readouts = {
-        "arrivals": f"{rate:,.1f} requests/s ({rate / N_REPLICAS:,.2f} per replica)",
-        "p99 TTFT, prefix-aware": units.fmt_time(p99[pa]),
-        "p99 TTFT, best other": f"{units.fmt_time(p99[best])} ({routing.POLICY_LABELS[res.policies[best]]})",
-        "hit rate, prefix-aware / round-robin": f"{res.hit_rate[pa, k]:.0%} / "
-                                                f"{res.hit_rate[res.policies.index('round_robin'), k]:.0%}",
-    }
-    return fig, readouts
+    def update(load):
+        k = sc.load_index(load)
+        for line in markers:
+            line.set_xdata([load, load])
+        rate = res.rates_per_s[k]
+        p99 = res.ttft_percentile_s(99)[:, k]
+        pa = res.policies.index("prefix_aware")
+        others = [i for i in range(len(res.policies)) if i != pa]
+        best = min(others, key=lambda i: p99[i])
+        readouts = {
+            "arrivals": f"{rate:,.1f} requests/s ({rate / N_REPLICAS:,.2f} per replica)",
+            "p99 TTFT, prefix-aware": units.fmt_time(p99[pa]),
+            "p99 TTFT, best other": f"{units.fmt_time(p99[best])} ({routing.POLICY_LABELS[res.policies[best]]})",
+            "hit rate, prefix-aware / round-robin": f"{res.hit_rate[pa, k]:.0%} / "
+                                                    f"{res.hit_rate[res.policies.index('round_robin'), k]:.0%}",
+        }
+        return readouts
+
+    return View(fig, update, markers)
 
 
 def _percent(value, _pos):
