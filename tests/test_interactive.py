@@ -101,17 +101,17 @@ def test_readouts_html_escapes_and_labels():
 
 
 def test_render_png_size_follows_density_and_palette_shrinks():
-    full = ia.render_png(wave(3)[0], 1.0)
+    full = ia._render_png(wave(3)[0], 1.0)
     assert full[:8] == b"\x89PNG\r\n\x1a\n"
     assert _png_size(full) == (4 * ia.DISPLAY_DPI, round(2.5 * ia.DISPLAY_DPI))
-    assert _png_size(ia.render_png(wave(3)[0], 2.0)) == (8 * ia.DISPLAY_DPI, 5 * ia.DISPLAY_DPI)
-    pal = ia.render_png(wave(3)[0], 1.0, palette_colors=32)
+    assert _png_size(ia._render_png(wave(3)[0], 2.0)) == (8 * ia.DISPLAY_DPI, 5 * ia.DISPLAY_DPI)
+    pal = ia._render_png(wave(3)[0], 1.0, palette_colors=32)
     assert Image.open(io.BytesIO(pal)).mode == "P"
     assert len(pal) < len(full)
     with pytest.raises(ValueError, match="density"):
-        ia.render_png(wave(3)[0], 0)
+        ia._render_png(wave(3)[0], 0)
     with pytest.raises(ValueError, match="palette_colors"):
-        ia.render_png(wave(3)[0], 1.0, palette_colors=1)
+        ia._render_png(wave(3)[0], 1.0, palette_colors=1)
 
 
 def test_b64_len():
@@ -315,7 +315,7 @@ def test_live_step_reuses_the_figure_and_its_artists():
     assert img.value != first
     # the live image is the figure drawn afresh at the same parameters
     live = np.asarray(Image.open(io.BytesIO(img.value)).convert("RGB")).astype(int)
-    fresh = np.asarray(Image.open(io.BytesIO(ia.render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB"))
+    fresh = np.asarray(Image.open(io.BytesIO(ia._render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB"))
     assert live.shape == fresh.shape
     assert (np.abs(live - fresh.astype(int)).max(axis=-1) > 48).mean() < 0.002
 

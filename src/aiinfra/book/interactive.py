@@ -342,7 +342,7 @@ def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> 
     return out.getvalue()
 
 
-def render_png(fig, density: float = 1.0, palette_colors: int | None = None) -> bytes:
+def _render_png(fig, density: float = 1.0, palette_colors: int | None = None) -> bytes:
     """Rasterise a whole figure to PNG bytes at ``density`` device pixels per CSS pixel."""
     check("density", density, ">0")
     png = _png(_Raster(View(fig, lambda: {}), density).composite(), palette_colors)
