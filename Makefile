@@ -27,10 +27,12 @@ notebooks: book
 	$(PY) tools/notebooks.py --write
 
 # The execution cache keys pages by their code only, so a change to the library (or its
-# shipped configs) clears it: every page then re-executes against the new code.
+# shipped configs) clears it: every page then re-executes against the new code. Sphinx's
+# saved environment goes too, or pages whose source did not change would keep the HTML (and
+# the generated notebook) rendered from the old outputs.
 LIBRARY_STAMP := _build/.library-stamp
 $(LIBRARY_STAMP): $(shell find src -name '*.py' -o -name '*.json') requirements.txt
-	rm -rf _build/.jupyter_cache
+	rm -rf _build/.jupyter_cache _build/.doctrees
 	@mkdir -p _build && touch $@
 
 # Pages run in parallel into the execution cache first; the build then finds them all cached.

@@ -175,3 +175,109 @@ def test_python_dash_m_and_console_script(tiny_config):
     res = subprocess.run([str(script), "decode", "--model", "nope"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+# --- exact families, the labelled estimate, window-aware KV, the checkpoint check -------
+
+UNKNOWN_CONFIG = dict(TINY_CONFIG, model_type="falcon_like")
+
+
+@pytest.fixture
+def unknown_config(tmp_path):
+    path = tmp_path / "mystery" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(UNKNOWN_CONFIG))
+    return path
+
+
+def test_an_unknown_family_is_refused_without_approximate(capsys, unknown_config):
+    code, out, err = run(capsys, "params", "--config", str(unknown_config))
+    assert code == cli.EXIT_USAGE and out == ""
+    (line,) = err.strip().splitlines()
+    assert "'falcon_like'" in line and "--approximate" in line
+
+
+def test_approximate_is_labelled_in_the_table_and_the_json(capsys, unknown_config):
+    code, out, _ = run(capsys, "params", "--config", str(unknown_config), "--approximate", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["count"] == "approximate" and data["exact"] is False
+    estimate = models.load(UNKNOWN_CONFIG, approximate=True)
+    assert data["assumptions"] == list(estimate.assumptions) and len(data["assumptions"]) >= 3
+    # the estimate is the Llama closed form: 4 layers of GQA + gated MLP + 2 norms, untied head
+    h, q, kv, ffn, vocab = 256, 256, 64, 688, 1000
+    assert data["total_params"] == 4 * (2 * h * q + 2 * h * kv + 3 * h * ffn + 2 * h) + h + 2 * vocab * h
+    code, out, _ = run(capsys, "params", "--config", str(unknown_config), "--approximate")
+    assert code == 0 and "APPROXIMATE ESTIMATE" in out and "assumes" in out
+    for command in (["memory", "--gpu", "h100"], ["decode"]):
+        code, out, _ = run(capsys, *command, "--config", str(unknown_config), "--approximate", "--json")
+        assert code == 0 and json.loads(out)["count"] == "approximate"
+
+
+def test_json_keeps_the_counts_and_kv_keys(capsys):
+    _, out, _ = run(capsys, "params", "--model", "gpt-oss-20b", "--json")
+    p = json.loads(out)
+    assert (p["total_params"], p["active_params"]) == (20_914_757_184, 4_187_440_704)
+    assert p["count"] == "exact" and p["model_type"] == "gpt_oss" and sum(p["params_by_group"].values()) == 20_914_757_184
+    assert p["sliding_window"] == 128 and p["sliding_window_layers"] == list(range(0, 24, 2))
+    _, out, _ = run(capsys, "memory", "--model", "gpt-oss-20b", "--context", "131072", "--json")
+    m = json.loads(out)
+    assert {"total_params", "active_params", "kv_bytes_per_request"} <= set(m)
+    # 12 full layers keep 131,072 tokens, 12 sliding layers 128; 8 KV heads of 64, K and V, BF16
+    assert m["kv_bytes_per_request"] == 2 * 8 * 64 * 2 * (12 * 131_072 + 12 * 128) == 3_224_371_200
+
+
+def test_memory_and_decode_are_window_aware(capsys):
+    _, out, _ = run(capsys, "memory", "--model", "gemma-2-2b-it", "--context", "8192", "--gpu", "h100",
+                    "--reserve", "0", "--json")
+    m = json.loads(out)
+    kv = 2 * 4 * 256 * 2 * (13 * 4096 + 13 * 8192)  # 13 sliding layers hold 4,096 tokens, 13 global 8,192
+    assert m["kv_bytes_per_request"] == kv == 654_311_424
+    assert m["max_batch_on_one_gpu"] == int((80e9 - m["weight_bytes"]) // kv)
+    _, out, _ = run(capsys, "decode", "--model", "gemma-2-2b-it", "--context", "8192", "--prompt", "8000",
+                    "--output-tokens", "8", "--json")
+    d = json.loads(out)
+    attention = 2 * 8192 * (2048 + 2048) * 13 + 2 * 4096 * (2048 + 2048) * 13  # 8 heads x 256 = 2,048 wide
+    assert d["decode_flops_per_request"] == 2 * (2_024_275_968 + 256_000 * 2304) + attention
+    assert d["kv_bytes_read_per_request"] == kv
+
+
+def test_a_context_past_the_model_positions_warns_on_stderr(capsys):
+    code, out, err = run(capsys, "memory", "--model", "gemma-2-2b-it", "--context", "10000", "--json")
+    assert code == 0 and json.loads(out)["context_tokens"] == 10_000
+    (line,) = err.strip().splitlines()
+    assert line.startswith("aiinfra: warning:") and "max_position_embeddings 8,192" in line
+    _, _, err = run(capsys, "memory", "--model", "gemma-2-2b-it", "--context", "8192")
+    assert err == ""
+
+
+def test_check_a_published_index(capsys):
+    from aiinfra.catalog import checkpoint
+
+    folder = str(checkpoint.published_index_folder("OLMo-2-1124-13B"))
+    code, out, _ = run(capsys, "check", folder, "--model", "OLMo-2-1124-13B")
+    assert code == 0 and "exact match (13,716,198,400 parameters, compared with the index)" in out
+    code, out, _ = run(capsys, "check", folder, "--model", "OLMo-2-1124-13B", "--dtype", "bfloat16", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["exact_match"] is False and data["index_total_size_bytes"] == 54_864_793_600
+    assert data["predicted_bytes_by_dtype"] == {"BF16": 27_432_396_800}
+    code, _, err = run(capsys, "check", folder)  # no config.json in the folder and none given
+    assert code == cli.EXIT_USAGE and "config" in err
+
+
+def test_check_reports_the_byte_difference_from_an_index(capsys, tmp_path):
+    from aiinfra.catalog import checkpoint
+
+    cfg = dict(models.shipped_config("OLMo-2-1124-13B"), intermediate_size=13_312)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    folder = checkpoint.published_index_folder("OLMo-2-1124-13B")
+    (tmp_path / checkpoint.INDEX_FILE).write_text((folder / checkpoint.INDEX_FILE).read_text())
+    code, out, _ = run(capsys, "check", str(tmp_path))
+    assert code == 1 and "differs from the index" in out and "bytes: index total_size 54,864,793,600" in out
+
+
+def test_list_says_which_configs_are_reconstructed(capsys):
+    _, out, _ = run(capsys, "list", "--json")
+    data = json.loads(out)
+    assert data["model_sources"]["gpt2"]["copy"] == "reconstructed"
+    assert data["model_sources"]["OLMo-2-1124-13B"]["copy"] == "as released"
+    assert len(data["exact_model_types"]) >= 15

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from aiinfra import units
-from aiinfra.course.exercises import (Choice, Exercise, Free, Numeric, Param, feedback, notebooks, record, registry, render,
-                               runtime, sheet)
-from aiinfra.course.exercises.variants import namespace, params_for, references, student_id
+from aiinfra.catalog import models
+from aiinfra.course.exercises import (Choice, Exercise, Free, Numeric, Param, Slip, feedback, node_slip, notebooks, record,
+                                      registry, render, runtime, sheet)
+from aiinfra.course.exercises.variants import namespace, params_for, references, resolved_slips, student_id
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -163,22 +164,95 @@ def test_student_id_is_validated():
 
 # --- feedback -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("factor,status", [
-    (8.0, "bits-vs-bytes"), (1 / 8.0, "bits-vs-bytes"),
-    (units.GiB / units.GB, "gib-vs-gb"), (units.GB / units.GiB, "gib-vs-gb"),
-    (2.0, "per-direction-vs-both"), (0.5, "per-direction-vs-both"),
-    (1000.0, "unit-prefix"),
+def _unit_part(unit, slips=(), rel_tol=0.002):
+    return Numeric("a", "p", _ref_one, unit, rel_tol=rel_tol, hint="h", slips=slips)
+
+
+def _diagnose(x, ref, part, resolved=None):
+    return feedback.diagnose(x, ref, part.rel_tol, part.abs_tol, feedback.part_candidates(part, resolved))
+
+
+@pytest.mark.parametrize("unit,slips,factor,status", [
+    ("Gbit/s", (), 8.0, "bits-vs-bytes"), ("GB/s", ("bits-vs-bytes",), 1 / 8.0, "bits-vs-bytes"),
+    ("GB", (), units.GB / units.GiB, "gib-vs-gb"), ("GiB", (), units.GiB / units.GB, "gib-vs-gb"),
+    ("GB/s", ("per-direction-vs-both",), 2.0, "per-direction-vs-both"),
+    ("GB/s", ("per-direction-vs-both",), 0.5, "per-direction-vs-both"),
+    ("ms", (), 1000.0, "unit-prefix"), ("GB", (), 1e9, "unit-prefix"), ("%", (), 0.01, "fraction-for-percent"),
+    ("", (), 100.0, "percent-for-fraction"), ("tok/s", (node_slip(8),), 1 / 8, "one-gpu-vs-node"),
+    ("million GPU-hours", (), 1e6, "unit-prefix"),
 ])
-def test_diagnose_recognises_the_usual_slips(factor, status):
-    got, msg = feedback.diagnose(141.107 * factor, 141.107, 0.002)
-    assert got == status
+def test_diagnose_recognises_the_slips_a_quantity_can_have(unit, slips, factor, status):
+    got, msg = _diagnose(141.107 * factor, 141.107, _unit_part(unit, slips))
+    assert got == status, msg
     assert "141" not in msg  # the reference never leaks into the message
 
 
+@pytest.mark.parametrize("unit,factor", [
+    ("tok/s", 8.0), ("ms", 8.0),                    # no bits in play: a factor of 8 is no bits-vs-bytes slip
+    ("GB", 2.0), ("tok/s", 2.0), ("ms", 0.5),       # no link: a factor of 2 is no direction slip
+    ("tok/s", units.GiB / units.GB), ("s", units.GiB / units.GB), ("x", 1000.0),   # no bytes, no prefix
+])
+def test_diagnose_names_no_slip_the_quantity_cannot_have(unit, factor):
+    assert _diagnose(141.107 * factor, 141.107, _unit_part(unit))[0] == "wrong"
+
+
+def test_a_slip_is_named_only_when_it_matches_far_more_tightly_than_the_tolerance():
+    gb = _unit_part("GB", rel_tol=0.01)
+    # 16.38 against 15.14 is 8.2% high, within 0.8% of the GiB/GB ratio: no evidence of that slip
+    assert _diagnose(16.38, 15.1368192, gb)[0] == "wrong"
+    assert _diagnose(15.1368192 * units.GB / units.GiB * 1.004, 15.1368192, gb)[0] == "wrong"
+    assert _diagnose(15.1368192 * units.GB / units.GiB * 1.001, 15.1368192, gb)[0] == "gib-vs-gb"
+
+
 def test_diagnose_correct_and_wrong():
-    assert feedback.diagnose(141.1, 141.107, 0.002)[0] == "correct"
-    assert feedback.diagnose(120.0, 141.107, 0.002)[0] == "wrong"
+    part = _unit_part("GB")
+    assert _diagnose(141.1, 141.107, part)[0] == "correct"
+    assert _diagnose(120.0, 141.107, part)[0] == "wrong"
     assert feedback.diagnose(0.0, 0.0, 0.0, 0.1)[0] == "correct"
+
+
+def test_equal_factors_ask_about_each_slip():
+    part = _unit_part("GB/s", slips=("bits-vs-bytes", node_slip(8)))
+    status, msg = _diagnose(141.107 / 8, 141.107, part)
+    assert status == "bits-vs-bytes" and "bits vs bytes" in msg and "whole node" in msg
+
+
+def _graded(exercise_id, part, value, student=None):
+    ex = registry.get(exercise_id)
+    ns = namespace(ex, params_for(ex, student, student is not None))
+    ref = references(ex, ns)[part]
+    answer = value(ref, ns) if callable(value) else value
+    return feedback.score_part(ex.id, ex.part(part), {"value": answer}, ref, resolved_slips(ex, ns).get(part))
+
+
+def test_issue_false_positives_and_hits():
+    # 4-1(a): the embedding table not dropped (16.38 against 15.14) is named as such, never "GiB vs GB"
+    r = _graded("4-1", "a", 16.38)
+    assert r.status == "embedding-counted" and "GiB" not in r.reason
+    # 4-1(d) answered for 1-byte weights (half the 4-bit bound): no link here, so no direction hint
+    r = _graded("4-1", "d", lambda ref, ns: ref / 2)
+    assert r.status == "wrong" and "direction" not in r.reason
+    # an answer in raw bytes, the library's own unit, gets the prefix hint
+    r = _graded("4-1", "a", lambda ref, ns: ref * units.GB)
+    assert r.status == "unit-prefix" and "bytes" in r.reason and "GB" in r.reason
+    # 7-4(d) with one GPU's bandwidth for the node: the node hint, not bits
+    r = _graded("7-4", "d", lambda ref, ns: ref / ns["n_gpus"])
+    assert r.status == "one-gpu-vs-node" and "bits" not in r.reason
+    # a fraction given for a percentage
+    r = _graded("7-3", "b", lambda ref, ns: ref / 100)
+    assert r.status == "fraction-for-percent"
+    # 6-3(b) with the KV cache split 16 ways
+    r = _graded("6-3", "b", lambda ref, ns: resolved_slips(registry.get("6-3"), ns)["b"][0]["value"])
+    assert r.status == "kv-heads-split"
+
+
+def test_model_slips_follow_the_students_variant():
+    ex = registry.get("4-1")
+    sid = next(f"s{i}" for i in range(100) if params_for(ex, f"s{i}", True)["model"] == "Llama-3.1-8B")
+    ns = namespace(ex, params_for(ex, sid, True))
+    counted_in_full = models.total_params(models.load("Llama-3.1-8B")) * 2 / units.GB
+    assert resolved_slips(ex, ns)["a"][0]["value"] == pytest.approx(counted_in_full)
+    assert _graded("4-1", "a", counted_in_full, student=sid).status == "embedding-counted"
 
 
 @pytest.mark.parametrize("value,why", [
@@ -217,8 +291,10 @@ def test_score_part_lists_give_partial_credit_and_choices_need_exact_types():
     part = registry.get("1-3").part("a")
     r = feedback.score_part("1-3", part, {"value": [10.0, 20.0, 99.0]}, [10.0, 20.0, 30.0])
     assert r.status == "partial" and r.points == pytest.approx(2 / 3)
+    r = feedback.score_part("1-3", part, {"value": [1e4, 2e4, 3e4]}, [10.0, 20.0, 30.0])
+    assert r.status == "unit-prefix" and r.points == 0 and "µs" in r.reason
     r = feedback.score_part("1-3", part, {"value": [80.0, 160.0, 240.0]}, [10.0, 20.0, 30.0])
-    assert r.status == "bits-vs-bytes" and r.points == 0
+    assert r.status == "wrong"                           # a time in ms has no bits to slip on
     numeric = registry.get("1-2").part("a")
     r = feedback.score_part("1-2", numeric, feedback.encode_answer("141.1"), 141.107)
     assert r.status == "rejected" and "string" in r.reason
@@ -318,7 +394,17 @@ def test_variants_need_a_student_and_use_their_parameters(fresh, monkeypatch):
 
 # --- rendering and the generated notebooks ---------------------------------------------------
 
-def test_book_blocks_have_labels_dropdown_solutions_and_computed_numbers():
+@pytest.fixture
+def book_build(monkeypatch):
+    monkeypatch.setenv(runtime.ENV_BOOK_BUILD, "1")
+
+
+@pytest.fixture
+def live_kernel(monkeypatch):
+    monkeypatch.delenv(runtime.ENV_BOOK_BUILD, raising=False)
+
+
+def test_book_blocks_have_labels_dropdown_solutions_and_computed_numbers(book_build):
     text = runtime.show("ch01").text
     for e in registry.chapter("ch01"):
         assert f":label: {e.label}" in text and f"{{solution}} {e.label}" in text
@@ -327,21 +413,110 @@ def test_book_blocks_have_labels_dropdown_solutions_and_computed_numbers():
     assert f"{r['a']:.4g}" in text
     assert "{" + "model}" not in text
     assert runtime.show("1-2", solutions=False).text.count("{solution}") == 0
+    assert text.index("How answers are checked") < text.index("::::{exercise}")   # the tolerance, once, on top
+    assert runtime.show("1-2").text.count("How answers are checked") == 0
+
+
+# Markdown as a notebook client reads it: no MyST, and no "$" that a client could pair into math.
+_MYST_LEFT = re.compile(r"\{[a-zA-Z][\w:+.-]*\}`|^[ >]*(`{3,}|~{3,}|:{3,})\s*\{|^[ >]*:{3,}|^[ >]*:[a-z][\w-]*:(\s|$)", re.M)
+
+
+def _client_problems(markdown: str) -> list[str]:
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    text = re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+    found = [m.group(0) for m in _MYST_LEFT.finditer(text)]
+    md = MarkdownIt("commonmark").use(dollarmath_plugin, allow_space=True, allow_digits=True)
+    for token in md.parse(text.replace("&#36;", "")):
+        found += [c.content for c in token.children or [] if c.type == "text" and "$" in c.content]
+    return found
+
+
+def test_the_client_check_is_not_vacuous():
+    assert _client_problems("::::{exercise} x\n:label: a\n\nbody\n::::\n")
+    assert _client_problems("It costs $2.50 per hour.")
+    assert not _client_problems(f"It costs {render.DOLLAR}2.00 for $N$ tokens.")
+
+
+def test_show_in_a_live_kernel_is_plain_markdown_with_folded_solutions(live_kernel):
+    for ch in registry.chapters():
+        out = runtime.show(ch)
+        assert type(out) is record.Markdown
+        text = out._repr_markdown_()
+        assert "::::" not in text and ":label:" not in text, ch
+        assert text.count("<details>") == text.count("</details>") == len(registry.chapter(ch)), ch
+        assert "How answers are checked" in text
+        assert _client_problems(text) == [], (ch, _client_problems(text)[:3])
+    assert "<details>" not in runtime.show("7-2", solutions=False).text
+    assert render.DOLLAR in runtime.show("7-2").text          # the price, as an entity no client pairs
+
+
+def test_prompts_in_variant_mode_are_plain_markdown(fresh):
+    for ch in registry.chapters():
+        fresh.configure(ch, variants=True)
+    fresh.set_student("alice")
+    for ch in registry.chapters():
+        for ex in registry.chapter(ch):
+            text = fresh.prompt(ex.id).text
+            assert _client_problems(text) == [], (ex.id, _client_problems(text)[:3])
+    text = json.dumps(sheet.build("ch05", "alice", True))
+    assert "\\\\$" not in text                                      # the grader's sheet is plain too
+
+
+def test_notebooks_state_the_tolerance_once_at_the_top():
+    for maker in (notebooks.student_notebook, notebooks.solution_notebook):
+        nb = maker("ch04", False, SOURCE)
+        md = [c["source"] for c in nb["cells"] if c["cell_type"] == "markdown"]
+        assert "within 1% of the reference" in md[0]
+        assert sum("How answers are checked" in m for m in md) == 1
+
+
+def test_answer_formats_state_units_and_any_other_tolerance():
+    assert render.answer_format(registry.get("1-2").part("a")) == "(number, in GB; within 0.2%)"
+    assert render.answer_format(registry.get("7-2").part("a")) == "(whole number of GPUs)"
+    assert render.answer_format(registry.get("7-2").part("e")) == "(number, in US dollars)"
+    assert render.answer_format(registry.get("6-1").part("b")) == "(number, in µs)"
+    assert render.answer_format(registry.get("1-4").part("f")) == "(number, a fraction from 0 to 1)"
+    units_used = {p.unit for ch in registry.chapters() for e in registry.chapter(ch) for p in e.parts}
+    assert "us" not in units_used
+
+
+def test_solutions_show_the_working_and_readable_numbers(book_build):
+    text = runtime.show("ch03").text
+    assert text.count("```python") == len(registry.chapter("ch03"))
+    assert "def ref_3_5_d(p):" in text and "units.TERA" in text
+    assert not re.search(r"\*\*\([a-z]\)\*\* [0-9.]+e[+-]", text)             # no 1.145e+05-style answers
+    assert render.number_text(114_500.3) == "114,500" and render.number_text(0.3251) == "0.3251"
+    assert render.number_text(64.0) == "64"
+    nb = json.dumps(notebooks.solution_notebook("ch04", False, SOURCE))
+    assert "with the default parameters" in nb and "def _read_bytes" in nb
+
+
+def test_true_false_parts_print_what_the_notebook_accepts(book_build):
+    ex = registry.get("7-1")
+    ns, refs = _default(ex)
+    assert type(refs["f"]) is bool
+    assert f"**(f)** {refs['f']}" in render.solution_markdown(ex, ns, refs)
+    part = ex.part("f")
+    assert feedback.score_part("7-1", part, feedback.encode_answer(refs["f"]), refs["f"]).status == "correct"
 
 
 SOURCE = "aiinfra @ git+https://github.com/example/book@main"
 
 
 def test_student_notebook_holds_no_reference_values():
-    for variants in (False, True):
-        text = json.dumps(notebooks.student_notebook("ch01", variants, SOURCE))
-        for ex in registry.chapter("ch01"):
+    for variants, ch in itertools.product((False, True), registry.chapters()):
+        text = json.dumps(notebooks.student_notebook(ch, variants, SOURCE))
+        for ex in registry.chapter(ch):
             _, refs = _default(ex)
             for letter, ref in refs.items():
                 for v in (ref if type(ref) is list else [ref]):
                     if type(v) is float and not float(v).is_integer():
-                        for fmt in (".4g", ".3g", ".2f"):
-                            assert format(v, fmt) not in text, (ex.id, letter, format(v, fmt))
+                        for fmt in (".4g", ".2f"):
+                            shown = format(v, fmt)
+                            if "." in shown and len(shown) >= 4:   # "30" is no evidence of a leak
+                                assert shown not in text, (ex.id, letter, shown)
     on = notebooks.student_notebook("ch01", True, SOURCE)
     assert on["metadata"]["aiinfra"]["variants"] is True
     assert "DeepSeek-R1-Distill-Llama-70B has" not in json.dumps(on)   # statements come from prompt()
@@ -365,7 +540,7 @@ def test_build_exercises_check_detects_a_stale_file(tmp_path):
 def test_solution_notebook_shows_the_reference_source():
     text = json.dumps(notebooks.solution_notebook("ch01", False, SOURCE))
     assert "def ref_1_2_a(p)" in text and "def _bf16_bytes()" in text
-    assert re.search(r"from aiinfra import memory", text)
+    assert re.search(r"from aiinfra import [\w, ]*\bmemory\b", text)
 
 
 # --- the graded kernel: a sheet instead of the definitions ---------------------------------------
@@ -413,3 +588,73 @@ def test_sheets_round_trip_and_hold_no_reference(variants):
                     shown = format(v, ".4g") if type(v) is float else ""
                     if "." in shown and len(shown) >= 4 and v not in ns.values():
                         assert shown not in text, (ex.id, letter, v)
+
+
+# --- the statements give every number a part needs --------------------------------------------------
+
+def _statement(exercise_id):
+    ex = registry.get(exercise_id)
+    return render.statement_markdown(ex, _default(ex)[0])
+
+
+def test_statements_give_the_numbers_their_parts_need():
+    m = models.load("Qwen3-8B")
+    text = _statement("4-1")
+    assert f"{m.vocab_size:,}" in text and f"{m.hidden_size:,}" in text           # to drop the embedding table
+    llama = models.load("Llama-3.1-8B")
+    text = _statement("4-2")
+    assert f"{models.total_params(llama):,}" in text and "except the embedding table" in text
+    text = _statement("7-3")
+    assert "LM head for the last prompt token only" in text and "8,192 tokens of context" in text
+    assert "trillion" not in " ".join(_statement(e.id) for e in registry.chapter("ch07"))
+    assert "lanes" not in _statement("2-1")
+    for ex_id in ("2-2", "2-5", "6-2", "6-4", "7-5"):
+        assert re.search(r"\d", _statement(ex_id))
+
+
+def test_tp16_reads_keep_the_kv_cache_split_eight_ways():
+    """6-3(b): Llama-3.1-70B has 8 KV heads, so at TP 16 each GPU still reads 1/8 of the cache."""
+    ex = registry.get("6-3")
+    ns, refs = _default(ex)
+    m = models.load("Llama-3.1-70B")
+    assert m.n_kv_heads == 8
+    weights = models.decode_read_params(m) * 2
+    kv = ns["batch"] * 2 * m.n_layers * m.n_kv_heads * m.head_dim * 2 * ns["context"]
+    bw = 3.35e12
+    assert refs["a"] == pytest.approx((weights / 8 + kv / 8) / bw * 1e3)
+    assert refs["b"] == pytest.approx((weights / 16 + kv / 8) / bw * 1e3)
+
+
+def test_every_chapter_meets_the_exercise_standard():
+    """CHAPTER_STANDARD.md: at least 4 exercises, one part with variants, one find-the-flaw exercise."""
+    for ch in registry.chapters():
+        exercises = registry.chapter(ch)
+        assert len(exercises) >= 4, ch
+        assert any(e.varies for e in exercises), ch
+        assert any(re.search(r"find the flaw|what is wrong", e.title, re.I) for e in exercises), ch
+
+
+def test_hints_and_slip_questions_hold_no_template_fields():
+    """Hints reach the student through the grader, which fills no template."""
+    for ch in registry.chapters():
+        for e in registry.chapter(ch):
+            for p in e.parts:
+                texts = [getattr(p, "hint", "")] + [s.question for s in getattr(p, "slips", ()) if isinstance(s, Slip)]
+                assert not any(re.search(r"\{\w", t) for t in texts), (e.id, p.part)
+
+
+UNIT_LITERALS = {1e3, 1e6, 1e9, 1e12, 1e15, 1e-3, 1e-6, 1e-9}
+
+
+def test_exercise_modules_use_unit_constants_not_literals():
+    import ast
+
+    folder = REPO / "src" / "aiinfra" / "course" / "exercises"
+    bad = []
+    for path in sorted(folder.glob("ch*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+                for side in (node.left, node.right):
+                    if isinstance(side, ast.Constant) and type(side.value) is float and side.value in UNIT_LITERALS:
+                        bad.append(f"{path.name}:{node.lineno}")
+    assert not bad, bad

@@ -70,7 +70,7 @@ def test_r1_70b_kv(r1_70b):
 def test_full_mha_at_d_8192_is_8x_larger(r1_70b):
     per_token = memory.kv_bytes_per_token_formula(80, 64, 128, 2)
     assert per_token == 2_621_440
-    mha = dataclasses.replace(r1_70b, n_kv_heads=64)
+    mha = models._with_kv_heads(r1_70b, 64)
     assert memory.kv_bytes_per_token(mha) == per_token == 8 * memory.kv_bytes_per_token(r1_70b)
     assert round(memory.kv_bytes_per_request(mha, 8192) / GB, 2) == 21.47
     assert memory.kv_bytes_per_token_formula(80, 64, 128, 2) * 8192 == memory.kv_bytes_per_request(mha, 8192)
@@ -99,9 +99,18 @@ def test_sliding_window_caps_the_request():
     per_token = memory.kv_bytes_per_token(m)
     assert per_token == 2 * 32 * 8 * 128 * 2
     assert memory.kv_bytes_per_request(m, 1000) == 1000 * per_token
-    assert memory.kv_bytes_per_request(m, 100_000) == 4096 * per_token
-    mixed = dataclasses.replace(m, sliding_window=1024, sliding_window_layers=tuple(range(0, 32, 2)))
+    assert memory.kv_bytes_per_request(m, 32_768) == 4096 * per_token
+    cfg = dict(models.shipped_config("Mistral-7B-v0.1"), sliding_window=1024,
+               layer_types=["sliding_attention", "full_attention"] * 16)
+    mixed = models.load(cfg)
+    assert mixed.sliding_window_layers == tuple(range(0, 32, 2))
     assert memory.kv_bytes_per_request(mixed, 4096) == (16 * 4096 + 16 * 1024) * per_token / 32
+
+
+def test_a_stale_copy_is_refused(r1_70b):
+    # the per-layer attention must follow the heads: dataclasses.replace re-checks it
+    with pytest.raises(ValueError, match="elements per token"):
+        dataclasses.replace(r1_70b, n_kv_heads=64)
 
 
 def test_kv_sweeps_arrays(qwen3_8b):

@@ -36,8 +36,8 @@ def test_step_read_at_batch_one_is_decode_read():
 def test_step_read_tends_to_all_experts():
     m = models.load("DeepSeek-V3")
     big = mr.step_read_params(m, 100_000)
-    expected = (models.decode_read_params(m) - models._params_by_role(m)["expert"] * 8 / 256
-                + models._params_by_role(m)["expert"])
+    expected = (models.decode_read_params(m) - models.params_by_group(m)["expert"] * 8 / 256
+                + models.params_by_group(m)["expert"])
     assert big == pytest.approx(expected)
 
 

@@ -1,6 +1,8 @@
 """The ``aiinfra`` calculator: the book's formulas from the command line.
 
     aiinfra params   --model Qwen3-8B
+    aiinfra params   --config ./my-model/config.json --approximate
+    aiinfra check    ~/.cache/huggingface/hub/models--org--name/snapshots/REV
     aiinfra memory   --config ./my-model/config.json --precision int8 --context 8192 --batch 16 --gpu h100
     aiinfra decode   --model Llama-3.1-8B --gpu h100 --batch 32 --prompt 2000 --output-tokens 500
     aiinfra roofline --flops 1.4e11 --bytes 7e10 --gpu h100
@@ -10,6 +12,13 @@
 Every subcommand prints a table for people and, with ``--json``, one JSON
 object for programs (SI units, the unit in every key). A bad argument gets
 one line on stderr and exit status 2; nothing prints a traceback.
+
+Counts are exact for the families of :data:`aiinfra.catalog.models.SUPPORTED_MODEL_TYPES`;
+any other config is refused unless ``--approximate`` asks for an estimate,
+which the table and the JSON (``"count": "approximate"``, ``"assumptions"``)
+label as such. A context past the model's ``max_position_embeddings`` prints
+a warning on stderr. ``check`` compares a downloaded model folder with the
+count (exit status 0 for an exact match, 1 for a difference).
 Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
 describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
 and the same peak rule everywhere).
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 EXIT_USAGE = 2
@@ -44,6 +54,8 @@ def _model_options(p, required=True):
     g = p.add_argument_group("model (one of)")
     g.add_argument("--model", metavar="NAME", help="a shipped model name (see `aiinfra list`)")
     g.add_argument("--config", metavar="PATH", help="path to a Hugging Face config.json (or its folder)")
+    p.add_argument("--approximate", action="store_true",
+                   help="estimate a model_type that is not counted exactly (labelled, with its assumptions)")
     p.set_defaults(_model_required=required)
 
 
@@ -93,6 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(p)
     _json_option(p)
 
+    p = sub.add_parser("check", help="compare the count with a downloaded model folder (safetensors or index)")
+    p.add_argument("folder", metavar="FOLDER", help="model folder: config.json with *.safetensors and/or "
+                                                    "model.safetensors.index.json")
+    g = p.add_argument_group("config (default: FOLDER/config.json)")
+    g.add_argument("--model", metavar="NAME", help="a shipped model name to predict from instead")
+    g.add_argument("--config", metavar="PATH", help="another config.json to predict from")
+    p.add_argument("--dtype", default=None, help="storage dtype to predict (bfloat16, F32, ...); "
+                                                 "default: the config's torch_dtype")
+    p.add_argument("--approximate", action="store_true", help="predict from an estimate for an unknown family")
+    _json_option(p)
+
     p = sub.add_parser("memory", help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch")
     _model_options(p)
     _gpu_option(p)
@@ -140,10 +163,35 @@ def _load_model(args):
     if args.model and args.config:
         raise ValueError("give either --model or --config, not both")
     if args.config:
-        return models.load(Path(args.config))
+        return models.load(Path(args.config), approximate=args.approximate)
     if args.model:
-        return models.load(args.model)
+        return models.load(args.model, approximate=args.approximate)
     raise ValueError("one of --model NAME or --config PATH is required")
+
+
+def _count_label(m, data, rows):
+    """Say whether the count is exact or an estimate, in the JSON and at the top of the table."""
+    from aiinfra.catalog.architectures import FAMILY_NOTES
+
+    data.update(model_type=m.model_type, count=m.label, exact=bool(m.exact))
+    if m.exact:
+        rows[:0] = [("count", f"exact ({m.model_type})"), ("  family", FAMILY_NOTES[m.model_type])]
+    else:
+        data["assumptions"] = list(m.assumptions)
+        rows[:0] = [("count", f"APPROXIMATE ESTIMATE ({m.model_type}), not an exact count")]
+        rows[1:1] = [("  assumes", a) for a in m.assumptions]
+    if m.notes:
+        data["notes"] = list(m.notes)
+        rows += [("note", n) for n in m.notes]
+
+
+def _attention_text(m) -> str:
+    sliding = m.sliding_window_layers
+    if not sliding:
+        return f"{m.n_layers} full"
+    windows = sorted({a.window for a in m.attention if a.window is not None})
+    return (f"{m.n_layers - len(sliding)} full, {len(sliding)} sliding (window "
+            f"{' / '.join(f'{w:,}' for w in windows)})")
 
 
 def _count(name, value, minimum=1):
@@ -184,10 +232,11 @@ def _int(x):
 # --- subcommands -------------------------------------------------------------
 
 def _cmd_params(args):
-    from aiinfra import compute, units
+    from aiinfra import compute, memory, units
     from aiinfra.catalog import models
 
     m = _load_model(args)
+    groups = models.params_by_group(m)
     data = {
         "model": m.name,
         "total_params": int(models.total_params(m)),
@@ -196,6 +245,7 @@ def _cmd_params(args):
         "lm_head_params": int(models.lm_head_params(m)),
         "block_linear_params_per_token": int(models.block_linear_params_per_token(m)),
         "decode_read_params": int(models.decode_read_params(m)),
+        "params_by_group": {k: int(v) for k, v in groups.items()},
         "n_layers": int(m.n_layers),
         "hidden_size": int(m.hidden_size),
         "n_heads": int(m.n_heads),
@@ -203,6 +253,11 @@ def _cmd_params(args):
         "head_dim": int(m.head_dim),
         "vocab_size": int(m.vocab_size),
         "tie_word_embeddings": bool(m.tie_word_embeddings),
+        "attention": m.attention_kind,
+        "sliding_window": m.sliding_window,
+        "sliding_window_layers": list(m.sliding_window_layers),
+        "max_position_embeddings": m.max_position_embeddings,
+        "kv_bytes_per_token": float(memory.kv_bytes_per_token(m)),
         "flops_per_token": float(compute.flops_per_token(m)),
     }
     rows = [
@@ -215,9 +270,39 @@ def _cmd_params(args):
         ("layers / hidden / heads / kv heads / head_dim",
          f"{m.n_layers} / {m.hidden_size} / {m.n_heads} / {m.n_kv_heads} / {m.head_dim}"),
         ("vocab (tied embeddings)", f"{m.vocab_size:,} ({'yes' if m.tie_word_embeddings else 'no'})"),
+        (f"attention layers ({m.attention_kind.upper()})", _attention_text(m)),
+        ("KV per token (BF16, all layers)", units.fmt_bytes(data["kv_bytes_per_token"], "KiB")),
         ("matrix FLOPs per token", units.fmt_flops(data["flops_per_token"])),
     ]
+    rows += [(f"  group {k}", _int(v)) for k, v in groups.items()]
+    _count_label(m, data, rows)
     _emit(args, f"params: {m.name}", rows, data)
+
+
+def _cmd_check(args):
+    from aiinfra.catalog import checkpoint
+
+    if args.model and args.config:
+        raise ValueError("give either --model or --config, not both")
+    report = checkpoint.compare(args.folder, config=args.model or args.config, approximate=args.approximate,
+                                dtype=args.dtype)
+    data = {
+        "model": report.name, "compared_with": report.source, "exact_match": report.exact,
+        "total_params": report.predicted_params, "stored_params": report.stored_params,
+        "predicted_bytes_by_dtype": report.predicted_bytes, "stored_bytes_by_dtype": report.stored_bytes,
+        "index_total_size_bytes": report.index_total_size,
+        "differences": [{"group": g.group, "predicted_params": g.predicted_params, "stored_params": g.stored_params,
+                         "missing": list(g.missing), "unexpected": list(g.unexpected),
+                         "shape_mismatches": [list(x) for x in g.shape_mismatches],
+                         "dtype_mismatches": [list(x) for x in g.dtype_mismatches]} for g in report.differences],
+        "not_parameters": {k: {"tensors": n, "bytes": b} for k, (n, b) in report.extras.items()},
+        "notes": list(report.notes),
+    }
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(report.summary())
+    return 0 if report.exact else 1
 
 
 def _cmd_memory(args):
@@ -236,6 +321,7 @@ def _cmd_memory(args):
         "model": m.name,
         "precision": args.precision,
         "total_params": int(models.total_params(m)),
+        "active_params": int(models.active_params(m)),
         "weight_bytes": w,
         "kv_bytes_per_token": kv_tok,
         "context_tokens": ctx,
@@ -248,6 +334,7 @@ def _cmd_memory(args):
         (f"weights ({args.precision})", f"{units.fmt_bytes(w)}  ({units.fmt_bytes(w, 'GiB')})"),
         ("KV per token", f"{units.fmt_bytes(kv_tok, 'KB')}  ({units.fmt_bytes(kv_tok, 'KiB')})"),
         (f"KV per request @ {ctx:,} tokens", f"{units.fmt_bytes(kv_req)}  ({units.fmt_bytes(kv_req, 'GiB', 3)})"),
+        ("attention layers", _attention_text(m)),
         (f"KV for batch {batch}", units.fmt_bytes(batch * kv_req)),
         ("weights + KV", units.fmt_bytes(total)),
     ]
@@ -261,6 +348,7 @@ def _cmd_memory(args):
             ("GPUs to hold weights + KV (ideal split)", str(cards)),
             ("largest batch on one GPU (KV budget)", str(max_batch_one) if d.free_bytes > 0 else "weights do not fit"),
         ]
+    _count_label(m, data, rows)
     _emit(args, f"memory: {m.name}", rows, data)
 
 
@@ -323,6 +411,7 @@ def _cmd_decode(args):
     ]
     if models.active_params(m) != models.total_params(m):
         rows.append(("note", "MoE: reads count the active experts only (optimistic once batch > 1)"))
+    _count_label(m, data, rows)
     _emit(args, f"decode: {m.name} on {d.gpu.name}", rows, data)
 
 
@@ -384,22 +473,44 @@ def _cmd_plan(args):
                               f"limited by {plan.limiting})"),
         ("predicted decode step", units.fmt_time(plan.step_time_s)),
     ]
+    _count_label(m, data, rows)
     _emit(args, f"plan: {m.name} on {d.gpu.name} (lower bound, no communication or queueing)", rows, data)
 
 
 def _cmd_list(args):
     from aiinfra.catalog import hardware, models
 
-    data = {"models": models.shipped_names(), "gpus": [g.name for g in hardware.catalog()]}
+    names = models.shipped_names()
+    data = {"models": names, "gpus": [g.name for g in hardware.catalog()],
+            "model_sources": {n: {"config": models.SHIPPED[n][1],
+                                  "copy": "reconstructed" if n in models.RECONSTRUCTED else "as released"}
+                              for n in names},
+            "exact_model_types": list(models.SUPPORTED_MODEL_TYPES)}
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        print("models:\n  " + "\n  ".join(data["models"]))
+        print("models:\n  " + "\n  ".join(n + (" (config reconstructed from published values)"
+                                                 if n in models.RECONSTRUCTED else "") for n in names))
         print("gpus:\n  " + "\n  ".join(data["gpus"]))
+        print("model types counted exactly:\n  " + ", ".join(data["exact_model_types"]))
 
 
-COMMANDS = {"params": _cmd_params, "memory": _cmd_memory, "decode": _cmd_decode, "roofline": _cmd_roofline,
-            "plan": _cmd_plan, "list": _cmd_list}
+COMMANDS = {"params": _cmd_params, "check": _cmd_check, "memory": _cmd_memory, "decode": _cmd_decode,
+            "roofline": _cmd_roofline, "plan": _cmd_plan, "list": _cmd_list}
+
+
+def _run(args) -> int:
+    """Run one subcommand; warnings (a context past the model's positions) become one stderr line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = COMMANDS[args.command](args) or 0
+    seen = set()
+    for w in caught:
+        text = str(w.message)
+        if text not in seen:
+            seen.add(text)
+            print(f"aiinfra: warning: {text}", file=sys.stderr)
+    return status
 
 
 def main(argv=None) -> int:
@@ -407,7 +518,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        COMMANDS[args.command](args)
+        return _run(args)
     except _UsageError as exc:
         print(f"{exc} (try --help)", file=sys.stderr)
         return EXIT_USAGE
@@ -415,7 +526,6 @@ def main(argv=None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"aiinfra: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,7 @@ runs once, not ``P`` times.
 
 The scalar cores take plain numbers; :func:`flops_per_token`,
 :func:`decode_flops`, :func:`prefill_flops` and :func:`request_flops` take a
-``ModelConfig`` from :mod:`aiinfra.catalog.models`.
+``ModelConfig`` from :mod:`aiinfra.catalog.models`; their attention is window-aware layer by layer.
 
 Serves: Chapters 1 (quick-reference numbers), 2 (one request by hand) and 3 (the 2N rule against the exact count).
 """
@@ -208,22 +208,22 @@ def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
 
 # --- config-level wrappers ---------------------------------------------------
 #
-# Sliding-window layers (e.g. Mistral-7B-v0.1, window 4096) attend to at most
-# ``window`` keys, so the wrappers split the layers into full-attention and
-# windowed groups and cap the context of the second.
+# Layers are grouped by their attention: full layers attend to the whole context, a
+# sliding-window layer (Mistral-7B-v0.1: every layer, 4,096; Gemma 2 and gpt-oss: every other
+# layer) to at most ``window`` keys, so each group's context is capped at its own window.
 
 def _shape(model):
+    """The model, its per-token matmul weights, its LM head and its attention groups.
+
+    Groups are ``(layers, qk_width, v_width, window)``, full-attention groups first.
+    """
     m = models.load(model)
-    n_win = len(m.sliding_window_layers) if m.sliding_window else 0
-    return (
-        m,
-        float(models.block_linear_params_per_token(m)),
-        float(models.lm_head_params(m)),
-        m.n_layers - n_win,
-        n_win,
-        float(models.attention_qk_width(m)),
-        float(models.attention_v_width(m)),
-    )
+    counts: dict[tuple, int] = {}
+    for a in m.attention:
+        key = (a.window is not None, a.window or 0, a.qk_width, a.v_width)
+        counts[key] = counts.get(key, 0) + 1
+    groups = [(n, float(qk), float(v), w if sliding else None) for (sliding, w, qk, v), n in sorted(counts.items())]
+    return m, float(models.block_linear_params_per_token(m)), float(models.lm_head_params(m)), groups
 
 
 def _causal_pairs(tokens, window=None):
@@ -243,7 +243,7 @@ def flops_per_token(model):
     The embedding lookup costs 0 FLOPs; for MoE only the active experts count.
     Qwen3-8B: 15.14e9.
     """
-    _, n_lin, n_head, _, _, _, _ = _shape(model)
+    _, n_lin, n_head, _ = _shape(model)
     return _forward_flops_per_token(n_lin, n_head)
 
 
@@ -251,17 +251,18 @@ def flops_per_token(model):
 def decode_flops(model, context_tokens):
     """FLOPs of one decode step of ``model`` with ``context_tokens`` keys in the cache.
 
-    :func:`flops_per_token` plus attention ``2 n (w_qk + w_v)`` per layer
-    (``n`` capped at the window in sliding-window layers).
-    Qwen3-8B at 2,048 tokens: 16.34e9. Accepts an array of contexts.
+    :func:`flops_per_token` plus attention ``2 n (w_qk + w_v)`` per layer,
+    ``n`` capped at the layer's window in sliding-window layers. Contexts
+    past the model's ``max_position_embeddings`` are computed as asked (a
+    curve may run past them); the KV of such a request warns
+    (:func:`aiinfra.memory.kv_bytes_per_request`). Qwen3-8B at 2,048 tokens:
+    16.34e9. Accepts an array of contexts.
     """
-    m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
+    _, n_lin, n_head, groups = _shape(model)
     ctx = context_tokens
     total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
-    if n_full:
-        total = total + attention_flops_per_token(n_full, wq, wv, ctx)
-    if n_win:
-        total = total + attention_flops_per_token(n_win, wq, wv, np.minimum(ctx, m.sliding_window))
+    for n, wq, wv, window in groups:
+        total = total + attention_flops_per_token(n, wq, wv, ctx if window is None else np.minimum(ctx, window))
     return total
 
 
@@ -274,14 +275,15 @@ def prefill_flops(model, prompt_tokens, causal=True, lm_head_last_token_only=Tru
     at every position. Sliding-window layers count ``sum_i min(i, window)``
     pairs when causal, ``P min(P, window)`` when not.
     """
-    m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
+    m, n_lin, n_head, groups = _shape(model)
     p = prompt_tokens
     total = np.asarray(_prefill_matmul_flops(n_lin, n_head, p, 1 if lm_head_last_token_only else p))
-    if n_full:
-        total = total + np.asarray(_prefill_attention_flops(n_full, wq, wv, p, causal))
-    if n_win:
-        pairs = _causal_pairs(p, m.sliding_window) if causal else p * np.minimum(p, m.sliding_window)
-        total = total + 2.0 * n_win * (wq + wv) * pairs
+    for n, wq, wv, window in groups:
+        if window is None:
+            total = total + np.asarray(_prefill_attention_flops(n, wq, wv, p, causal))
+        else:
+            pairs = _causal_pairs(p, window) if causal else p * np.minimum(p, window)
+            total = total + 2.0 * n * (wq + wv) * pairs
     return total
 
 
@@ -290,17 +292,20 @@ def request_flops(model, prompt_tokens, generated_tokens):
     """Exact FLOPs of one request on ``model``: causal prefill plus ``G - 1`` decode steps.
 
     See :func:`request_step_flops`; set it beside
-    ``approx_flops_2n(models.total_params(model), P, G)``.
+    ``approx_flops_2n(models.total_params(model), P, G)``. Sliding-window
+    layers count ``sum_i min(i, window)`` query-key pairs.
     """
-    m, n_lin, n_head, n_full, n_win, wq, wv = _shape(model)
+    m, n_lin, n_head, groups = _shape(model)
     p, g = prompt_tokens, generated_tokens
     seen = p + g - 1.0
-    if n_full:
-        total = np.asarray(request_step_flops(n_lin, n_head, n_full, wq, wv, p, g))
+    full = [x for x in groups if x[3] is None]
+    if full:  # the first full group carries the matmuls, as in the closed form
+        n, wq, wv, _ = full[0]
+        total = np.asarray(request_step_flops(n_lin, n_head, n, wq, wv, p, g))
     else:
         total = 2.0 * n_lin * seen + 2.0 * n_head * g
-    if n_win:
-        total = total + 2.0 * n_win * (wq + wv) * _causal_pairs(seen, m.sliding_window)
+    for n, wq, wv, window in groups[1:] if full else groups:
+        total = total + 2.0 * n * (wq + wv) * _causal_pairs(seen, window)
     return total
 
 

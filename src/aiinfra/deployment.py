@@ -53,6 +53,7 @@ from aiinfra.formula import check
 __all__ = [
     "Deployment", "Step", "Request", "RoundModel", "TEACHING_GPU", "TEACHING_8B",
     "TEACHING_PROMPT_TOKENS", "TEACHING_BATCH", "TEACHING_ATTENTION_CONTEXT_TOKENS",
+    "SERVING_70B", "SERVING_CONTEXT_TOKENS", "SERVING_TPOT_S",
 ]
 
 #: Share of GPU memory a deployment keeps back for activations, workspace and the allocator by
@@ -94,7 +95,7 @@ class _Exact:
 
     def __init__(self, m: models.ModelConfig, kv_heads: int | None):
         self.model = m
-        self.kv_model = m if kv_heads is None else dataclasses.replace(m, n_kv_heads=kv_heads)
+        self.kv_model = m if kv_heads is None else models._with_kv_heads(m, kv_heads)
         self.stored_params = models.total_params(m)
         self.read_params = models.decode_read_params(m)
 
@@ -303,6 +304,31 @@ class Deployment:
         return decode.critical_batch_size(self.bytes_per_weight, self.peak_flops_per_s, self.bandwidth_bytes_per_s,
                                           self.eta_f, self.eta_b)
 
+    def crossover_batch(self, context_tokens):
+        """Batch at which a decode step's arithmetic takes as long as its reads, caches included; ``inf`` if never.
+
+        :func:`aiinfra.decode.crossover_batch_with_state` with one request's
+        FLOPs and KV at ``context_tokens`` and the weight bytes a step reads.
+        When one cache takes longer to read than its token's arithmetic takes,
+        no batch makes decode compute-bound (chapter 4).
+        """
+        one = self.step(1, context_tokens)
+        return decode.crossover_batch_with_state(one.flops, one.weight_bytes, one.kv_bytes, self.peak_flops_per_s,
+                                                 self.bandwidth_bytes_per_s, self.eta_f, self.eta_b)
+
+    def ceiling_tokens_per_s(self, context_tokens=0):
+        """Single-stream decode ceiling: ``eta_B beta / (R_W + R_state)``, the bytes a step actually reads.
+
+        ``R_W`` is :attr:`weight_bytes_read` (every weight but the embedding
+        table, of which one row), ``R_state`` the KV of ``context_tokens``
+        cached tokens (0: weights only), ``beta`` the bandwidth of the
+        ``n_gpus`` together (:func:`aiinfra.decode.memory_bound_tokens_per_s`).
+        Compute and communication are ignored; the number does not check that
+        the weights fit (see :attr:`min_gpus`). Accepts an array of contexts (chapter 4).
+        """
+        return decode.memory_bound_tokens_per_s(self.weight_bytes_read, self.bandwidth_bytes_per_s,
+                                                state_bytes=self.kv_bytes(context_tokens), efficiency=self.eta_b)
+
     # --- bytes --------------------------------------------------------------------
     @property
     def bytes_per_weight(self) -> float:
@@ -337,6 +363,11 @@ class Deployment:
         return self.memory_reserve * self.capacity_bytes
 
     @property
+    def usable_bytes(self) -> float:
+        """Memory the weights and the KV cache may occupy together: capacity less the reserve."""
+        return self.capacity_bytes - self.reserve_bytes
+
+    @property
     def free_bytes(self) -> float:
         """Memory left for the KV cache: capacity - (weights + reserve); negative when the weights do not fit."""
         return memory.free_bytes(self.weight_bytes, 0.0, self.reserve_bytes, self.capacity_bytes)
@@ -344,6 +375,16 @@ class Deployment:
     def max_batch(self, context_tokens):
         """Most requests of ``context_tokens`` tokens whose KV fits in :attr:`free_bytes` (0 if the weights do not fit)."""
         return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.kv_bytes(context_tokens))
+
+    @property
+    def min_gpus(self) -> int:
+        """Fewest GPUs of this kind whose memory, less the reserve, holds the stored weights (capacity first).
+
+        :func:`aiinfra.memory.min_cards` of :attr:`weight_bytes` with
+        ``memory_reserve`` of each card kept back; independent of ``n_gpus``.
+        A 70B model in BF16 (141.11 GB) needs 2 H100s (chapter 4).
+        """
+        return memory.min_cards(self.weight_bytes, self.gpu.memory_bytes, self.memory_reserve * self.gpu.memory_bytes)
 
     # --- time ---------------------------------------------------------------------
     def _times(self, flops, bytes_moved):
@@ -420,6 +461,40 @@ class Deployment:
         tc, tm = self._times(flops, w)
         return Step(1, g - 1, flops, w, 0.0, tc, tm, float(np.sum(passes.time_s)), roofline.bound_of(tc, tm))
 
+    def tp_comm_s(self, tokens=1, bandwidth_bytes_per_s=None, latency_s=None):
+        """Time one forward pass spends in tensor-parallel all-reduces, none overlapped: ``2 L T_AR``.
+
+        The ``n_gpus`` form one tensor-parallel group in the Megatron layout:
+        two all-reduces per layer (:func:`aiinfra.cluster.parallelism.tp_allreduce_count`),
+        each of the BF16 activations of the ``tokens`` in flight
+        (:func:`~aiinfra.cluster.parallelism.tp_allreduce_message_bytes`),
+        timed as a ring (:func:`aiinfra.cluster.network.ring_allreduce_time_s`)
+        over the GPU's scale-up link, per direction, with the assumed NVLink
+        step latency (:data:`aiinfra.cluster.parallelism.ASSUMED_STEP_LATENCY_S`)
+        unless ``bandwidth_bytes_per_s`` and ``latency_s`` are given. A decode
+        step has ``tokens`` = its batch. Zero on one GPU. Every time of this
+        class leaves it out (chapters 6 and 7).
+        """
+        from aiinfra.cluster import network, parallelism
+
+        n_tok = check("tokens", tokens, ">0")
+        bw = self.gpu.scaleup_bytes_per_s_per_direction if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
+        t0 = parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] if latency_s is None else latency_s
+        m = self.model
+        width = m.d_model if isinstance(m, RoundModel) else m.hidden_size
+        size = parallelism.tp_allreduce_message_bytes(n_tok, width, units.PRECISION_BYTES["bf16"])
+        one = network.ring_allreduce_time_s(size, self.n_gpus, bw, t0)
+        return parallelism.tp_comm_time_per_step_s(m.n_layers, one)
+
+    def tp_comm_share(self, batch=1, context_tokens=2048, bandwidth_bytes_per_s=None, latency_s=None):
+        """Share of a decode step the all-reduces would take if added to it: ``T_comm / (T_step + T_comm)``.
+
+        :meth:`step` at ``batch`` and ``context_tokens`` plus :meth:`tp_comm_s`
+        of ``batch`` tokens (same link arguments). Accepts arrays.
+        """
+        comm = self.tp_comm_s(batch, bandwidth_bytes_per_s, latency_s)
+        return comm / (self.step(batch, context_tokens).time_s + comm)
+
     # --- capacity -----------------------------------------------------------------
     def max_users(self, target_tpot_s, context_tokens) -> tuple[int, str]:
         """Most concurrent users this replica holds at ``context_tokens`` each and still meets ``target_tpot_s``.
@@ -437,6 +512,17 @@ class Deployment:
             self.gpu.memory_bytes, self.gpu.memory_bandwidth_bytes_per_s,
             self.gpu.dense_flops_per_s(self.compute_precision), self.eta_f, self.eta_b, self.memory_reserve,
             self.weight_bytes_read)
+
+    def cost_per_million_tokens(self, usd_per_gpu_hour, batch, context_tokens):
+        """Floor price of a million output tokens at ``batch`` requests of ``context_tokens`` each (chapters 4, 5).
+
+        The replica's aggregate rate (:meth:`step`) divided by its GPU count,
+        priced by :func:`aiinfra.serving.capacity.cost_per_million_tokens`.
+        Accepts arrays.
+        """
+        from aiinfra.serving import capacity
+
+        return capacity.cost_per_million_tokens(usd_per_gpu_hour, self.step(batch, context_tokens).tokens_per_s / self.n_gpus)
 
 
 def _plain(x):
@@ -469,3 +555,15 @@ TEACHING_8B = Deployment(
                name="8B (round numbers)"),
     TEACHING_GPU, eta_f=0.5, eta_b=0.7, memory_reserve=0.0,
 )
+
+
+# --------------------------------------------------------------------------------------
+# Chapter 7's server: one assumption set for the whole chapter
+# --------------------------------------------------------------------------------------
+
+#: One 8 x H100 SXM server running Llama-3.1-70B in BF16 at 50 % of peak FLOP/s and 70 % of peak
+#: bandwidth, with the default 10 % memory reserve: the replica every page of chapter 7 uses.
+SERVING_70B = Deployment("Llama-3.1-70B", "H100 SXM", n_gpus=8, eta_f=0.5, eta_b=0.7)
+#: The context every user of chapter 7 holds, and the TPOT the service promises.
+SERVING_CONTEXT_TOKENS = 8192
+SERVING_TPOT_S = 0.05

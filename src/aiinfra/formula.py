@@ -247,8 +247,8 @@ _ASSUMPTIONS = {
     "n_max": {"positive": True, "integer": True},
 }
 
-# Functions a twin may call; every other identifier in a twin is a symbol.
-_FUNCTIONS = ("Max", "Min", "floor", "ceiling", "log", "sqrt", "exp")
+# Functions (and the constant pi) a twin may use; every other identifier in a twin is a symbol.
+_FUNCTIONS = ("Max", "Min", "floor", "ceiling", "log", "sqrt", "exp", "pi")
 
 
 def _symbol(name: str):

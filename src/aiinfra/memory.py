@@ -56,7 +56,7 @@ def _grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_siz
     return nq * bits / 8 + nq * scale_bytes / group_size + no * other_bytes_per_param
 
 
-def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=()) -> float:
+def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1) -> float:
     """Bytes of ``m`` with every linear weight inside the blocks quantized in groups.
 
     Each row of each block matrix (attention projections, MLP and expert
@@ -67,32 +67,70 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
     embedding table, the LM head, the norms and the biases. ``keep_bf16``
     lists block roles to leave in BF16 as well (``"attention"``, ``"mlp"``,
     ``"expert"``, ``"shared_expert"``, ``"router"``), e.g. ``("router",)``.
+    ``block_rows`` > 1 makes each group a ``block_rows x group_size`` tile
+    sharing one scale (DeepSeek-V3's FP8 checkpoint: :data:`FP8_BLOCK_128`).
 
     DeepSeek-R1-Distill-Llama-70B, 8-bit, groups of 128, 2-byte scales:
     73.73 GB.
     """
     m = _models._as_model(m)
+    scheme = _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows)
+    other_params = _models.total_params(m) - _models._block_linear_params(m)
+    linear = sum(_quantized_matrix_bytes(*mat, *scheme) for mat in _models._matrices(m))
+    return float(linear + other_params * _units.bytes_per_param("bf16"))
+
+
+def grouped_quant_read_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1,
+                             expert_fraction=None) -> float:
+    """Weight bytes one decode step reads from ``m`` stored as in :func:`grouped_quant_weight_bytes`.
+
+    The parameters of :func:`aiinfra.catalog.models.decode_read_params` at
+    their stored size: every block matrix a token multiplies, with its
+    scales; the norms and biases, the LM head and one row of the embedding
+    table in BF16. Of the routed experts a step reads ``expert_fraction``
+    (default ``k / E``, one token; pass
+    :func:`aiinfra.serving.moe.expected_expert_fraction` for a batch).
+    """
+    m = _models._as_model(m)
+    scheme = _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows)
+    if expert_fraction is None:
+        frac = m.n_experts_per_token / m.n_routed_experts if m.is_moe else 1.0
+    else:
+        frac = check("expert_fraction", expert_fraction, "[0,1]", scalar=True)
+    linear = sum(_quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
+                 for mat in _models._matrices(m))
+    other_params = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
+    return float(linear + other_params * _units.bytes_per_param("bf16"))
+
+
+#: DeepSeek-V3's published FP8 format: e4m3 weights, one FP32 scale per 128 x 128 block
+#: (the checkpoint's ``quantization_config``, ``weight_block_size: [128, 128]``, and its weight
+#: documentation); pass as ``**FP8_BLOCK_128`` to the two functions above.
+FP8_BLOCK_128 = {"bits": 8, "group_size": 128, "block_rows": 128, "scale_bytes": 4}
+
+
+def _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows):
+    """Validated ``(bits, group_size, scale_bytes, roles kept in BF16, block_rows)``."""
     q = check("bits", bits, "int>=1", scalar=True)
     if q > 16:
         raise ValueError(f"bits must be a whole number in [1, 16], got {bits!r}")
     g = check("group_size", group_size, "int>=1", scalar=True)
-    s = check("scale_bytes", scale_bytes, ">=0")
-    if isinstance(keep_bf16, str):
-        keep_bf16 = (keep_bf16,)
-    keep = set(keep_bf16)
+    s = check("scale_bytes", scale_bytes, ">=0", scalar=True)
+    r = check("block_rows", block_rows, "int>=1", scalar=True)
+    keep = {keep_bf16} if isinstance(keep_bf16, str) else set(keep_bf16)
     unknown = keep - set(_models.LINEAR_ROLES)
     if unknown:
         raise ValueError(f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}")
-    bf16 = _units.bytes_per_param("bf16")
-    quant_bytes = 0.0
-    other_params = _models.total_params(m) - _models._block_linear_params(m)
-    for lin in _models._linear_shapes(m):
-        if lin.role in keep:
-            other_params += lin.params
-            continue
-        groups = lin.out_features * math.ceil(lin.in_features / g) * lin.count
-        quant_bytes += lin.params * q / 8 + groups * s
-    return float(quant_bytes + other_params * bf16)
+    return q, g, s, frozenset(keep), r
+
+
+def _quantized_matrix_bytes(group, copies, n_out, n_in, bits, group_size, scale_bytes, keep, block_rows) -> float:
+    """Stored bytes of ``copies`` matrices of ``n_out x n_in`` weights of inventory group ``group``."""
+    params = copies * n_out * n_in
+    if group in keep:
+        return params * _units.bytes_per_param("bf16")
+    tiles = math.ceil(n_out / block_rows) * math.ceil(n_in / group_size) * copies
+    return params * bits / 8 + tiles * scale_bytes
 
 
 # --------------------------------------------------------------------------------------
@@ -123,35 +161,42 @@ def mla_kv_bytes_per_token_formula(n_layers, kv_lora_rank, qk_rope_head_dim, byt
     return (kv_lora_rank + qk_rope_head_dim) * n_layers * bytes_per_element
 
 
-def _per_layer_token_bytes(m: _models.ModelConfig, b):
-    """KV bytes one token adds in one layer."""
-    if m.attention_kind == "mla":
-        return mla_kv_bytes_per_token_formula(1, m.kv_lora_rank, m.qk_rope_head_dim, b)
-    return kv_bytes_per_token_formula(1, m.n_kv_heads, m.head_dim, b)
+def _layer_groups(m: _models.ModelConfig) -> list[tuple[int, int, int | None]]:
+    """Layers grouped by what they cache: ``(count, elements per token, window or None)``, full layers first."""
+    counts: dict[tuple[int, int | None], int] = {}
+    for a in m.attention:
+        counts[(a.kv_elements_per_token, a.window)] = counts.get((a.kv_elements_per_token, a.window), 0) + 1
+    return [(n, e, w) for (e, w), n in sorted(counts.items(), key=lambda kv: (kv[0][1] is not None, kv[0]))]
 
 
 def kv_bytes_per_token(m, bytes_per_element=2):
-    """KV-cache bytes one more cached token costs, summed over all layers.
+    """KV-cache bytes one more cached token costs, summed over all layers: ``sum_l e_l * b``.
 
-    MHA/GQA: ``2 * L * n_kv_heads * head_dim * b``; MLA: the compressed
-    latent, ``(kv_lora_rank + qk_rope_head_dim) * L * b``. Sliding-window
-    layers are included (a token costs the same there until the window is
-    full; :func:`kv_bytes_per_request` applies the cap). ``bytes_per_element``
-    may be an array (2 for BF16, 1 for an FP8 cache).
+    ``e_l`` is what layer ``l`` caches per token: ``2 * n_kv_heads * head_dim``
+    for MHA/GQA (:func:`kv_bytes_per_token_formula`), the compressed latent
+    plus the RoPE key ``kv_lora_rank + qk_rope_head_dim`` for MLA
+    (:func:`mla_kv_bytes_per_token_formula`). Sliding-window layers are
+    included (a token costs the same there until the window is full;
+    :func:`kv_bytes_per_request` applies the cap). ``bytes_per_element`` may
+    be an array (2 for BF16, 1 for an FP8 cache).
 
     Qwen3-8B in BF16: 147,456 B (144 KiB).
     """
     m = _models._as_model(m)
     b = check("bytes_per_element", bytes_per_element, ">0")
-    return _per_layer_token_bytes(m, b) * m.n_layers
+    return sum(a.kv_elements_per_token for a in m.attention) * b
 
 
 def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
-    """KV-cache bytes of one request holding ``context_tokens`` tokens.
+    """KV-cache bytes of one request holding ``n`` tokens: ``sum_l e_l * min(n, w_l) * b`` (chapter 5).
 
-    Full-attention layers keep every token; sliding-window layers keep at
-    most ``sliding_window`` of them. ``context_tokens`` and
-    ``bytes_per_element`` may be arrays (they broadcast).
+    Full-attention layers keep every token (``w_l`` infinite); a
+    sliding-window layer keeps at most its window ``w_l``; MLA layers keep the
+    compressed latent plus the RoPE key. Gemma 2 at 8,192 tokens: 13 sliding
+    layers hold 4,096 tokens, 13 global layers 8,192. ``context_tokens`` and
+    ``bytes_per_element`` may be arrays (they broadcast). A context longer
+    than the model's ``max_position_embeddings`` raises a
+    :class:`~aiinfra.catalog.models.ContextLengthWarning`.
 
     Qwen3-8B at 2,048 tokens: 288 MiB. DeepSeek-R1-Distill-Llama-70B at
     8,192 tokens: 2.5 GiB.
@@ -159,13 +204,10 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
     m = _models._as_model(m)
     ctx = check("context_tokens", context_tokens, ">=0")
     b = check("bytes_per_element", bytes_per_element, ">0")
-    per_layer = _per_layer_token_bytes(m, b)
-    n_window = len(m.sliding_window_layers)
-    n_full = m.n_layers - n_window
-    tokens = n_full * np.asarray(ctx, dtype=float)
-    if n_window:
-        tokens = tokens + n_window * np.minimum(ctx, m.sliding_window)
-    out = per_layer * tokens
+    _models._check_context(m, ctx)
+    n = np.asarray(ctx, dtype=float)
+    elements = sum(count * e * (n if w is None else np.minimum(n, w)) for count, e, w in _layer_groups(m))
+    out = elements * b
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -279,7 +321,7 @@ def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
     """
     m = _models._as_model(m)
     b = check("bytes_per_element", bytes_per_element, ">0")
-    out = m.n_layers * (_models.attention_qk_width(m) + _models.attention_v_width(m)) * np.asarray(b)
+    out = sum(a.qk_width + a.v_width for a in m.attention) * np.asarray(b)
     return float(out) if out.ndim == 0 else out
 
 
@@ -378,6 +420,15 @@ HBM_BITS_PER_STACK = 1024
 DDR_BITS_PER_CHANNEL = 64
 
 
+@formula("1024*n_stack", out=int, sample={"stacks": (1, 16)}, stacks="n_stack int>=1")
+def hbm_bus_width_bits(stacks):
+    """Data width of a memory interface built from ``stacks`` HBM stacks: ``1,024`` bits each.
+
+    H100 SXM, 5 active stacks: 5,120 bits. Chapter 2.
+    """
+    return stacks * HBM_BITS_PER_STACK
+
+
 @formula("w_bus*r_pin/8", sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
          bus_width_bits="w_bus int>=1", transfers_per_s="r_pin >0")
 def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
@@ -400,9 +451,10 @@ def bus_transfer_rate_per_s(bandwidth_bytes_per_s, bus_width_bits):
 
 
 __all__ = [
-    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes",
+    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes", "grouped_quant_read_bytes",
+    "FP8_BLOCK_128",
     "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
     "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",
-    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s",
+    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s", "hbm_bus_width_bits",
 ]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiinfra import units
 from aiinfra.formula import check, formula
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "arithmetic_intensity_flops_per_byte",
     "ridge_point_flops_per_byte",
     "attainable_flops_per_s",
+    "mac_array_peak_flops_per_s",
+    "sparse_peak_flops_per_s",
     "bound_label",
     "bound_of",
     "mfu",
@@ -135,6 +138,32 @@ def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
 def attainable_flops_per_s(intensity_flops_per_byte, flops_per_s, bandwidth_bytes_per_s):
     """The roofline itself: ``min(Pi, I * beta)``, the best rate work of intensity ``I`` can reach."""
     return np.minimum(flops_per_s, intensity_flops_per_byte * bandwidth_bytes_per_s)
+
+
+@formula("2*n_rows*n_cols*f_clk", sample={"rows": (1, 1024), "cols": (1, 1024), "clock_hz": (1e6, 3e9)},
+         rows="n_rows int>=1", cols="n_cols int>=1", clock_hz="f_clk >0")
+def mac_array_peak_flops_per_s(rows, cols, clock_hz):
+    """Peak of a grid of multiply-accumulate units: ``2 x rows x cols x clock`` FLOP/s.
+
+    Every cell of a ``rows x cols`` array (a systolic matrix unit) finishes one
+    multiply-accumulate per cycle, and a MAC counts as two FLOPs
+    (:data:`aiinfra.units.FLOPS_PER_MAC`). TPU v1: 256 x 256 8-bit MACs at
+    700 MHz give 91.75e12 operations per second, which Jouppi et al. (ISCA
+    2017) round to 92 TOPS. Chapter 2.
+    """
+    return units.FLOPS_PER_MAC * rows * cols * clock_hz
+
+
+@formula("2*Pi", flops_per_s="Pi >0")
+def sparse_peak_flops_per_s(flops_per_s):
+    """The 2:4 structured-sparse peak vendors headline: twice the dense peak ``Pi``.
+
+    It assumes two of every four weights are zero, which a dense model's
+    weights are not; this book computes with dense peaks and shows this
+    figure only so that it can be recognised (H100 SXM BF16: 989.4 dense,
+    1,979 sparse TFLOP/s). Chapters 1 and 2.
+    """
+    return 2.0 * flops_per_s
 
 
 @formula(None, **{k: v.split()[1] for k, v in _TWO_TIMES.items()})

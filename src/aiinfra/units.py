@@ -47,6 +47,16 @@ EXA: float = 1e18
 ns: float = 1e-9
 us: float = 1e-6
 ms: float = 1e-3
+hour: float = 3600.0
+
+# --- length and area (chapter 2's wafers and dies; SI metres and square metres) ----
+mm: float = 1e-3
+mm2: float = 1e-6
+cm2: float = 1e-4
+
+#: FLOPs in one multiply-accumulate (a multiply and an add). Chip papers that count MACs
+#: (the TPU's "MAC operations per weight byte") give half the FLOP figure.
+FLOPS_PER_MAC: int = 2
 
 #: Storage bytes per parameter for each supported number format. The 4-bit
 #: formats pack two values per byte; block scales are *not* included here
@@ -231,7 +241,7 @@ def fmt_power(watts, digits=1) -> str:
 
 
 __all__ = [
-    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "Gbit", "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA", "ns", "us", "ms", "BITS_PER_BYTE", "PRECISION_BYTES",
+    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "Gbit", "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA", "ns", "us", "ms", "hour", "mm", "mm2", "cm2", "FLOPS_PER_MAC", "BITS_PER_BYTE", "PRECISION_BYTES",
     "bytes_from_bits", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
     "gb_from_gib", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
     "fmt_flops", "fmt_flops_rate", "fmt_power",

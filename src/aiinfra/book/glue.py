@@ -22,12 +22,15 @@ or given as ``(value, spec)`` where ``spec`` is
 * or a Python format spec (``","``, ``".1f"``, ``".0%"``, ``",.0f"``).
 
 Glued values are never displayed where they are computed (``display=False``).
+
+:func:`formula_md` shows a library formula's symbolic twin typeset, with its
+left-hand side and a label, in the book's notation (:data:`aiinfra.formula.NOTATION`).
 """
 from __future__ import annotations
 
 from aiinfra import units
 
-__all__ = ["glue", "fmt"]
+__all__ = ["glue", "fmt", "formula_md", "equation_md"]
 
 _FORMATTERS = {
     "B": lambda x, unit, digits: units.fmt_bytes(x, unit=unit, **digits),
@@ -73,3 +76,49 @@ def glue(prefix: str, **values) -> None:
             value = fmt(*value)
         name = f"{prefix}_{key}"
         myst_glue(name, value, display=False)
+
+
+def formula_md(fn, lhs: str, what: str, names: dict | None = None, where: str = ""):
+    """A library formula shown labelled: "The library's formula for WHAT (`module.name`): $$LHS = twin$$".
+
+    ``fn`` is a formula (it has ``.sym``); ``lhs`` the left-hand side in LaTeX;
+    ``what`` the quantity in words. Symbols are printed in the book's notation
+    (:data:`aiinfra.formula.NOTATION`); ``names`` maps the twin's other symbol
+    names to LaTeX (``{"k_tok": "k"}``). ``where`` is appended after the
+    equation (a sentence naming the symbols). Returns an IPython ``Markdown``
+    object for a cell to display.
+    """
+    import sympy as sp
+    from IPython.display import Markdown
+
+    from aiinfra.formula import NOTATION
+
+    if not hasattr(fn, "sym") or not isinstance(lhs, str) or not lhs or not isinstance(what, str) or not what:
+        raise ValueError("formula_md needs a library formula (with .sym), a LaTeX left-hand side and a description")
+    latex = {**{k: v.latex for k, v in NOTATION.items()}, **(names or {})}
+    expr = fn.sym
+    symbols = {sym: latex[sym.name] for sym in expr.free_symbols if sym.name in latex}
+    body = sp.latex(expr, symbol_names=symbols)
+    label = f"{fn.__module__}.{fn.__name__}"
+    text = f"The library's formula for {what} (`{label}`):\n\n$$\n{lhs} = {body}\n$$"
+    return Markdown(text + (f"\n\n{where}" if where else ""))
+
+
+def equation_md(expr, lhs: str, names: dict | None = None):
+    """A sympy expression derived in a page, typeset as ``$$LHS = expr$$`` in the book's notation.
+
+    For a derivation built from the twins (a difference, a ratio): symbols
+    named in :data:`aiinfra.formula.NOTATION` print as the notation page
+    writes them, ``names`` maps any other symbol name to LaTeX
+    (``{"N_lin": r"N_{\\mathrm{lin}}"}``). Returns an IPython ``Markdown`` object.
+    """
+    import sympy as sp
+    from IPython.display import Markdown
+
+    from aiinfra.formula import NOTATION
+
+    if not isinstance(expr, sp.Basic) or not isinstance(lhs, str) or not lhs:
+        raise ValueError("equation_md needs a sympy expression and a LaTeX left-hand side")
+    latex = {**{k: v.latex for k, v in NOTATION.items()}, **(names or {})}
+    symbols = {sym: latex[sym.name] for sym in expr.free_symbols if sym.name in latex}
+    return Markdown(f"$$\n{lhs} = {sp.latex(expr, symbol_names=symbols)}\n$$")

@@ -2,11 +2,16 @@
 
 * :mod:`~aiinfra.catalog.hardware`: GPUs, links, servers and scale-up domains, each figure with
   its source (dense peaks, per-direction links);
-* :mod:`~aiinfra.catalog.models`: model architectures read from shipped Hugging Face
-  ``config.json`` files (``configs/``) and their exact parameter counts;
+* :mod:`~aiinfra.catalog.models`: the model registry (shipped Hugging Face ``config.json`` files
+  in ``configs/``), :func:`~aiinfra.catalog.models.load` and the exact parameter counts;
+* :mod:`~aiinfra.catalog.architectures`: how a config becomes a model, family by family: the
+  inventory of every stored tensor and each layer's attention (full or sliding, MLA);
+* :mod:`~aiinfra.catalog.checkpoint`: the count checked against a downloaded model folder's
+  safetensors headers or index (``checkpoints/`` ships one published index);
 * :mod:`~aiinfra.catalog.reference`: measured points, published runs and the prose tables
   shipped as JSON (``data/``).
 
 A new GPU goes into ``hardware._CATALOG`` with a source for every field; a new model is a
-``config.json`` in ``configs/`` plus one line in ``models.SHIPPED``.
+``config.json`` in ``configs/`` plus one line in ``models.SHIPPED``; a new family is one builder
+in ``architectures._BUILDERS`` with its line in ``FAMILY_NOTES`` and a published count in the tests.
 """

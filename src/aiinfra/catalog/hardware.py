@@ -408,9 +408,11 @@ _LINKS: tuple[Link, ...] = (
     Link("NVLink 4 (per GPU, 18 links)", 450e9, "900 GB/s total, 18 links", True, True, "scale-up", _H100_WP,
          "the blog's 'up to 900 GB/s per link' is this per-GPU total, both directions added"),
     Link("NVLink 4 (one link)", 25e9, "50 GB/s per link, both directions", True, True, "scale-up", _H100_WP,
-         "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way"),
+         "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way; each link is two lanes (differential "
+         "pairs) per direction"),
     Link("NVLink 5 (per GPU, 18 links)", 900e9, "1.8 TB/s total, 18 links", True, True, "scale-up", _B200_DS),
-    Link("NVLink 5 (one link)", 50e9, "100 GB/s per link, both directions", True, True, "scale-up", _B200_DS),
+    Link("NVLink 5 (one link)", 50e9, "100 GB/s per link, both directions", True, True, "scale-up", _B200_DS,
+         "1.8 TB/s / 18 links; 50 GB/s each way (Blackwell technical brief, section 3.6)"),
     Link("NVLink 3 (per GPU, 12 links)", 300e9, "600 GB/s total, 12 links", True, True, "scale-up", _A100_DS),
     Link("PCIe Gen4 x16", 32e9, "64 GB/s bidirectional (16 GT/s x 16 lanes)", True, True, "host", _PCIE,
          "raw signalling rate; 128b/130b encoding is NOT removed (31.5 GB/s after it)"),
@@ -559,7 +561,7 @@ SERVER_LINK_ROLES = {
     "DDR5-4800, 8 channels (one Xeon 8480C socket)": "CPU socket to its DRAM",
     "PCIe Gen5 x16": "GPU or NIC to the CPU (through PCIe switches)",
     "ConnectX-7 400 Gbit/s": "one GPU's NIC to the cluster network",
-    "NVLink 4 (one link)": "one of a GPU's 18 NVLink lanes",
+    "NVLink 4 (one link)": "one of a GPU's 18 NVLink links (two lanes each way)",
 }
 
 
@@ -574,8 +576,11 @@ def server_links(names=tuple(SERVER_LINK_ROLES)) -> list[Link]:
 class ScaleUpDomain:
     """A group of GPUs joined all-to-all by one switched link (an NVLink domain).
 
-    ``link`` is the catalog name of the per-GPU link (all its lanes);
-    ``n_cpus`` the host CPUs in the domain.
+    ``link`` is the catalog name of the per-GPU link (all its links);
+    ``n_cpus`` the host CPUs attached to the domain's GPUs (over PCIe, or
+    NVLink-C2C for Grace): they hang off the GPUs and are not ports of the
+    switch fabric. ``quoted_bytes_per_s`` is the vendor's own round figure for
+    the domain, both directions of every GPU added (None if it quotes none).
     """
 
     name: str
@@ -583,9 +588,12 @@ class ScaleUpDomain:
     link: str
     n_cpus: int
     source: str
+    quoted_bytes_per_s: float | None = None
 
     def __post_init__(self):
         check("n_gpus", self.n_gpus, "int>=1", scalar=True)
+        if self.quoted_bytes_per_s is not None:
+            check("quoted_bytes_per_s", self.quoted_bytes_per_s, ">0", scalar=True)
         check("n_cpus", self.n_cpus, "int>=0", scalar=True)
         link(self.link)  # raises ValueError for an unknown link
         if not isinstance(self.name, str) or not self.name or not isinstance(self.source, str) or not self.source:
@@ -593,18 +601,75 @@ class ScaleUpDomain:
 
     @property
     def link_bytes_per_s_per_direction(self) -> float:
-        """One GPU's scale-up bandwidth (all its lanes), one direction."""
+        """One GPU's scale-up bandwidth (all its links), one direction."""
         return link(self.link).bytes_per_s_per_direction
 
 
-#: One DGX H100: 8 GPUs, NVLink 4 through 4 NVSwitch chips, 2 Xeon sockets.
-DGX_H100_DOMAIN = ScaleUpDomain("DGX H100", 8, "NVLink 4 (per GPU, 18 links)", 2, _DGX_H100)
-#: One GB200 NVL72 rack: 72 Blackwell GPUs and 36 Grace CPUs in one NVLink 5 domain
-#: (18 compute trays, 9 NVLink switch trays; NVIDIA quotes 130 TB/s of NVLink bandwidth).
+#: One DGX H100: 8 GPUs, NVLink 4 through 4 NVSwitch chips, 2 Xeon sockets on PCIe
+#: (the whitepaper's "7.2 TB/s total GPU-to-GPU" is 8 x 900 GB/s, both directions).
+DGX_H100_DOMAIN = ScaleUpDomain("DGX H100", 8, "NVLink 4 (per GPU, 18 links)", 2,
+                                _DGX_H100 + "; H100 whitepaper V1.04, section 7.3 (7.2 TB/s)", 7.2e12)
+#: One GB200 NVL72 rack: 72 Blackwell GPUs in one NVLink 5 switch domain (18 compute trays, 9 NVLink
+#: switch trays). Its 36 Grace CPUs each attach to two GPUs over NVLink-C2C, outside the switch fabric.
+#: NVIDIA quotes 130 TB/s for the domain, a rounding of 72 x 1.8 TB/s (both directions).
 GB200_NVL72 = ScaleUpDomain("GB200 NVL72", 72, "NVLink 5 (per GPU, 18 links)", 36,
-                            "NVIDIA GB200 NVL72 product page and datasheet (2024)")
+                            "NVIDIA GB200 NVL72 product page (2024); NVIDIA Blackwell Architecture Technical Brief "
+                            "v2.1, section 3.6 (130 TB/s, 18 links of 50 GB/s per direction); NVIDIA developer blog "
+                            "'GB200 NVL72 Delivers Trillion-Parameter LLM Training' (2024): Grace to GPUs over "
+                            "NVLink-C2C", 130e12)
+
+
+# --------------------------------------------------------------------------------------
+# One GPU cut into instances (Multi-Instance GPU)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MigProfile:
+    """A MIG profile ``<c>g.<m>gb``: ``compute_slices`` of the GPU's 7, ``memory_slices`` of its 8, and how many fit."""
+
+    name: str
+    compute_slices: int
+    memory_slices: int
+    max_instances: int
+
+
+#: Compute and memory slices an H100 (or A100) is cut into by MIG.
+MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES = 7, 8
+
+_MIG_SOURCE = ("NVIDIA Multi-Instance GPU User Guide, H100 80GB profile table; H100 whitepaper V1.04, section 4.5 "
+               "(up to 7 instances, each with its own L2 banks, memory controllers and DRAM bus)")
+
+#: The MIG profiles of an 80 GB H100, by name (the +me media-extension variant is left out).
+MIG_PROFILES = {p.name: p for p in (
+    MigProfile("1g.10gb", 1, 1, 7), MigProfile("1g.20gb", 1, 2, 4), MigProfile("2g.20gb", 2, 2, 3),
+    MigProfile("3g.40gb", 3, 4, 2), MigProfile("4g.40gb", 4, 4, 1), MigProfile("7g.80gb", 7, 8, 1),
+)}
+
+#: GPUs whose MIG profiles the catalog carries.
+MIG_GPUS = ("H100 SXM",)
+
+
+def mig_instance(base: GPU | str, profile: str) -> GPU:
+    """One MIG instance of ``base`` as a GPU of its own: nominal shares of its memory, bandwidth and compute.
+
+    An instance of ``c`` compute slices and ``m`` memory slices gets ``m/8``
+    of the capacity and, since it owns its memory controllers and DRAM bus,
+    ``m/8`` of the bandwidth, and ``c/7`` of every tensor-core peak. The
+    shares are nominal: a 1g.10gb slice of an H100 has 16 of the 132 SMs
+    (12 %, not 14 %), and the driver reports a little less memory. Chapter 2.
+    """
+    g = base if isinstance(base, GPU) else gpu(base)
+    choice("base", g.name, set(MIG_GPUS))
+    p = MIG_PROFILES[choice("profile", profile, set(MIG_PROFILES))]
+    mem, comp = p.memory_slices / MIG_MEMORY_SLICES, p.compute_slices / MIG_COMPUTE_SLICES
+    peaks = {f: getattr(g, f) * comp for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s")
+             if getattr(g, f) is not None}
+    shares = {"memory_bytes": g.memory_bytes * mem, "memory_bandwidth_bytes_per_s": g.memory_bandwidth_bytes_per_s * mem}
+    return custom_gpu(base=g, name=f"{g.name} MIG {p.name}", sources={k: _MIG_SOURCE for k in (*peaks, *shares)},
+                      **peaks, **shares)
 
 
 __all__ = ["GPU", "SourceMap", "Link", "Server", "DGX_H100", "catalog", "gpu", "custom_gpu", "links", "link", "ratio",
            "HBM_STACKS", "GENERATION_GPUS", "generations", "SERVER_LINK_ROLES", "server_links", "ScaleUpDomain",
-           "DGX_H100_DOMAIN", "GB200_NVL72"]
+           "DGX_H100_DOMAIN", "GB200_NVL72", "MigProfile", "MIG_COMPUTE_SLICES", "MIG_MEMORY_SLICES", "MIG_PROFILES",
+           "MIG_GPUS", "mig_instance"]

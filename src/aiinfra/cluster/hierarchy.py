@@ -1,4 +1,4 @@
-"""The physical hierarchy of a GPU cluster: GPU, server, rack, pod, building.
+"""The physical hierarchy of a GPU cluster: GPU, server, rack, pod, building (and, below the GPU, its die).
 
 Chapter 6. Each level packs more GPUs together and joins them with a
 slower fabric, so the bandwidth one GPU has to the rest of its level falls as
@@ -18,8 +18,16 @@ Power comes in three boundaries, and mixing them is the classic mistake
 * **facility**: IT power times PUE (cooling, power conversion).
 
 All bandwidths are bytes per second per direction; powers in watts.
+
+Below the GPU sits the wafer its die is cut from (chapter 2): how many dies of
+area ``A`` fit on a round wafer (:func:`gross_dies_per_wafer`) and what share
+of them a defect density ``D_0`` leaves working (:func:`poisson_die_yield`,
+:func:`murphy_die_yield`, :func:`good_dies_per_wafer`). Areas are in square
+metres (``units.mm2``, ``units.cm2``), defect densities per square metre.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from aiinfra.formula import check
 
@@ -41,6 +49,12 @@ __all__ = [
     "watts_per_gpu_at_server",
     "household_average_power_w",
     "households_equivalent",
+    "WAFER_DIAMETER_M",
+    "gross_dies_per_wafer",
+    "expected_defects_per_die",
+    "poisson_die_yield",
+    "murphy_die_yield",
+    "good_dies_per_wafer",
 ]
 
 #: Average annual electricity use of a U.S. residential utility customer,
@@ -93,6 +107,73 @@ def household_average_power_w(household_kwh_per_year=HOUSEHOLD_KWH_PER_YEAR):
 def households_equivalent(power_w, household_kwh_per_year=HOUSEHOLD_KWH_PER_YEAR):
     """How many average households draw ``power_w`` between them. Chapter 6."""
     return power_w / household_average_power_w(household_kwh_per_year)
+
+
+# --------------------------------------------------------------------------------------
+# Below the GPU: dies on a wafer (chapter 2)
+# --------------------------------------------------------------------------------------
+
+#: Diameter of the wafers leading-edge logic is made on, metres (300 mm).
+WAFER_DIAMETER_M = 0.3
+
+
+@formula("Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))",
+         sample={"die_area_m2": (1e-5, 1e-3), "wafer_diameter_m": (0.1, 0.45)},
+         die_area_m2="A_die >0", wafer_diameter_m="d_w >0")
+def gross_dies_per_wafer(die_area_m2, wafer_diameter_m=WAFER_DIAMETER_M):
+    """Whole dies of area ``A`` on a round wafer of diameter ``d``: ``pi (d/2)^2 / A - pi d / sqrt(2 A)``.
+
+    The first term is the wafer's area over the die's; the second removes the
+    partial dies cut off along the edge (the textbook form, Hennessy and
+    Patterson 2019, section 1.6; de Vries 2005 compares it with exact counts).
+    No edge exclusion or scribe lines; a real mask layout fits a few fewer.
+    GH100 (814 mm^2) on a 300 mm wafer: 63.5. A die too large for the formula
+    gives 0. Chapter 2.
+    """
+    return np.maximum(0.0, np.pi * (wafer_diameter_m / 2) ** 2 / die_area_m2
+                      - np.pi * wafer_diameter_m / np.sqrt(2 * die_area_m2))
+
+
+@formula("A_die*D_0", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+         die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
+def expected_defects_per_die(die_area_m2, defects_per_m2):
+    """Defects a die of area ``A`` expects at density ``D_0``: ``A D_0``. GH100 at 0.1/cm^2: 0.814. Chapter 2."""
+    return die_area_m2 * defects_per_m2
+
+
+@formula("exp(-A_die*D_0)", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+         die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
+def poisson_die_yield(die_area_m2, defects_per_m2):
+    """Share of dies with no killer defect when defects land independently: ``exp(-A D_0)``.
+
+    ``A D_0`` is the expected number of defects per die. The Poisson model
+    is the pessimistic limit of the clustered-defect models. GH100 (8.14 cm^2)
+    at 0.1 defects/cm^2: 0.443. Chapter 2.
+    """
+    return np.exp(-expected_defects_per_die(die_area_m2, defects_per_m2))
+
+
+@formula("((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
+         sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+         die_area_m2="A_die >0", defects_per_m2="D_0 >0")
+def murphy_die_yield(die_area_m2, defects_per_m2):
+    """Murphy's yield (Proc. IEEE 1964): ``((1 - exp(-A D_0)) / (A D_0))^2``.
+
+    Defect density varies across wafers, which leaves more dies working than
+    Poisson predicts for the same mean ``D_0``. GH100 (8.14 cm^2) at 0.1
+    defects/cm^2: 0.468. ``defects_per_m2`` must be positive (at zero the
+    yield is 1). Chapter 2.
+    """
+    x = expected_defects_per_die(die_area_m2, defects_per_m2)
+    return (-np.expm1(-x) / x) ** 2          # 1 - exp(-x), accurate for small x
+
+
+@formula("Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))*((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
+         sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0), "wafer_diameter_m": (0.1, 0.45)},
+         die_area_m2="A_die >0", defects_per_m2="D_0 >0", wafer_diameter_m="d_w >0")
+def good_dies_per_wafer(die_area_m2, defects_per_m2, wafer_diameter_m=WAFER_DIAMETER_M):
+    """Working dies per wafer: :func:`gross_dies_per_wafer` x :func:`murphy_die_yield`. Chapter 2."""
+    return gross_dies_per_wafer(die_area_m2, wafer_diameter_m) * murphy_die_yield(die_area_m2, defects_per_m2)
 
 
 @dataclass(frozen=True)

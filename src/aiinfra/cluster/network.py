@@ -33,6 +33,7 @@ __all__ = [
     "per_direction_bytes_per_s",
     "misread_factor",
     "transfer_time_s",
+    "latency_share_of_transfer",
     "bottleneck",
     "path_transfer_time_s",
     "bidirectional_from_per_direction",
@@ -117,6 +118,18 @@ def transfer_time_s(size_bytes, bandwidth_bytes_per_s, latency_s=0.0):
     latency-bound, large ones bandwidth-bound (1 GB at 50 GB/s is 20 ms).
     """
     return latency_s + size_bytes / bandwidth_bytes_per_s
+
+
+@formula("t_0/(t_0 + S/beta)", sample={"latency_s": (1e-6, 10.0)},
+         size_bytes="S >=0", bandwidth_bytes_per_s="beta >0", latency_s="t_0 >0")
+def latency_share_of_transfer(size_bytes, bandwidth_bytes_per_s, latency_s):
+    """Share of a transfer's time that is the fixed cost: ``t_0 / (t_0 + S / beta)``.
+
+    Near 1 the transfer is latency-bound (a faster link barely helps), near 0
+    bandwidth-bound. 4 KiB over 50 GB/s with 10 us of fixed cost: 0.99;
+    1 GB: 0.0005. Chapter 1.
+    """
+    return latency_s / transfer_time_s(size_bytes, bandwidth_bytes_per_s, latency_s)
 
 
 def bottleneck(path):

@@ -35,6 +35,7 @@ __all__ = [
     "peak_flops_per_s",
     "realized_flops_per_s",
     "mfu_log2_model",
+    "mfu_log2_zero_gpus",
     "mfu_comm_fraction_model",
     "comm_fraction_of_step",
     "cluster_power_w",
@@ -43,10 +44,20 @@ __all__ = [
     "devices_for_daily_demand",
     "POWER_CONVENTIONS",
     "SECONDS_PER_DAY",
+    "MFU_AT_ONE_GPU",
+    "MFU_DROP_PER_DOUBLING",
+    "COMM_PER_DOUBLING",
 ]
 
 POWER_CONVENTIONS = ("chip-only", "all-in")
 SECONDS_PER_DAY = 86_400.0
+
+#: The calibration of both MFU models (The Catch's cluster chapter): 62 % on one GPU, 2 points
+#: lost per doubling in the log2 model, and communication growing by 0.0625 of the compute time
+#: per doubling in the Amdahl-style model; both give 32 % at 32,768 GPUs.
+MFU_AT_ONE_GPU = 0.62
+MFU_DROP_PER_DOUBLING = 0.02
+COMM_PER_DOUBLING = 0.0625
 
 
 @formula("n_G*Pi", n_gpus="n_G >0", flops_per_s_per_gpu="Pi >0")
@@ -64,7 +75,7 @@ def realized_flops_per_s(n_gpus, flops_per_s_per_gpu, mfu):
 
 @formula("m_1 - d*log(n_G, 2)", sample={"n_gpus": (1, 32768), "mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.0, 0.02)},
          n_gpus="n_G >=1", mfu_at_one="m_1 (0,1]", drop_per_doubling="d >=0")
-def mfu_log2_model(n_gpus, mfu_at_one=0.62, drop_per_doubling=0.02):
+def mfu_log2_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER_DOUBLING):
     """The log2 MFU model ``MFU(G) = m_1 - d log2 G`` (The Catch's cluster chapter: 0.62, 0.02).
 
     Gives 62% at 1 GPU and 32% at 32,768 GPUs. Raises ``ValueError`` where
@@ -77,9 +88,20 @@ def mfu_log2_model(n_gpus, mfu_at_one=0.62, drop_per_doubling=0.02):
     return u
 
 
+@formula("2**(m_1/d)", sample={"mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.01, 0.1)},
+         mfu_at_one="m_1 (0,1]", drop_per_doubling="d >0")
+def mfu_log2_zero_gpus(mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER_DOUBLING):
+    """Where the log2 model's line reaches zero: ``G = 2^(m_1/d)`` GPUs (2^31 for 62 % and 2 points).
+
+    :func:`mfu_log2_model` is a straight line in the number of doublings, so
+    it must hit zero somewhere; beyond this size it raises. Chapter 6.
+    """
+    return 2.0 ** (mfu_at_one / drop_per_doubling)
+
+
 @formula("k*log(n_G, 2)/(1 + k*log(n_G, 2))", sample={"n_gpus": (1, 1e6), "comm_per_doubling": (0.0, 1.0)},
          n_gpus="n_G >=1", comm_per_doubling="k >=0")
-def comm_fraction_of_step(n_gpus, comm_per_doubling=0.0625):
+def comm_fraction_of_step(n_gpus, comm_per_doubling=COMM_PER_DOUBLING):
     """Share of a step spent in exposed communication: ``k log2 G / (1 + k log2 G)``.
 
     ``comm_per_doubling`` ``k`` is the communication time, as a fraction of
@@ -95,7 +117,7 @@ def comm_fraction_of_step(n_gpus, comm_per_doubling=0.0625):
 @formula("m_1/(1 + k*log(n_G, 2))",
          sample={"n_gpus": (1, 1e6), "mfu_at_one": (0.05, 1.0), "comm_per_doubling": (0.0, 1.0)},
          n_gpus="n_G >=1", mfu_at_one="m_1 (0,1]", comm_per_doubling="k >=0")
-def mfu_comm_fraction_model(n_gpus, mfu_at_one=0.62, comm_per_doubling=0.0625):
+def mfu_comm_fraction_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, comm_per_doubling=COMM_PER_DOUBLING):
     """Amdahl-style MFU model: ``MFU(G) = m_1 (1 - c(G)) = m_1 / (1 + k log2 G)``.
 
     ``c(G)`` is :func:`comm_fraction_of_step`. Compute per GPU stays at

@@ -6,6 +6,7 @@
 * :mod:`~aiinfra.serving.moe`: what a mixture of experts reads per token and per batch;
 * :mod:`~aiinfra.serving.prefix_cache`: reusing a cached prompt prefix;
 * :mod:`~aiinfra.serving.disaggregation`: separate prefill and decode pools;
+* :mod:`~aiinfra.serving.routing`: requests over replicas, load balance against cache affinity;
 * :mod:`~aiinfra.serving.capacity`: GPUs for a load, cost per token, the price of context.
 
 The one-replica questions (bytes, batch, step time) belong to :class:`aiinfra.deployment.Deployment`.

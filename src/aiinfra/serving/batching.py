@@ -47,6 +47,7 @@ __all__ = [
     "synthetic_trace",
     "ScheduleResult",
     "compare_policies",
+    "saturated_requests_per_step",
     "summary_rows",
 ]
 
@@ -79,6 +80,26 @@ class Trace:
     def final_context_tokens(self) -> np.ndarray:
         """Prompt plus output tokens: the context each request holds at its end."""
         return self.prompt_tokens + self.output_tokens
+
+    @property
+    def mid_reply_context_tokens(self) -> int:
+        """Mean context a request holds halfway through its reply: the mean of ``P + G / 2``, to a whole token.
+
+        The context at which a typical decode step of the trace reads its KV
+        (chapter 5 times one step there).
+        """
+        return int(np.rint(np.mean(self.prompt_tokens + self.output_tokens / 2)))
+
+    @property
+    def arrival_rate_per_step(self) -> float:
+        """Requests arriving per decode step: ``(n - 1) / (last arrival - first arrival)``.
+
+        The measured rate of the trace (for a Poisson trace, close to
+        ``1 / mean_interarrival_steps``); infinite when every request arrives
+        at the same step.
+        """
+        span = int(self.arrival_step[-1] - self.arrival_step[0])
+        return float("inf") if span == 0 else (len(self) - 1) / span
 
 
 def _int_array(name: str, value, minimum: int) -> np.ndarray:
@@ -325,6 +346,21 @@ def _simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tok
 def compare_policies(trace: Trace, max_batch, kv_budget_tokens=None, reserve_tokens=None) -> dict[str, ScheduleResult]:
     """Run the same ``trace`` (and KV budget, if any) under every policy in :data:`POLICIES`."""
     return {p: _simulate(trace, max_batch, p, kv_budget_tokens, reserve_tokens) for p in POLICIES}
+
+
+def saturated_requests_per_step(trace: Trace, max_batch, policy: str = "continuous") -> float:
+    """Requests a policy completes per step when it never runs dry: its service capacity.
+
+    The trace's requests are all queued at step 0 (same lengths, same order)
+    and run under ``policy`` with ``max_batch`` slots; the rate is requests
+    over steps. A policy whose capacity is below the trace's
+    :attr:`Trace.arrival_rate_per_step` falls behind: its queue, and with it
+    every latency percentile, grows with the length of the trace (chapter 5).
+    """
+    if not isinstance(trace, Trace):
+        raise ValueError(f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}")
+    queued = _make_trace(np.zeros(len(trace), dtype=np.int64), trace.prompt_tokens, trace.output_tokens)
+    return len(trace) / _simulate(queued, max_batch, policy).total_steps
 
 
 def summary_rows(results: dict[str, ScheduleResult], step_time_s=None, percentiles=(50, 90, 99)) -> list[dict]:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from aiinfra import decode
+from aiinfra.cluster import scale
 from aiinfra.formula import check, formula
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "gpu_hours_for_tokens",
     "ContextCost",
     "cost_vs_context",
+    "FleetEconomics",
+    "fleet_economics",
 ]
 
 #: Replica sizes (tensor-parallel group sizes) a plan considers by default.
@@ -50,6 +53,11 @@ class CapacityPlan:
     max_users_per_replica: int
     limiting: str
     step_time_s: float
+
+    @property
+    def capacity_users(self) -> int:
+        """Users the plan's replicas can hold together: ``replicas x max_users_per_replica`` (>= the demand)."""
+        return self.replicas * self.max_users_per_replica
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -92,6 +100,32 @@ def plan(deployment, concurrent_users, target_tpot_s, context_tokens, replica_si
             "the weights do not fit or one step takes longer than the target"
         )
     return best
+
+
+@dataclass(frozen=True)
+class FleetEconomics:
+    """What a :class:`CapacityPlan` produces, draws and costs (SI units, US dollars)."""
+
+    tokens_per_s: float
+    power_w: float
+    usd_per_million_tokens: float
+
+
+def fleet_economics(plan: CapacityPlan, watts_per_gpu, pue, usd_per_gpu_hour) -> FleetEconomics:
+    """Tokens per second, facility power and price per million tokens of ``plan``.
+
+    Every replica decodes its ``users_per_replica`` users at ``step_time_s``
+    (:func:`aiinfra.decode.tokens_per_s_aggregate`, times the replicas); the
+    fleet draws ``G x watts_per_gpu x PUE`` (:func:`aiinfra.cluster.scale.cluster_power_w`,
+    ``watts_per_gpu`` measured at the server, before PUE); a GPU-hour costs
+    ``usd_per_gpu_hour`` (:func:`cost_per_million_tokens`). Chapter 7.
+    """
+    if not isinstance(plan, CapacityPlan):
+        raise ValueError(f"plan must be a CapacityPlan (see plan()), got {type(plan).__name__}")
+    tok_s = decode.tokens_per_s_aggregate(plan.users_per_replica, plan.step_time_s) * plan.replicas
+    power = scale.cluster_power_w(plan.gpus_total, watts_per_gpu, pue)
+    usd = cost_per_million_tokens(usd_per_gpu_hour, tok_s / plan.gpus_total)
+    return FleetEconomics(float(tok_s), float(power), float(usd))
 
 
 @formula("p_GPUh/3600/r_tok*10**6", usd_per_gpu_hour="p_GPUh >=0", tokens_per_s_per_gpu="r_tok >0")

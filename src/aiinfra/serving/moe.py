@@ -53,7 +53,7 @@ def step_read_params(model, tokens):
     base = float(models.decode_read_params(m))
     if not m.is_moe:
         return np.full(np.shape(tokens), base)
-    routed = float(models._params_by_role(m)["expert"])
+    routed = float(models._routed_params(m))
     k, e = m.n_experts_per_token, m.n_routed_experts
     frac = expected_expert_fraction(tokens, k, e)
     return base - routed * k / e + routed * np.asarray(frac)

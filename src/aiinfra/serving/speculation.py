@@ -20,7 +20,7 @@ import numpy as np
 from aiinfra.formula import check, formula
 
 __all__ = ["expected_tokens_per_target_pass", "speculative_speedup", "max_draft_cost_ratio", "breakeven_alpha",
-           "best_gamma"]
+           "best_gamma", "free_verification_batch"]
 
 _SAMPLE = {"alpha": (0.0, 0.999), "gamma": (1, 16)}
 
@@ -103,3 +103,16 @@ def best_gamma(alpha, draft_cost_ratio, max_gamma=16):
     speed = np.array([speculative_speedup(a, int(g), c) for g in gammas])
     i = int(np.argmax(speed))
     return int(gammas[i]), float(speed[i])
+
+
+@formula("B_star/(gamma + 1)", critical_batch="B_star >0", gamma="gamma int>=1")
+def free_verification_batch(critical_batch, gamma):
+    """Largest batch whose verification pass is still memory-bound: ``B* / (gamma + 1)``.
+
+    A target pass scores ``gamma + 1`` positions for every request, so its
+    arithmetic reaches the critical batch ``B*`` (where compute and the weight
+    read take equally long, :attr:`aiinfra.deployment.Deployment.critical_batch`)
+    at ``B* / (gamma + 1)`` requests. Below it the extra positions are free;
+    above it every rejected guess costs real compute. Chapter 7.
+    """
+    return critical_batch / (gamma + 1.0)

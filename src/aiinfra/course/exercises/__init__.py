@@ -41,9 +41,15 @@ Using them
 ==========
 * Book page: a cell tagged ``remove-input`` with
   ``from aiinfra.course.exercises import show; show("ch01")`` (or ``show("1-2")``)
-  emits sphinx-exercise blocks labelled ``ex-1-2`` (solutions ``sol-1-2``, in
-  dropdowns). The blocks are unnumbered (the id is in the title), so link them
-  with explicit text: ``{ref}`Exercise 1-2 <ex-1-2>```.
+  emits, in the book build (``AIINFRA_BOOK_BUILD=1``), sphinx-exercise blocks
+  labelled ``ex-1-2`` (solutions ``sol-1-2``, in dropdowns). The blocks are
+  unnumbered (the id is in the title), so link them with explicit text:
+  ``{ref}`Exercise 1-2 <ex-1-2>```. In a live kernel (Colab, JupyterLab) the
+  same call shows plain Markdown, each solution folded in ``<details>``.
+* Prices: write a literal dollar as ``\\$`` (``$...$`` is mathematics).
+* Slips: a numeric part may declare the mistakes worth naming
+  (``slips=("per-direction-vs-both", node_slip(8), Slip(...))``); the unit
+  already implies prefix, GiB-vs-GB and percentage slips.
 * Notebooks: ``python tools/build_exercises.py [--variants]`` writes
   ``exercises/chNN.ipynb`` (student) and ``solutions/chNN.ipynb`` (reference).
   In them: ``set_student("id")``, ``prompt("1-2")``, ``params("1-2")``,
@@ -51,7 +57,7 @@ Using them
 * Grading: ``aiinfra-grade SUBMISSIONS --assignment ch01`` (see
   :mod:`aiinfra.course.grading`).
 """
-from aiinfra.course.exercises._format import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises._format import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
 from aiinfra.course.exercises.registry import chapter, chapters, get
 from aiinfra.course.exercises.runtime import (
     answer,
@@ -67,7 +73,7 @@ from aiinfra.course.exercises.runtime import (
 )
 
 __all__ = [
-    "Choice", "Exercise", "Free", "Numeric", "Param",
+    "Choice", "Exercise", "Free", "Numeric", "Param", "Slip", "node_slip",
     "chapter", "chapters", "get",
     "answer", "check", "configure", "current_student", "params", "prompt", "recorded", "reset",
     "set_student", "show",

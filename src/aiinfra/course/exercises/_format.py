@@ -15,6 +15,11 @@ from aiinfra.formula import check, choice
 
 EXERCISE_ID = re.compile(r"^([1-9][0-9]?)-([1-9][0-9]?)$")
 PART_ID = re.compile(r"^[a-z]$")
+SLIP_STATUS = re.compile(r"^[a-z][a-z0-9-]{2,40}$")
+#: Slips a part can declare by name; the feedback module knows their factor and question.
+NAMED_SLIPS = ("bits-vs-bytes", "per-direction-vs-both")
+#: The tolerance of a numeric part unless it sets its own (stated once at the top of each notebook).
+DEFAULT_REL_TOL = 0.01
 LEVELS = ("core", "extension")
 _FIELD = string.Formatter()
 
@@ -60,6 +65,52 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Slip:
+    """A mistake that a part's answer can plausibly carry, recognised by the number it produces.
+
+    The self-check and the grader name a slip only when the answer matches it
+    far more tightly than the part's tolerance. Give either
+
+    * ``factor``: the slip multiplies or divides the reference by it (a number,
+      or a function of the exercise namespace ``p``), e.g. the node's GPU count
+      for "one GPU's bandwidth used for the whole node"; or
+    * ``value``: a function of ``p`` returning the answer the slip produces
+      (a float, or a list for a list part), e.g. the weight bytes with the
+      embedding table counted in full.
+
+    ``question`` is what the feedback asks the student; it must not contain
+    the reference value.
+    """
+
+    status: str
+    question: str
+    factor: float | Callable[[Mapping[str, Any]], float] | None = None
+    value: Callable[[Mapping[str, Any]], Any] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.status, str) or not SLIP_STATUS.match(self.status):
+            raise ValueError(f"Slip.status must be 3-41 lower-case letters, digits or '-', got {self.status!r}")
+        if not isinstance(self.question, str) or not self.question.strip():
+            raise ValueError("Slip.question must be a non-empty string")
+        if (self.factor is None) == (self.value is None):
+            raise ValueError(f"Slip {self.status!r} needs exactly one of factor and value")
+        if self.value is not None and not callable(self.value):
+            raise ValueError(f"Slip.value of {self.status!r} must be a function of the namespace")
+        if self.factor is not None and not callable(self.factor):
+            check("Slip.factor", self.factor, ">1", scalar=True)
+
+
+def node_slip(n_gpus) -> Slip:
+    """One GPU's figure used for a whole ``n_gpus``-GPU node, or the reverse (a factor of ``n_gpus``).
+
+    ``n_gpus`` is a number or the name of a namespace entry (e.g. ``"n_gpus"``).
+    """
+    factor = (lambda p: float(p[n_gpus])) if isinstance(n_gpus, str) else float(n_gpus)
+    return Slip("one-gpu-vs-node", "one GPU's figure used for the whole node, or the node's for one GPU?",
+                factor=factor)
+
+
+@dataclass(frozen=True)
 class Numeric:
     """An auto-graded part whose answer is a number (or a list of numbers).
 
@@ -67,6 +118,12 @@ class Numeric:
     namespace ``p`` (its parameters plus its ``given`` values); it must call
     :mod:`aiinfra` and return a plain ``float`` or a list of them. An answer
     is correct when ``|x - ref| <= max(rel_tol * |ref|, abs_tol)``.
+
+    ``slips`` lists the mistakes worth naming beyond those the unit implies
+    (a prefix slip for every unit with prefixes, GiB vs GB for bytes, bits vs
+    bytes for bit units, a fraction for a percentage): the names in
+    :data:`NAMED_SLIPS` (``"bits-vs-bytes"`` where a bit rate is converted,
+    ``"per-direction-vs-both"`` for link bandwidths) or :class:`Slip` objects.
     """
 
     part: str
@@ -74,10 +131,11 @@ class Numeric:
     ref: Callable[[Mapping[str, Any]], Any]
     unit: str
     points: float = 1.0
-    rel_tol: float = 0.01
+    rel_tol: float = DEFAULT_REL_TOL
     abs_tol: float = 0.0
     hint: str = ""
     fmt: str = ".4g"
+    slips: tuple = ()
 
     kind = "numeric"
 
@@ -85,6 +143,10 @@ class Numeric:
         _check_part_common(self)
         check("rel_tol", self.rel_tol, "[0,1)")
         check("abs_tol", self.abs_tol, ">=0")
+        if not isinstance(self.slips, tuple) or not all(
+                isinstance(s, Slip) or s in NAMED_SLIPS for s in self.slips):
+            raise ValueError(f"slips of part {self.part!r} must be a tuple of Slip objects or names in "
+                             f"{NAMED_SLIPS}, got {self.slips!r}")
         if not self.hint:
             raise ValueError(f"Numeric part {self.part!r} needs a hint for wrong answers")
         if not isinstance(self.unit, str):

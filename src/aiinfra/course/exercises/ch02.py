@@ -47,7 +47,7 @@ EX_2_1 = Exercise(
     level="core",
     intro=(
         "Four figures from four spec sheets: NVLink 5 at {nvlink_tb_s} TB/s per GPU (both directions "
-        "added over all lanes); a network card at {nic_gbit_s} Gbit/s per port (one direction); PCIe "
+        "added, over all of the GPU's links); a network card at {nic_gbit_s} Gbit/s per port (one direction); PCIe "
         "Gen5 x16 at {pcie_gb_s} GB/s (both directions added); a switch port sold as "
         "{switch_gbit_s} Gbit/s counting both directions. Convert each to decimal GB/s ($10^9$ B/s) "
         "in one direction."
@@ -60,13 +60,16 @@ EX_2_1 = Exercise(
     },
     parts=(
         Numeric("a", "NVLink 5, per GPU, one direction.", ref_2_1_a, unit="GB/s",
-                hint="TB/s to GB/s is x1000; then halve, since the sheet added both directions"),
+                hint="TB/s to GB/s is x1000; then halve, since the sheet added both directions",
+                slips=("per-direction-vs-both",)),
         Numeric("b", "The network card, one direction.", ref_2_1_b, unit="GB/s",
-                hint="a byte is 8 bits; the port figure is already per direction"),
+                hint="a byte is 8 bits; the port figure is already per direction",
+                slips=("bits-vs-bytes", "per-direction-vs-both")),
         Numeric("c", "PCIe Gen5 x16, one direction.", ref_2_1_c, unit="GB/s",
-                hint="the printed figure counts both directions"),
+                hint="the printed figure counts both directions", slips=("per-direction-vs-both",)),
         Numeric("d", "The switch port, one direction.", ref_2_1_d, unit="GB/s",
-                hint="two conversions: bits to bytes, and both directions to one"),
+                hint="two conversions: bits to bytes, and both directions to one",
+                slips=("bits-vs-bytes", "per-direction-vs-both")),
         Numeric("e", "By what factor is the switch figure too large if someone reads it as GB/s in one "
                 "direction?", ref_2_1_e, unit="x", rel_tol=0.0, abs_tol=0.01,
                 hint="multiply the two conversion factors"),
@@ -84,6 +87,21 @@ EX_2_1 = Exercise(
 # 2-2  The slowest link on a path
 # ---------------------------------------------------------------------------
 
+def given_2_2(p):
+    nvlink = hardware.link(_path_one_server()[1]).bytes_per_s_per_direction
+    return {
+        "hbm_tb_s": hardware.link(_path_one_server()[0]).bytes_per_s_per_direction / units.TB,
+        "pcie_both_gb_s": network.bidirectional_from_per_direction(
+            hardware.link("PCIe Gen5 x16").bytes_per_s_per_direction) / units.GB,
+        "nic_gbit_s": units.gbit_per_s_from_bytes_per_s(hardware.link("ConnectX-7 400 Gbit/s").bytes_per_s_per_direction),
+        "nvlink_both_gb_s": network.bidirectional_from_per_direction(nvlink) / units.GB,
+        "w_gb": deployment.TEACHING_8B.weight_bytes_read / units.GB,
+        "kv_gb_8b": deployment.TEACHING_8B.kv_bytes(deployment.TEACHING_PROMPT_TOKENS) / units.GB,
+        "teach_tb_s": deployment.TEACHING_8B.bandwidth_bytes_per_s / units.TB,
+        "teach_eta_b": deployment.TEACHING_8B.eta_b,
+    }
+
+
 def _path_two_servers():
     return ["HBM3 (H100 SXM)", "PCIe Gen5 x16", "ConnectX-7 400 Gbit/s", "PCIe Gen5 x16", "HBM3 (H100 SXM)"]
 
@@ -97,11 +115,11 @@ def ref_2_2_a(p):
 
 
 def ref_2_2_b(p):
-    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) * 1e3
+    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_two_servers()) / units.ms
 
 
 def ref_2_2_c(p):
-    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_one_server()) * 1e3
+    return network.path_transfer_time_s(p["kv_gb"] * units.GB, _path_one_server()) / units.ms
 
 
 def ref_2_2_d(p):
@@ -121,20 +139,27 @@ EX_2_2 = Exercise(
         "A finished prefill leaves {kv_gb} GB (decimal) of KV cache in one H100's HBM, and a decode GPU "
         "must receive it. Path 1, to a GPU in another DGX H100: HBM, PCIe Gen5 x16 to the network card, "
         "one ConnectX-7 400 Gbit/s port, PCIe Gen5 x16 on the far side, HBM (GPUDirect RDMA, no CPU "
-        "copy). Path 2, to a GPU in the same server: HBM, NVLink 4, HBM. Use the catalog's per-direction "
-        "rates, assume a pipelined transfer (the slowest link sets the rate) and ignore latency."
+        "copy). Path 2, to a GPU in the same server: HBM, NVLink 4, HBM. The figures as printed: HBM3 "
+        "{hbm_tb_s:.2f} TB/s; PCIe Gen5 x16 {pcie_both_gb_s:.0f} GB/s, both directions added; ConnectX-7 "
+        "{nic_gbit_s:.0f} Gbit/s per direction; NVLink 4 {nvlink_both_gb_s:.0f} GB/s per GPU, both "
+        "directions added (the catalog's per-direction rates: `aiinfra.catalog.hardware.link(name)`). "
+        "Assume a pipelined transfer (the slowest link sets the rate) and ignore latency."
     ),
     params={"kv_gb": Param(1.0, choices=(0.5, 1.0, 2.0, 4.0))},
+    given=given_2_2,
     parts=(
         Choice("a", "Which link limits path 1?", ref_2_2_a,
                options=("HBM3 (H100 SXM)", "PCIe Gen5 x16", "ConnectX-7 400 Gbit/s"),
                hint="convert every link to bytes per second in one direction, then take the minimum"),
-        Numeric("b", "How long does path 1 take?", ref_2_2_b, unit="ms", hint="size over the slowest rate"),
+        Numeric("b", "How long does path 1 take?", ref_2_2_b, unit="ms", hint="size over the slowest rate",
+                slips=("bits-vs-bytes", "per-direction-vs-both")),
         Numeric("c", "How long does path 2 take?", ref_2_2_c, unit="ms",
-                hint="the headline NVLink figure counts both directions; a transfer uses one"),
+                hint="the headline NVLink figure counts both directions; a transfer uses one",
+                slips=("per-direction-vs-both",)),
         Numeric("d", "How many times longer is path 1?", ref_2_2_d, unit="x", hint="ratio of (b) to (c)"),
-        Numeric("e", "How many decode steps of the chapter's 8B request (batch 1) fit in the path-1 "
-                "transfer time?", ref_2_2_e, unit="steps",
+        Numeric("e", "One decode step of the chapter's 8B request at batch 1 reads {w_gb:.0f} GB of weights and "
+                "{kv_gb_8b} GB of KV at {teach_eta_b:.0%} of {teach_tb_s:g} TB/s (memory-bound). How many such "
+                "steps fit in the path-1 transfer time?", ref_2_2_e, unit="steps",
                 hint="transfer time over the step time of the worked example"),
     ),
     discussion=(
@@ -157,20 +182,22 @@ def _worked(p):
 
 def given_2_3(p):
     d = deployment.TEACHING_8B
-    return {"n_b": d.model.n_params / 1e9, "prompt": deployment.TEACHING_PROMPT_TOKENS,
-            "kv_gb": d.kv_bytes(deployment.TEACHING_PROMPT_TOKENS) / units.GB, "pflops": d.peak_flops_per_s / 1e15}
+    return {"n_params": d.model.n_params, "prompt": deployment.TEACHING_PROMPT_TOKENS,
+            "weights_gb": d.weight_bytes / units.GB,
+            "kv_gb": d.kv_bytes(deployment.TEACHING_PROMPT_TOKENS) / units.GB,
+            "pflops": d.peak_flops_per_s / units.PETA}
 
 
 def ref_2_3_a(p):
-    return _worked(p).prefill(deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).prefill(deployment.TEACHING_PROMPT_TOKENS).time_s / units.ms
 
 
 def ref_2_3_b(p):
-    return _worked(p).step(1, deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).step(1, deployment.TEACHING_PROMPT_TOKENS).time_s / units.ms
 
 
 def ref_2_3_c(p):
-    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).time_s * 1e3
+    return _worked(p).step(p["batch"], deployment.TEACHING_PROMPT_TOKENS).time_s / units.ms
 
 
 def ref_2_3_d(p):
@@ -191,10 +218,11 @@ EX_2_3 = Exercise(
     title="The 8B request, reworked",
     level="core",
     intro=(
-        "Rework the chapter's request: an {n_b:.0f}B-parameter model in BF16, a {prompt}-token prompt, at most "
-        "{kv_gb} GB of KV read per request per step, $2N$ FLOPs per token. The GPU peaks at {pflops:g} "
-        "PFLOP/s dense and {bandwidth_tb_s} TB/s; kernels reach {eta_f:.0%} of the compute and {eta_b:.0%} "
-        "of the bandwidth; reads and arithmetic overlap. {batch} requests decode together."
+        "Rework the chapter's request: a model of $N$ = {n_params:,.0f} parameters in BF16 ({weights_gb:.0f} "
+        "GB, all read once per pass), a {prompt:,}-token prompt, {kv_gb} GB of KV read per request per decode "
+        "step, $2N$ FLOPs per token in every pass (a prefill of $P$ tokens does $2NP$). The GPU peaks at "
+        "{pflops:g} PFLOP/s dense and {bandwidth_tb_s} TB/s; kernels reach {eta_f:.0%} of the compute and "
+        "{eta_b:.0%} of the bandwidth; reads and arithmetic overlap. {batch} requests decode together."
     ),
     params={
         "bandwidth_tb_s": Param(3.0, choices=(2.0, 3.0, 4.8)),
@@ -209,7 +237,7 @@ EX_2_3 = Exercise(
         Numeric("b", "One decode step at batch 1.", ref_2_3_b, unit="ms",
                 hint="weights plus one request's KV, over the achieved bandwidth"),
         Numeric("c", "One decode step at batch {batch}.", ref_2_3_c, unit="ms",
-                hint="one weight read plus {batch} KV reads; check that compute is still smaller"),
+                hint="one weight read plus one KV read per request; check that compute is still smaller"),
         Numeric("d", "Tokens per second of the whole batch.", ref_2_3_d, unit="tok/s",
                 hint="B tokens per step"),
         Numeric("e", "Throughput gain over batch 1.", ref_2_3_e, unit="x",
@@ -234,7 +262,8 @@ def given_2_4(p):
     n = deployment.TEACHING_8B.model.n_params
     sparse = 2 * h100.bf16_dense_flops_per_s
     claim = sparse / (2 * n)
-    return {"sparse_tflops": sparse / 1e12, "n_b": n / 1e9, "gflops_tok": 2 * n / 1e9,
+    return {"sparse_tflops": sparse / units.TERA, "dense_tflops": h100.bf16_dense_flops_per_s / units.TERA,
+            "n_params": n, "n_b": n / units.GIGA, "gflops_tok": 2 * n / units.GIGA,
             "claim": claim, "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB}
 
 
@@ -265,11 +294,13 @@ EX_2_4 = Exercise(
     intro=(
         "A colleague writes: \"The H100 does {sparse_tflops:,.0f} TFLOP/s in BF16. One token of an "
         "{n_b:.0f}B model costs {gflops_tok:.0f} GFLOPs. So one user can get {claim:,.0f} tokens per "
-        "second.\" The model is stored in BF16; the H100's HBM delivers {hbm_tb_s:.2f} TB/s."
+        "second.\" The model has $N$ = {n_params:,.0f} parameters stored in BF16; the H100's HBM delivers "
+        "{hbm_tb_s:.2f} TB/s."
     ),
     given=given_2_4,
     parts=(
-        Numeric("a", "Redo the colleague's compute-only estimate with the dense BF16 peak.", ref_2_4_a,
+        Numeric("a", "The printed figure is the peak with 2:4 sparsity. Redo the colleague's compute-only "
+                "estimate with the dense BF16 peak, {dense_tflops:.1f} TFLOP/s.", ref_2_4_a,
                 unit="tok/s", hint="the printed figure assumes 2:4 sparsity; dense is half"),
         Numeric("b", "The memory bound at batch 1: every token reads all weights once, at 100% bandwidth.",
                 ref_2_4_b, unit="tok/s", hint="bandwidth over weight bytes"),
@@ -277,7 +308,7 @@ EX_2_4 = Exercise(
                 hint="the claim over the memory bound"),
         Numeric("d", "At what batch size would the arithmetic of a step take as long as the weight read "
                 "(dense peak, 100% of both)?", ref_2_4_d, unit="requests",
-                hint="solve 2BN / Pi = 2N / beta for B"),
+                hint="solve 2BN / Pi = 2N / beta for B, with the dense peak"),
         Free("e", "Name the two flaws in the estimate and say which one matters more for a single chat user.",
              sample=(
                  "It uses the 2:4-sparse peak (2x too high; dense gives {a:,.0f} tok/s) and it ignores that "
@@ -297,7 +328,9 @@ EX_2_4 = Exercise(
 def given_2_5(p):
     g = hardware.gpu(p["gpu"])
     return {"tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "stacks": hardware.HBM_STACKS[g.name],
-            "bits_per_stack": memory.HBM_BITS_PER_STACK}
+            "bits_per_stack": memory.HBM_BITS_PER_STACK,
+            "weights_gb": deployment.TEACHING_8B.weight_bytes / units.GB,
+            "nic_gb_s": hardware.link("cx7").bytes_per_s_per_direction / units.GB}
 
 
 def ref_2_5_a(p):
@@ -306,12 +339,13 @@ def ref_2_5_a(p):
 
 def ref_2_5_b(p):
     g = hardware.gpu(p["gpu"])
-    return memory.bus_transfer_rate_per_s(g.memory_bandwidth_bytes_per_s, p["stacks"] * memory.HBM_BITS_PER_STACK) / 1e9
+    width_bits = p["stacks"] * memory.HBM_BITS_PER_STACK
+    return memory.bus_transfer_rate_per_s(g.memory_bandwidth_bytes_per_s, width_bits) / units.GIGA
 
 
 def ref_2_5_c(p):
     g = hardware.gpu(p["gpu"])
-    return roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) * 1e3
+    return roofline.memory_time_s(deployment.TEACHING_8B.weight_bytes, g.memory_bandwidth_bytes_per_s) / units.ms
 
 
 def ref_2_5_d(p):
@@ -326,18 +360,19 @@ EX_2_5 = Exercise(
     level="extension",
     intro=(
         "The {gpu} reaches {tb_s:.2f} TB/s from {stacks} HBM stacks of {bits_per_stack:,} data bits each. "
-        "The chapter's 8B model in BF16 must be read once per decode step."
+        "The chapter's 8B model in BF16 ({weights_gb:.0f} GB) must be read once per decode step."
     ),
     params={"gpu": Param("H200 SXM", choices=("H100 SXM", "H200 SXM", "B200"))},
     given=given_2_5,
     parts=(
         Numeric("a", "How wide is the memory interface?", ref_2_5_a, unit="bits", rel_tol=0.0, abs_tol=0.5,
                 hint="stacks times bits per stack"),
-        Numeric("b", "What data rate must each pin sustain?", ref_2_5_b, unit="Gbit/s",
-                hint="8 x bandwidth / bus width"),
+        Numeric("b", "What data rate must each data pin sustain, in gigabits per second?", ref_2_5_b,
+                unit="Gbit/s", hint="8 x bandwidth / bus width"),
         Numeric("c", "The floor on one batch-1 decode step of the 8B model on this GPU.", ref_2_5_c, unit="ms",
                 hint="weight bytes over bandwidth"),
-        Numeric("d", "How many times longer would the same read take through one ConnectX-7 port?", ref_2_5_d,
+        Numeric("d", "How many times longer would the same read take through one ConnectX-7 port "
+                "({nic_gb_s:.0f} GB/s per direction)?", ref_2_5_d,
                 unit="x", hint="the same bytes over the NIC's per-direction rate, divided by (c)"),
     ),
     discussion=(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiinfra import decode, memory, units
 from aiinfra.catalog import hardware, models, reference
 from aiinfra import deployment
-from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip
 
 # ---------------------------------------------------------------------------
 # 4-1  The single-stream speed limit
@@ -20,10 +20,40 @@ def _read_bytes(model, precision):
     return models.decode_read_params(models.load(model)) * units.bytes_per_param(precision)
 
 
+def _all_bytes(model, precision):
+    """Every stored weight: what a step would read if the embedding table were streamed in full."""
+    return memory.weight_bytes(models.load(model), precision)
+
+
+EMBEDDING = "the embedding table counted in full? A decode step reads only the row of its token."
+
+
+def _model_text(model):
+    m = models.load(model)
+    return {"n_params": models.total_params(m), "vocab": m.vocab_size, "hidden": m.hidden_size}
+
+
 def given_4_1(p):
     g = hardware.gpu(p["gpu"])
-    return {"bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
-            "n_params": models.total_params(models.load(p["model"]))}
+    return {"bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, **_model_text(p["model"])}
+
+
+def _slip_4_1_a(p):
+    return _all_bytes(p["model"], "bf16") / units.GB
+
+
+def _slip_4_1_b(p):
+    return decode.memory_bound_tokens_per_s(_all_bytes(p["model"], "bf16"),
+                                            hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s)
+
+
+def _slip_4_1_c(p):
+    return p["reply_tokens"] / _slip_4_1_b(p)
+
+
+def _slip_4_1_d(p):
+    return decode.memory_bound_tokens_per_s(_all_bytes(p["model"], "int4"),
+                                            hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s)
 
 
 def ref_4_1_a(p):
@@ -51,7 +81,9 @@ EX_4_1 = Exercise(
     intro=(
         "{model} ({n_params:,} parameters) decodes one request at a time on one {gpu} "
         "({bw_tb_s:.2f} TB/s of memory bandwidth). Each decode step streams every weight it multiplies: all "
-        "parameters except the embedding table, of which it needs one row. Ignore the KV cache and all overheads."
+        "parameters except the embedding table ({vocab:,} rows of the hidden width {hidden:,}), of which it "
+        "needs one row. (The LM head is a separate matrix of the same shape and is read in full.) Ignore the "
+        "KV cache and all overheads."
     ),
     params={
         "model": Param("Qwen3-8B", choices=("Qwen3-8B", "Llama-3.1-8B")),
@@ -61,13 +93,17 @@ EX_4_1 = Exercise(
     given=given_4_1,
     parts=(
         Numeric("a", "How many bytes of weights does one step read in BF16?", ref_4_1_a, unit="GB",
-                hint="decode-read parameters times 2 bytes; leave out all but one row of the embedding table"),
+                hint="(parameters - vocabulary x hidden + hidden) x 2 bytes",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_a),)),
         Numeric("b", "What is the upper bound on decode speed, in tokens per second?", ref_4_1_b, unit="tok/s",
-                hint="bandwidth divided by the bytes one step must read"),
-        Numeric("c", "At that speed, how long do the {reply_tokens} decode steps of a {reply_tokens}-token reply "
-                "take at least?", ref_4_1_c, unit="s", hint="one step per token, each at least bytes / bandwidth"),
+                hint="bandwidth divided by the bytes one step must read",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_b),)),
+        Numeric("c", "At that speed, how long do the {reply_tokens:,} decode steps of a {reply_tokens:,}-token reply "
+                "take at least?", ref_4_1_c, unit="s", hint="one step per token, each at least bytes / bandwidth",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_c),)),
         Numeric("d", "With 4-bit weights (half a byte each, scales ignored), what does the bound become?", ref_4_1_d,
-                unit="tok/s", hint="the bytes per step shrink four-fold, so the bound grows four-fold"),
+                unit="tok/s", hint="the bytes per step shrink four-fold, so the bound grows four-fold",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_d),)),
         Free("e", "Name two reasons a real deployment lands below the bound of part (b) even at batch 1.",
              sample=(
                  "The bound of {b:.0f} tok/s assumes the full peak bandwidth and nothing but weight reads. Real "
@@ -91,7 +127,7 @@ GPU_4_2 = "H100 SXM"
 def given_4_2(p):
     m = models.load(MODEL_4_2)
     return {"model": MODEL_4_2, "gpu": GPU_4_2, "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
-            "bw_tb_s": hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s / units.TB}
+            "bw_tb_s": hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s / units.TB, **_model_text(MODEL_4_2)}
 
 
 def _kv(p):
@@ -123,14 +159,24 @@ def ref_4_2_e(p):
     return faster / ref_4_2_b(p)
 
 
+def _slip_4_2_b(p):
+    return decode.memory_bound_tokens_per_s(_all_bytes(MODEL_4_2, "bf16"), _bw(), state_bytes=_kv(p))
+
+
+def _slip_4_2_d(p):
+    return _all_bytes(MODEL_4_2, "bf16") / memory.kv_bytes_per_token(models.load(MODEL_4_2))
+
+
 EX_4_2 = Exercise(
     id="4-2",
     title="A tokens/s estimate that fails at long context",
     level="core",
     intro=(
-        "{model} in BF16 serves one user on one {gpu} ({bw_tb_s:.2f} TB/s). The user's conversation has grown to "
-        "{context_tokens:,} tokens. Each cached token holds {kv_kib:.0f} KiB of keys and values, and every decode "
-        "step reads the whole cache besides the weights."
+        "{model} in BF16 ({n_params:,} parameters) serves one user on one {gpu} ({bw_tb_s:.2f} TB/s). A decode "
+        "step reads every weight except the embedding table ({vocab:,} rows of {hidden:,}), of which it reads "
+        "the one row its token needs, and it reads the whole KV cache besides. The user's conversation has grown "
+        "to {context_tokens:,} tokens; each cached token holds {kv_kib:.0f} KiB of keys and values (1 KiB = "
+        "1,024 B; 1 GB = $10^9$ B)."
     ),
     params={"context_tokens": Param(65536, choices=(32768, 65536, 131072))},
     given=given_4_2,
@@ -138,13 +184,15 @@ EX_4_2 = Exercise(
         Numeric("a", "How large is the request's KV cache?", ref_4_2_a, unit="GB",
                 hint="KV bytes per token times the tokens held"),
         Numeric("b", "What is the decode speed bound once the cache reads are counted?", ref_4_2_b, unit="tok/s",
-                hint="bandwidth over (weight bytes read per step + KV bytes)"),
+                hint="bandwidth over (weight bytes read per step + KV bytes)",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_b),)),
         Numeric("c", "By what factor does the weights-only estimate overstate that speed?", ref_4_2_c, unit="x",
                 hint="weights-only bound divided by the bound of part (b)"),
         Numeric("d", "At what context length do the cache reads equal the weight reads?", ref_4_2_d,
-                unit="tokens", hint="weight bytes read per step divided by KV bytes per token"),
-        Numeric("e", "The weights are quantized to 4 bits, the cache stays BF16. By what factor does the speed "
-                "bound improve over part (b)?", ref_4_2_e, unit="x",
+                unit="tokens", hint="weight bytes read per step divided by KV bytes per token",
+                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_d),)),
+        Numeric("e", "The weights are quantized to 4 bits (half a byte each, scales ignored), the cache stays "
+                "BF16. By what factor does the speed bound improve over part (b)?", ref_4_2_e, unit="x",
                 hint="only the weight term shrinks, four-fold; the KV term stays"),
     ),
     discussion="At long context a single request's cache is a sizeable share of the bytes per step, so the "
@@ -162,8 +210,10 @@ def _meas():
 
 def given_4_3(p):
     g = hardware.gpu(_meas().gpu)
-    return {"model": _meas().model, "gpu": _meas().gpu, "peak_tflops": g.bf16_dense_flops_per_s / 1e12,
-            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "tpot_meas_ms": _meas().tpot(1) * 1e3}
+    m = models.load(_meas().model)
+    return {"model": _meas().model, "gpu": _meas().gpu, "peak_tflops": g.bf16_dense_flops_per_s / units.TERA,
+            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "tpot_meas_ms": _meas().tpot(1) / units.ms,
+            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB, **_model_text(_meas().model)}
 
 
 def _d43():
@@ -171,24 +221,24 @@ def _d43():
 
 
 def ref_4_3_a(p):
-    return _d43().prefill(p["prompt_tokens"]).time_s * 1e3
+    return _d43().prefill(p["prompt_tokens"]).time_s / units.ms
 
 
 def ref_4_3_b(p):
-    return _d43().step(1, p["prompt_tokens"]).time_s * 1e3
+    return _d43().step(1, p["prompt_tokens"]).time_s / units.ms
 
 
 def ref_4_3_c(p):
-    return decode.end_to_end_latency_s(ref_4_3_a(p) / 1e3, ref_4_3_b(p) / 1e3, p["output_tokens"])
+    return decode.end_to_end_latency_s(ref_4_3_a(p) * units.ms, ref_4_3_b(p) * units.ms, p["output_tokens"])
 
 
 def ref_4_3_d(p):
-    return decode.end_to_end_latency_s(ref_4_3_a(p) / 1e3, _meas().tpot(1), p["output_tokens"])
+    return decode.end_to_end_latency_s(ref_4_3_a(p) * units.ms, _meas().tpot(1), p["output_tokens"])
 
 
 def ref_4_3_e(p):
-    decode_part = ref_4_3_c(p) - ref_4_3_a(p) / 1e3
-    return "decode" if decode_part > ref_4_3_a(p) / 1e3 else "prefill"
+    ttft_s = ref_4_3_a(p) * units.ms
+    return "decode" if ref_4_3_c(p) - ttft_s > ttft_s else "prefill"
 
 
 EX_4_3 = Exercise(
@@ -197,9 +247,13 @@ EX_4_3 = Exercise(
     level="core",
     intro=(
         "{model} in BF16 runs alone on one {gpu} ({peak_tflops:.1f} dense BF16 TFLOP/s, {bw_tb_s:.3f} TB/s). "
-        "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens} tokens. Use the library's "
-        "roofline bounds: prefill is limited by its causal FLOPs, decode by the weight and KV bytes of a step "
-        "(take the context at the prompt length). The prefill pass emits the first token."
+        "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens:,} tokens. Use the library's "
+        "roofline bounds, `aiinfra.deployment.Deployment(\"{model}\", \"{gpu}\")`: the prefill "
+        "(`.prefill(P)`) is limited by its causal FLOPs (exact counts, the LM head on the last prompt token "
+        "only), a decode step (`.step(1, context)`) by the bytes it reads: every one of the {n_params:,} "
+        "parameters except the embedding table ({vocab:,} rows of {hidden:,}), of which it reads one row, "
+        "plus {kv_kib:.0f} KiB of KV per cached token. Take every decode "
+        "step's context at the prompt length. The prefill pass emits the first token."
     ),
     params={
         "prompt_tokens": Param(2048, choices=(1024, 2048, 8192)),
@@ -264,8 +318,8 @@ EX_4_4 = Exercise(
     intro=(
         "A benchmark reports that {model} on one {gpu} \"runs at {claimed:,.0f} tokens/s\". It was measured with "
         "{batch} concurrent requests of {ctx:,} tokens of context each (the number above is the roofline bound of "
-        "that setup). An engineer concludes: \"so one user's {reply_tokens}-token answer takes "
-        "{reply_tokens} / {claimed:,.0f} seconds\"."
+        "that setup). An engineer concludes: \"so one user's {reply_tokens:,}-token answer takes "
+        "{reply_tokens:,} / {claimed:,.0f} seconds\"."
     ),
     params={
         "batch": Param(16, choices=(8, 16, 32)),
@@ -277,7 +331,7 @@ EX_4_4 = Exercise(
                 hint="reply tokens divided by the reported rate"),
         Numeric("b", "In that benchmark setup, how many tokens per second does each user actually receive?",
                 ref_4_4_b, unit="tok/s", hint="one token per request per step: 1 / step time"),
-        Numeric("c", "How long do the {reply_tokens} decode steps of the answer really take at that batch?",
+        Numeric("c", "How long do the {reply_tokens:,} decode steps of the answer really take at that batch?",
                 ref_4_4_c, unit="s", hint="reply tokens times the step time of the batched step"),
         Numeric("d", "By what factor was the engineer's estimate too optimistic?", ref_4_4_d, unit="x",
                 hint="divide part (c) by part (a)"),

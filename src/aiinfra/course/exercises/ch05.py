@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from aiinfra import compute, decode, memory, units
 from aiinfra.catalog import hardware, models
-from aiinfra.serving import batching as scheduling
+from aiinfra.serving import batching
 from aiinfra.serving import capacity, paging
-from aiinfra.course.exercises import Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Exercise, Free, Numeric, Param, node_slip
 
 MODEL_70B = "Llama-3.1-70B"
 
@@ -99,7 +99,7 @@ def given_5_2(p):
     g = hardware.gpu(GPU_5_2)
     w = memory.weight_bytes(m, "bf16")
     return {"model": MODEL_70B, "gpu": GPU_5_2, "n_gpus": NODE_5_2, "weights_gb": w / units.GB,
-            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
             "single": decode.memory_bound_tokens_per_s(w, g.memory_bandwidth_bytes_per_s)}
 
 
@@ -142,8 +142,10 @@ EX_5_2 = Exercise(
         "A post about serving {model} on a node of {n_gpus} x {gpu} argues: \"One stream runs at "
         "{bw_tb_s:.2f} TB/s / {weights_gb:.1f} GB = {single:.1f} tokens/s. Batching reuses the weight read, so "
         "{batch} requests give {batch} x {single:.1f} tokens/s, and every user still gets {single:.1f}.\" "
-        "Each request holds {context_tokens:,} tokens of context (the model's real GQA cache, BF16). Take the "
-        "weights as read once per step, in full, spread evenly over the node; ignore compute and communication."
+        "Each request holds {context_tokens:,} tokens of context in the model's real GQA cache: {kv_kib:.0f} KiB "
+        "per token in BF16 (1 KiB = 1,024 B). Take the weights as read once per step, in full "
+        "({weights_gb:.1f} GB), spread evenly over the {n_gpus} GPUs of the node, each with {bw_tb_s:.2f} TB/s; "
+        "ignore compute and communication."
     ),
     params={
         "batch": Param(64, choices=(32, 64, 128)),
@@ -157,9 +159,9 @@ EX_5_2 = Exercise(
                 hint="every request reads its whole cache every step"),
         Numeric("c", "What is the consistent aggregate bound: weights once plus all caches, over the node's "
                 "aggregate bandwidth?", ref_5_2_c, unit="tok/s",
-                hint="B x n x bandwidth / (weights + B x cache)"),
+                hint="B x n x bandwidth / (weights + B x cache)", slips=(node_slip(NODE_5_2),)),
         Numeric("d", "What per-user speed does that bound give?", ref_5_2_d, unit="tok/s",
-                hint="aggregate divided by the batch"),
+                hint="aggregate divided by the batch", slips=(node_slip(NODE_5_2),)),
         Numeric("e", "By what factor does batching really raise throughput over one request on the same node?",
                 ref_5_2_e, unit="x", hint="the bound of part (c) over the same bound at batch 1"),
         Free("f", "List the two errors in the post and say which way each one biases its numbers.",
@@ -181,12 +183,12 @@ EX_5_2 = Exercise(
 
 
 def _trace_5_3(p):
-    return scheduling.synthetic_trace(p["n_requests"], seed=p["seed"], mean_output_tokens=p["mean_output"],
+    return batching.synthetic_trace(p["n_requests"], seed=p["seed"], mean_output_tokens=p["mean_output"],
                                       max_output_tokens=1024, mean_interarrival_steps=p["gap"])
 
 
 def _res_5_3(p):
-    return scheduling.compare_policies(_trace_5_3(p), p["slots"])
+    return batching.compare_policies(_trace_5_3(p), p["slots"])
 
 
 def ref_5_3_a(p):
@@ -261,7 +263,8 @@ MODEL_5_4 = "Qwen3-8B"
 
 
 def given_5_4(p):
-    return {"model": MODEL_5_4, "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_5_4)) / units.KiB}
+    kv = memory.kv_bytes_per_token(models.load(MODEL_5_4))
+    return {"model": MODEL_5_4, "kv_kib": kv / units.KiB, "kv_bytes": kv}
 
 
 def _k_5_4():
@@ -295,8 +298,8 @@ EX_5_4 = Exercise(
     title="Reserving the KV cache: contiguous blocks or pages",
     level="core",
     intro=(
-        "A server runs {model} in BF16 ({kv_kib:.0f} KiB of KV per token) with {budget_gb} GB (decimal) of memory "
-        "left for caches. It accepts contexts up to {max_context:,} tokens. Every request in this workload ends "
+        "A server runs {model} in BF16 ({kv_kib:.0f} KiB, that is {kv_bytes:,.0f} bytes, of KV per token) with "
+        "{budget_gb} GB (decimal, $10^9$ B) of memory left for caches. It accepts contexts up to {max_context:,} tokens. Every request in this workload ends "
         "with {request_tokens:,} tokens of context (prompt plus answer)."
     ),
     params={
@@ -307,7 +310,8 @@ EX_5_4 = Exercise(
     },
     given=given_5_4,
     parts=(
-        Numeric("a", "With contiguous max-length reservation, how many bytes does each request reserve?",
+        Numeric("a", "With contiguous max-length reservation, how many bytes does each request reserve? Give "
+                "decimal megabytes ($10^6$ B), to compare with the budget in GB.",
                 ref_5_4_a, unit="MB", hint="max context x KV bytes per token"),
         Numeric("b", "How many requests fit that way?", ref_5_4_b, unit="requests",
                 hint="floor(budget / reservation)", rel_tol=0.0, abs_tol=0.5),
@@ -332,7 +336,14 @@ RESERVE_5_5 = 0.1  # share of memory kept for runtime buffers
 
 
 def given_5_5(p):
-    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5}
+    m = models.load(MODEL_70B)
+    g = hardware.gpu(GPU_5_5)
+    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5,
+            "weights_gb": memory.weight_bytes(m, "bf16") / units.GB,
+            "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
+            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB, "gflops": compute.flops_per_token(m) / units.GIGA,
+            "gpu_gb": g.memory_bytes / units.GB, "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+            "tflops": g.bf16_dense_flops_per_s / units.TERA}
 
 
 def _cost_5_5(p, context):
@@ -371,10 +382,13 @@ EX_5_5 = Exercise(
     title="The price of a long context",
     level="extension",
     intro=(
-        "{model} in BF16 is served on {n_gpus} x {gpu}, with {reserve:.0%} of memory reserved for runtime buffers and the rest "
-        "after the weights for caches. A GPU-hour costs ${usd_per_gpu_hour:.2f}. All requests in a deployment hold "
-        "the same context; the batch is the largest that fits. Use `capacity.cost_vs_context` (bounds: full "
-        "bandwidth and compute, no overheads)."
+        "{model} in BF16 is served on {n_gpus} x {gpu} ({gpu_gb:.0f} GB, {tb_s:.2f} TB/s and {tflops:.1f} "
+        "TFLOP/s dense BF16 each), with {reserve:.0%} of the memory reserved for runtime buffers and the rest, after "
+        "the {weights_gb:.2f} GB of weights, for caches. A GPU-hour costs \\${usd_per_gpu_hour:.2f}. All requests "
+        "in a deployment hold the same context ({kv_kib:.0f} KiB of KV per token); the batch is the largest that "
+        "fits. A decode step reads {read_gb:.2f} GB of weights (not the embedding table) plus every request's "
+        "cache, and does {gflops:.1f} GFLOPs per request (attention left out); reads and arithmetic overlap at the "
+        "full peaks, with no overheads. `aiinfra.serving.capacity.cost_vs_context` computes this."
     ),
     params={
         "usd_per_gpu_hour": Param(2.5, choices=(2.0, 2.5, 4.0)),
@@ -386,7 +400,7 @@ EX_5_5 = Exercise(
         Numeric("a", "How many {short_context:,}-token requests fit?", ref_5_5_a, unit="requests",
                 hint="free memory / (KV per token x context), rounded down", rel_tol=0.0, abs_tol=0.5),
         Numeric("b", "What is the floor price per million output tokens at that context?", ref_5_5_b, unit="$",
-                hint="price per GPU-second / tokens per second per GPU x 1e6"),
+                hint="price per GPU-second / tokens per second per GPU, times a million"),
         Numeric("c", "How many {long_context:,}-token requests fit?", ref_5_5_c, unit="requests",
                 hint="the same division at the long context", rel_tol=0.0, abs_tol=0.5),
         Numeric("d", "What is the floor price per million output tokens at the long context?", ref_5_5_d, unit="$",

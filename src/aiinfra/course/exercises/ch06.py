@@ -6,12 +6,14 @@ shows these functions as the worked solution.
 """
 from __future__ import annotations
 
-from aiinfra import decode, units
+import inspect
+
+from aiinfra import decode, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy, network, parallelism
 from aiinfra.cluster import scale as cluster
 from aiinfra import deployment
-from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
 
 # ---------------------------------------------------------------------------
 # 6-1  One tensor-parallel all-reduce, over NVLink and over InfiniBand
@@ -31,8 +33,8 @@ def given_6_1(p):
         "n_layers": m.n_layers,
         "nvlink_gb_s": nv / units.GB,
         "ib_gb_s": ib / units.GB,
-        "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] * 1e6,
-        "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] * 1e6,
+        "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] / units.us,
+        "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] / units.us,
     }
 
 
@@ -50,13 +52,13 @@ def ref_6_1_a(p):
 
 
 def ref_6_1_b(p):
-    return _t_nv(p) * 1e6
+    return _t_nv(p) / units.us
 
 
 def ref_6_1_c(p):
     _, ib = _links()
     t = network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"])
-    return t * 1e6
+    return t / units.us
 
 
 def ref_6_1_d(p):
@@ -75,7 +77,7 @@ def ref_6_1_f(p):
 
 
 def ref_6_1_g(p):
-    return parallelism.tp_comm_time_per_step_s(p["n_layers"], _t_nv(p)) * 1e3
+    return parallelism.tp_comm_time_per_step_s(p["n_layers"], _t_nv(p)) / units.ms
 
 
 EX_6_1 = Exercise(
@@ -85,8 +87,10 @@ EX_6_1 = Exercise(
     intro=(
         "{model} (hidden width {d_model:,}, {n_layers} layers) runs with tensor parallelism over {ranks} H100s. "
         "A step carries {tokens:,} tokens in flight, with BF16 activations. Use the ring all-reduce model with "
-        "NVLink at {nvlink_gb_s:.0f} GB/s per direction and a step latency of {t0_nv_us:.0f} us, or InfiniBand at "
-        "{ib_gb_s:.0f} GB/s per direction and {t0_ib_us:.0f} us."
+        "NVLink at {nvlink_gb_s:.0f} GB/s per direction and a step latency of {t0_nv_us:.0f} µs, or InfiniBand at "
+        "{ib_gb_s:.0f} GB/s per direction and {t0_ib_us:.0f} µs: an all-reduce of $S$ bytes over $n$ ranks takes "
+        "$2(n-1)/n \\cdot S/\\beta + 2(n-1)\\,t_0$ (`aiinfra.cluster.network.ring_allreduce_time_s`). Each "
+        "transformer layer does two such all-reduces in a forward pass."
     ),
     params={
         "model": Param("Llama-3.1-70B", choices=("Llama-3.1-70B", "Llama-3.1-8B", "Qwen3-8B")),
@@ -95,16 +99,18 @@ EX_6_1 = Exercise(
     },
     given=given_6_1,
     parts=(
-        Numeric("a", "How large is one all-reduce message?", ref_6_1_a, unit="MiB",
+        Numeric("a", "How large is one all-reduce message (the BF16 activation vector of every token in flight)?",
+                ref_6_1_a, unit="MiB",
                 hint="tokens x hidden width x 2 bytes; the message does not shrink with the TP degree"),
-        Numeric("b", "How long does one all-reduce take over NVLink?", ref_6_1_b, unit="us",
-                hint="2(n-1)/n x S / beta plus 2(n-1) step latencies"),
-        Numeric("c", "And over InfiniBand, if the same group spanned servers?", ref_6_1_c, unit="us",
-                hint="same ring formula, the InfiniBand bandwidth and latency"),
-        Numeric("d", "What algorithm bandwidth does the NVLink all-reduce of (b) achieve?", ref_6_1_d, unit="GB/s",
-                hint="message size divided by the time"),
-        Numeric("e", "What bus bandwidth is that?", ref_6_1_e, unit="GB/s",
-                hint="algorithm bandwidth x 2(n-1)/n"),
+        Numeric("b", "How long does one all-reduce take over NVLink?", ref_6_1_b, unit="µs",
+                hint="2(n-1)/n x S / beta plus 2(n-1) step latencies", slips=("per-direction-vs-both",)),
+        Numeric("c", "And over InfiniBand, if the same group spanned servers?", ref_6_1_c, unit="µs",
+                hint="same ring formula, the InfiniBand bandwidth and latency", slips=("per-direction-vs-both",)),
+        Numeric("d", "What algorithm bandwidth does the NVLink all-reduce of (b) achieve (message size over "
+                "time)?", ref_6_1_d, unit="GB/s", hint="message size divided by the time",
+                slips=("per-direction-vs-both",)),
+        Numeric("e", "What bus bandwidth is that (algorithm bandwidth x 2(n-1)/n)?", ref_6_1_e, unit="GB/s",
+                hint="algorithm bandwidth x 2(n-1)/n", slips=("per-direction-vs-both",)),
         Choice("f", "Over NVLink, is this all-reduce dominated by the latency term or by the bandwidth term?",
                ref_6_1_f, options=("latency", "bandwidth"),
                hint="compare 2(n-1) t_0 with 2(n-1)/n x S / beta"),
@@ -112,7 +118,7 @@ EX_6_1 = Exercise(
                 "compute?", ref_6_1_g, unit="ms", hint="two all-reduces per layer"),
     ),
     discussion=(
-        "The NVLink all-reduce takes {b:.1f} us and the InfiniBand one {c:.1f} us. A bus bandwidth of {e:.0f} GB/s "
+        "The NVLink all-reduce takes {b:.1f} µs and the InfiniBand one {c:.1f} µs. A bus bandwidth of {e:.0f} GB/s "
         "is the number to compare with the link's per-direction peak; the algorithm bandwidth {d:.0f} GB/s never "
         "reaches it for more than one rank."
     ),
@@ -127,36 +133,38 @@ def given_6_2(p):
     dgx = hardware.DGX_H100
     return {
         "tdp_w": hardware.gpu("H100 SXM").tdp_watts,
-        "server_kw": dgx.max_power_watts / 1e3,
+        "server_kw": dgx.max_power_watts / units.KILO,
         "server_gpus": dgx.n_gpus,
+        "home_kwh": hierarchy.HOUSEHOLD_KWH_PER_YEAR,
+        "home_w": hierarchy.household_average_power_w(),
     }
 
 
 def _server_w(p):
-    return hierarchy.watts_per_gpu_at_server(p["server_kw"] * 1e3, p["server_gpus"])
+    return hierarchy.watts_per_gpu_at_server(p["server_kw"] * units.KILO, p["server_gpus"])
 
 
 def ref_6_2_a(p):
-    return cluster.cluster_power_w(p["gpus"], p["tdp_w"], 1.0) / 1e6
+    return cluster.cluster_power_w(p["gpus"], p["tdp_w"], 1.0) / units.MEGA
 
 
 def ref_6_2_b(p):
-    return cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"]) / 1e6
+    return cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"]) / units.MEGA
 
 
 def ref_6_2_c(p):
-    return cluster.cluster_power_w(1, _server_w(p), p["pue"]) / 1e3
+    return cluster.cluster_power_w(1, _server_w(p), p["pue"]) / units.KILO
 
 
 def ref_6_2_d(p):
     all_in = cluster.cluster_power_w(1, _server_w(p), p["pue"])
     double = cluster.cluster_power_w(p["gpus"], all_in, p["pue"])
     right = cluster.cluster_power_w(p["gpus"], all_in, 1.0, convention="all-in")
-    return (double - right) / 1e6
+    return (double - right) / units.MEGA
 
 
 def ref_6_2_e(p):
-    return hierarchy.households_equivalent(cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"])) / 1e3
+    return hierarchy.households_equivalent(cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"])) / units.KILO
 
 
 EX_6_2 = Exercise(
@@ -165,7 +173,8 @@ EX_6_2 = Exercise(
     level="core",
     intro=(
         "A cluster has {gpus:,} H100 GPUs ({tdp_w:.0f} W each). They sit in DGX H100 servers that draw up to "
-        "{server_kw:.1f} kW for {server_gpus} GPUs. The facility's PUE is {pue}."
+        "{server_kw:.1f} kW for {server_gpus} GPUs. The facility's PUE is {pue}. An average U.S. home uses "
+        "{home_kwh:,.0f} kWh a year, {home_w:,.0f} W on average."
     ),
     params={
         "gpus": Param(16384, choices=(8192, 16384, 24576)),
@@ -176,14 +185,15 @@ EX_6_2 = Exercise(
         Numeric("a", "What do the GPU chips alone draw, at their rated power?", ref_6_2_a, unit="MW",
                 hint="GPUs x TDP, no PUE: this is neither IT nor facility power"),
         Numeric("b", "What does the facility draw, starting from the server power?", ref_6_2_b, unit="MW",
-                hint="GPUs x (server power / GPUs per server) x PUE"),
-        Numeric("c", "What is the 'all-in' power per GPU?", ref_6_2_c, unit="kW",
+                hint="GPUs x (server power / GPUs per server) x PUE", slips=(node_slip("server_gpus"),)),
+        Numeric("c", "What is the 'all-in' power per GPU (its share of the server's power, at the facility)?",
+                ref_6_2_c, unit="kW",
                 hint="server power per GPU x PUE"),
         Numeric("d", "Find the flaw: a planning sheet takes the all-in figure of (c) and multiplies the cluster "
                 "total by PUE again. By how much does it overstate the facility power?", ref_6_2_d, unit="MW",
                 hint="all-in already contains the PUE; the error is the extra factor"),
         Numeric("e", "How many average U.S. homes draw as much as the facility of (b)?", ref_6_2_e,
-                unit="thousand homes", hint="divide by one home's average power: its yearly kWh spread over the hours of a year"),
+                unit="thousand homes", hint="divide the facility power by one home's average power"),
         Free("f", "Name the three boundaries at which per-GPU power can be quoted, and say which of them PUE "
                   "multiplies.",
              sample=("The chip ({tdp_w:.0f} W, its rated board power), the server (IT power: the server's draw "
@@ -203,11 +213,27 @@ MODEL_6_3 = "Llama-3.1-70B"
 
 def given_6_3(p):
     nv, ib = _links()
-    return {"model": MODEL_6_3, "nvlink_gb_s": nv / units.GB, "ib_gb_s": ib / units.GB}
+    m = models.load(MODEL_6_3)
+    d = deployment.Deployment(m, "H100 SXM")
+    return {"model": MODEL_6_3, "nvlink_gb_s": nv / units.GB, "ib_gb_s": ib / units.GB,
+            "kv_heads": m.n_kv_heads, "weights_gb": d.weight_bytes_read / units.GB,
+            "kv_kib": d.kv_bytes_per_token / units.KiB, "hbm_tb_s": d.gpu.memory_bandwidth_bytes_per_s / units.TB,
+            "d_model": m.hidden_size, "layers": m.n_layers,
+            "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] / units.us,
+            "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] / units.us}
 
 
-def _read(p, n):
-    return deployment.Deployment(MODEL_6_3, "H100 SXM", n_gpus=n).step(p["batch"], p["context"]).time_s
+def _read(p, tp):
+    """Memory-bound read time of one decode step with tensor parallelism ``tp``.
+
+    The weights split ``tp`` ways. The KV cache splits by key/value head, and a
+    head cannot be cut: beyond ``n_kv_heads`` ranks each head (and its cache)
+    is replicated, so every GPU still reads 1 / n_kv_heads of the cache.
+    """
+    d = deployment.Deployment(MODEL_6_3, "H100 SXM")
+    kv_shards = min(tp, d.model.n_kv_heads)
+    per_gpu = d.weight_bytes_read / tp + p["batch"] * d.kv_bytes(p["context"]) / kv_shards
+    return roofline.memory_time_s(per_gpu, d.gpu.memory_bandwidth_bytes_per_s)
 
 
 def _comm(p, n, bw, t0):
@@ -217,21 +243,28 @@ def _comm(p, n, bw, t0):
 
 
 def ref_6_3_a(p):
-    return _read(p, 8) * 1e3
+    return _read(p, 8) / units.ms
 
 
 def ref_6_3_b(p):
-    return _read(p, 16) * 1e3
+    return _read(p, 16) / units.ms
 
 
 def ref_6_3_c(p):
     nv, _ = _links()
-    return _comm(p, 8, nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"]) * 1e3
+    return _comm(p, 8, nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"]) / units.ms
 
 
 def ref_6_3_d(p):
     _, ib = _links()
-    return _comm(p, 16, ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"]) * 1e3
+    return _comm(p, 16, ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"]) / units.ms
+
+
+def _slip_6_3_b(p):
+    """Part (b) with the KV cache split 16 ways, as if a KV head could be cut in two."""
+    d = deployment.Deployment(MODEL_6_3, "H100 SXM")
+    per_gpu = (d.weight_bytes_read + p["batch"] * d.kv_bytes(p["context"])) / 16
+    return roofline.memory_time_s(per_gpu, d.gpu.memory_bandwidth_bytes_per_s) / units.ms
 
 
 def ref_6_3_e(p):
@@ -246,11 +279,16 @@ EX_6_3 = Exercise(
     level="core",
     intro=(
         "A team serves {model} in BF16 at batch {batch} with {context:,}-token contexts on one 8-GPU H100 server "
-        "(TP 8 over NVLink, {nvlink_gb_s:.0f} GB/s per direction). They propose TP 16 across two servers: "
+        "(TP 8 over NVLink, {nvlink_gb_s:.0f} GB/s per direction, {t0_nv_us:.0f} µs per ring step). They propose TP 16 across two servers: "
         "'each GPU then streams half as many bytes, so each decode step takes half as long.' The second "
-        "server is reached over InfiniBand ({ib_gb_s:.0f} GB/s per direction). Use the memory-bound decode "
-        "bound for the reads, the ring all-reduce model with the chapter's step latencies for the "
-        "communication, and assume nothing overlaps."
+        "server is reached over InfiniBand ({ib_gb_s:.0f} GB/s per direction, {t0_ib_us:.0f} µs per ring step). A step reads {weights_gb:.2f} GB "
+        "of weights and {kv_kib:.0f} KiB of KV per cached token of each request, at {hbm_tb_s:.2f} TB/s per GPU. "
+        "Tensor parallelism splits the KV cache by key/value head, and the model has {kv_heads} of them per "
+        "layer: a head cannot be cut, so beyond {kv_heads} ranks each head and its cache are replicated. Use the "
+        "memory-bound decode bound for the reads (each GPU reads its share at its own bandwidth), the ring "
+        "all-reduce model of exercise 6-1 for the communication (two "
+        "all-reduces per layer, {layers} layers, messages of batch x {d_model:,} x 2 bytes), and assume nothing "
+        "overlaps."
     ),
     params={
         "batch": Param(16, choices=(1, 16, 64)),
@@ -259,8 +297,12 @@ EX_6_3 = Exercise(
     given=given_6_3,
     parts=(
         Numeric("a", "Lower bound on the read time of one decode step with TP 8?", ref_6_3_a, unit="ms",
-                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth"),
-        Numeric("b", "And with TP 16?", ref_6_3_b, unit="ms", hint="the same bytes over 16 GPUs"),
+                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth", slips=(node_slip(8),)),
+        Numeric("b", "And with TP 16?", ref_6_3_b, unit="ms",
+                hint="the weights split 16 ways, the KV cache only as many ways as there are KV heads",
+                slips=(Slip("kv-heads-split", "the KV cache split 16 ways? A key/value head cannot be cut, so the "
+                            "cache splits at most as many ways as the model has KV heads per layer.",
+                            value=_slip_6_3_b),)),
         Numeric("c", "TP all-reduce time per step with TP 8 over NVLink?", ref_6_3_c, unit="ms",
                 hint="2L all-reduces of batch x d x 2 bytes over an 8-rank ring"),
         Numeric("d", "TP all-reduce time per step with TP 16, the ring crossing InfiniBand?", ref_6_3_d, unit="ms",
@@ -269,8 +311,10 @@ EX_6_3 = Exercise(
                options=("TP 8 in one server", "TP 16 across two servers"),
                hint="add read time and communication time for each"),
         Free("f", "What is wrong with the team's estimate, and what would you do with the second server instead?",
-             sample=("The estimate halves the read time ({a:.2f} -> {b:.2f} ms) but ignores that every layer's "
-                     "all-reduce now crosses InfiniBand: {d:.2f} ms per step instead of {c:.2f} ms. Use the second "
+             sample=("The estimate assumes every byte splits 16 ways. The weights do, but the KV cache cannot "
+                     "split beyond the model's {kv_heads} KV heads, so the read time falls only from {a:.2f} to "
+                     "{b:.2f} ms. Worse, every layer's all-reduce now crosses InfiniBand: {d:.2f} ms per step "
+                     "instead of {c:.2f} ms. Use the second "
                      "server as a data-parallel replica: it doubles the users served at the same step time, "
                      "with no traffic between the servers.")),
     ),
@@ -281,9 +325,17 @@ EX_6_3 = Exercise(
 # ---------------------------------------------------------------------------
 
 
+def _default(fn, name):
+    """The library's default calibration of an MFU model (stated in the exercise, never retyped)."""
+    return inspect.signature(fn).parameters[name].default
+
+
 def given_6_4(p):
     big = 32768
-    return {"mfu_one": cluster.mfu_log2_model(1) * 100, "mfu_big": cluster.mfu_log2_model(big) * 100, "big": big}
+    return {"mfu_one": cluster.mfu_log2_model(1) * 100, "mfu_big": cluster.mfu_log2_model(big) * 100, "big": big,
+            "m1": _default(cluster.mfu_log2_model, "mfu_at_one"),
+            "d_drop": _default(cluster.mfu_log2_model, "drop_per_doubling"),
+            "k_comm": _default(cluster.mfu_comm_fraction_model, "comm_per_doubling")}
 
 
 def ref_6_4_a(p):
@@ -316,8 +368,11 @@ EX_6_4 = Exercise(
     level="extension",
     intro=(
         "A training job uses {stages} pipeline stages and {microbatches} micro-batches per step, on a cluster "
-        "of {gpus:,} GPUs. Use the chapter's MFU models with their default calibration ({mfu_one:.0f}% on one "
-        "GPU, {mfu_big:.0f}% at {big:,} GPUs)."
+        "of {gpus:,} GPUs. Use the chapter's two MFU models with their default calibration, both {mfu_one:.0f}% "
+        "on one GPU and {mfu_big:.0f}% at {big:,} GPUs: the log2 model $\\mathrm{{MFU}}(G) = m_1 - d\\log_2 G$ "
+        "and the communication-fraction model $\\mathrm{{MFU}}(G) = m_1 / (1 + k\\log_2 G)$, with "
+        "$m_1$ = {m1}, $d$ = {d_drop} and $k$ = {k_comm} (`aiinfra.cluster.scale.mfu_log2_model` and "
+        "`mfu_comm_fraction_model`)."
     ),
     params={
         "stages": Param(8, choices=(4, 8, 16)),
@@ -336,7 +391,7 @@ EX_6_4 = Exercise(
         Numeric("d", "Doubling the cluster doubles the bill. How many times the useful compute does it buy under "
                 "the log2 model?", ref_6_4_d, unit="x", hint="2 x MFU(2G) / MFU(G)"),
         Numeric("e", "And under the communication-fraction model?", ref_6_4_e, unit="x",
-                hint="MFU(G) = m_1 / (1 + k log2 G), with the library's default k"),
+                hint="2 x MFU(2G) / MFU(G) with MFU(G) = m_1 / (1 + k log2 G)"),
     ),
     discussion=(
         "More micro-batches shrink the bubble but need a larger global batch. The doubling buys {d:.2f}x "

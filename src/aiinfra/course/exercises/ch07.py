@@ -12,7 +12,7 @@ from aiinfra.cluster import hierarchy
 from aiinfra.cluster import scale as cluster
 from aiinfra import deployment
 from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
-from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
 
 # ---------------------------------------------------------------------------
 # 7-1  Speculative decoding: yield, speedup and break-even
@@ -91,13 +91,13 @@ MODEL_7_2 = "Llama-3.1-70B"
 def given_7_2(p):
     dgx = hardware.DGX_H100
     sizes = capacity.REPLICA_SIZES
-    return {"model": MODEL_7_2, "server_kw": dgx.max_power_watts / 1e3, "server_gpus": dgx.n_gpus,
+    return {"model": MODEL_7_2, "server_kw": dgx.max_power_watts / units.KILO, "server_gpus": dgx.n_gpus,
             "sizes": ", ".join(str(x) for x in sizes)}
 
 
 def _plan(p):
     replica = deployment.Deployment(MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"])
-    return capacity.plan(replica, p["users"], p["tpot_ms"] / 1e3, p["context"])
+    return capacity.plan(replica, p["users"], p["tpot_ms"] * units.ms, p["context"])
 
 
 def ref_7_2_a(p):
@@ -113,8 +113,8 @@ def ref_7_2_c(p):
 
 
 def ref_7_2_d(p):
-    per_gpu = hierarchy.watts_per_gpu_at_server(p["server_kw"] * 1e3, p["server_gpus"])
-    return cluster.cluster_power_w(_plan(p).gpus_total, per_gpu, p["pue"]) / 1e6
+    per_gpu = hierarchy.watts_per_gpu_at_server(p["server_kw"] * units.KILO, p["server_gpus"])
+    return cluster.cluster_power_w(_plan(p).gpus_total, per_gpu, p["pue"]) / units.MEGA
 
 
 def ref_7_2_e(p):
@@ -132,7 +132,9 @@ EX_7_2 = Exercise(
         "tokens of context, with a target TPOT of {tpot_ms} ms. Assume {eta_f:.0%} of peak FLOP/s and "
         "{eta_b:.0%} of peak bandwidth, and hold back {reserve:.0%} of memory for workspace. Replicas are "
         "tensor-parallel groups of {sizes} GPUs; use `aiinfra.serving.capacity.plan`. Servers draw "
-        "{server_kw:.1f} kW per {server_gpus} GPUs, the PUE is {pue} and a GPU-hour costs ${usd_per_gpu_hour:.2f}."
+        "{server_kw:.1f} kW per {server_gpus} GPUs, the PUE is {pue} and a GPU-hour costs \\${usd_per_gpu_hour:.2f}. "
+        "These are chapter 7's server assumptions; like the chapter's plan, ignore tensor-parallel "
+        "communication and prefill work."
     ),
     params={
         "users": Param(10000, choices=(2000, 10000, 50000)),
@@ -147,13 +149,15 @@ EX_7_2 = Exercise(
     given=given_7_2,
     parts=(
         Numeric("a", "How many GPUs does the plan need in total?", ref_7_2_a, unit="GPUs", rel_tol=0.0, abs_tol=0.5,
-                hint="users per replica from the memory, bandwidth and compute ceilings; replicas = ceil(users / that)"),
+                hint="users per replica from the memory, bandwidth and compute ceilings; replicas = ceil(users / that)",
+                slips=(Slip("servers-vs-gpus", "servers counted instead of GPUs, or the reverse?",
+                            factor=lambda p: float(p["server_gpus"])),)),
         Numeric("b", "How many users does each replica serve?", ref_7_2_b, unit="users", rel_tol=0.0, abs_tol=0.5,
                 hint="users spread evenly over the replicas"),
         Choice("c", "Which ceiling binds?", ref_7_2_c, options=("memory", "bandwidth", "compute"),
                hint="compare the three ceilings for the chosen replica size"),
         Numeric("d", "What does the fleet draw at the facility?", ref_7_2_d, unit="MW",
-                hint="GPUs x server power per GPU x PUE, applied once"),
+                hint="GPUs x server power per GPU x PUE, applied once", slips=(node_slip("server_gpus"),)),
         Numeric("e", "What does a million generated tokens cost?", ref_7_2_e, unit="$",
                 hint="price per GPU-second divided by tokens per second per GPU, times a million"),
     ),
@@ -170,7 +174,9 @@ MODEL_7_3 = "Llama-3.1-70B"
 def given_7_3(p):
     nic = hardware.DGX_H100.compute_nic.bytes_per_s_per_direction
     return {"model": MODEL_7_3, "nic_gb_s": nic / units.GB,
-            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_3)) / units.KiB}
+            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_3)) / units.KiB,
+            "tflops": _h100().bf16_dense_flops_per_s / units.TERA,
+            "hbm_tb_s": _h100().memory_bandwidth_bytes_per_s / units.TB}
 
 
 def _h100():
@@ -186,7 +192,7 @@ def _t_pre(p):
 
 
 def _t_dec(p):
-    return _server(p).step(p["batch"], p["prompt"]).time_s
+    return _server(p).step(p["batch"], p["context"]).time_s
 
 
 def _u(p):
@@ -199,7 +205,7 @@ def _t_kv(p):
 
 
 def ref_7_3_a(p):
-    return _t_pre(p) * 1e3
+    return _t_pre(p) / units.ms
 
 
 def ref_7_3_b(p):
@@ -207,11 +213,11 @@ def ref_7_3_b(p):
 
 
 def ref_7_3_c(p):
-    return disaggregation.colocated_tpot_s(_t_dec(p), _u(p)) * 1e3
+    return disaggregation.colocated_tpot_s(_t_dec(p), _u(p)) / units.ms
 
 
 def ref_7_3_d(p):
-    return _t_kv(p) * 1e3
+    return _t_kv(p) / units.ms
 
 
 def ref_7_3_e(p):
@@ -228,31 +234,37 @@ EX_7_3 = Exercise(
     title="When does disaggregated serving pay?",
     level="core",
     intro=(
-        "{model} runs on {n_gpus}-GPU H100 servers (BF16, {eta_f:.0%} of peak FLOP/s, {eta_b:.0%} of peak "
-        "bandwidth). Prompts of "
-        "{prompt:,} tokens reach each decode server at {rate} per second, and the decode batch is {batch}. On a "
-        "colocated server a prefill runs whole and preempts decode. Disaggregated, the prompt's KV cache "
-        "({kv_kib:.0f} KiB per token) crosses one {nic_gb_s:.0f} GB/s network port once."
+        "{model} runs on {n_gpus}-GPU H100 servers (BF16; {tflops:.1f} TFLOP/s dense and {hbm_tb_s:.2f} TB/s "
+        "per GPU, of which kernels reach {eta_f:.0%} and {eta_b:.0%}; no communication between the GPUs). "
+        "Prompts of {prompt:,} tokens reach each decode server at {rate} per second. The decode batch is "
+        "{batch} requests, each holding {context:,} tokens of context, as in chapter 7. On a colocated server "
+        "a prefill runs whole and preempts decode. Disaggregated, the prompt's KV cache ({kv_kib:.0f} KiB per "
+        "token) crosses one {nic_gb_s:.0f} GB/s network port (per direction) once. Count FLOPs exactly as in "
+        "exercise 3-1: the block matrices for every prompt token, causal attention, and the LM head for the "
+        "last prompt token only. `aiinfra.deployment.Deployment(model, gpu, n_gpus, eta_f=..., eta_b=...)` "
+        "gives `.prefill(P)` and `.step(batch, context)`."
     ),
     params={
         "prompt": Param(4096, choices=(2048, 4096, 8192)),
         "rate": Param(1.0, choices=(0.5, 1.0, 2.0)),
         "batch": Param(32, choices=(16, 32, 64)),
         "answer": Param(300),
+        "context": Param(8192),
         "n_gpus": Param(8),
         "eta_f": Param(0.5),
         "eta_b": Param(0.7),
     },
     given=given_7_3,
     parts=(
-        Numeric("a", "How long does one prefill take (lower bound)?", ref_7_3_a, unit="ms",
-                hint="the prefill of a Deployment of the whole server (aiinfra.deployment)"),
+        Numeric("a", "How long does one prefill take (lower bound, on the whole server)?", ref_7_3_a, unit="ms",
+                hint="exact prefill FLOPs over the server's achieved compute rate", slips=(node_slip("n_gpus"),)),
         Numeric("b", "What share of a colocated server's time goes to prefill?", ref_7_3_b, unit="%",
                 hint="u = arrival rate x prefill time"),
-        Numeric("c", "Mean time per output token on the colocated server?", ref_7_3_c, unit="ms",
+        Numeric("c", "Mean time per output token on the colocated server, for a decode step of the batch at "
+                "{context:,} tokens of context?", ref_7_3_c, unit="ms",
                 hint="decode step time / (1 - u)"),
         Numeric("d", "How long does the KV hand-off take?", ref_7_3_d, unit="ms",
-                hint="prompt tokens x KV bytes per token / port bandwidth"),
+                hint="prompt tokens x KV bytes per token / port bandwidth", slips=("per-direction-vs-both",)),
         Numeric("e", "Above how many output tokens is the disaggregated request faster?", ref_7_3_e, unit="tokens",
                 hint="G* = t_kv (1 - u) / (t_d u)"),
         Choice("f", "For a {answer}-token answer, which deployment finishes the request sooner?", ref_7_3_f,
@@ -269,6 +281,7 @@ EX_7_3 = Exercise(
 def given_7_4(p):
     h100 = hardware.gpu("H100 SXM")
     return {
+        "gqa_kib": memory.kv_bytes_per_token(models.load("Llama-3.1-70B")) / units.KiB,
         "hbm_gb": h100.memory_bytes / units.GB,
         "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB,
         "single_rate": decode.memory_bound_tokens_per_s(p["weights_gb"] * units.GB, h100.memory_bandwidth_bytes_per_s),
@@ -331,14 +344,18 @@ EX_7_4 = Exercise(
     parts=(
         Numeric("a", "What aggregate rate does the tutorial claim?", ref_7_4_a, unit="tok/s",
                 hint="batch x single-stream rate"),
-        Numeric("b", "How large is one request's KV cache under the tutorial's full multi-head assumption?",
+        Numeric("b", "How large is one request's KV cache under the tutorial's full multi-head assumption "
+                "(keys and values of the full width in every layer)?",
                 ref_7_4_b, unit="GB", hint="2 (K and V) x layers x width x 2 bytes x context tokens"),
         Numeric("c", "How many KV bytes does one decode step of the whole batch read?", ref_7_4_c, unit="GB",
                 hint="every request's cache is read at every step"),
         Numeric("d", "What aggregate rate does the memory-bound bound give, weights plus KV, over the whole node?",
-                ref_7_4_d, unit="tok/s", hint="batch / ((weights + batch x KV) / (GPUs x bandwidth))"),
-        Numeric("e", "Redo (d) with the real Llama-3.1-70B KV cache (grouped-query attention).", ref_7_4_e,
-                unit="tok/s", hint="use aiinfra.memory.kv_bytes_per_request on the shipped config"),
+                ref_7_4_d, unit="tok/s", hint="batch / ((weights + batch x KV) / (GPUs x bandwidth))",
+                slips=(node_slip("n_gpus"),)),
+        Numeric("e", "Redo (d) with the real Llama-3.1-70B KV cache (grouped-query attention, {gqa_kib:.0f} KiB per "
+                "token in BF16).", ref_7_4_e,
+                unit="tok/s", hint="the same bound with the grouped-query cache per request",
+                slips=(node_slip("n_gpus"),)),
         Free("f", "Name the two errors in the tutorial's estimate.",
              sample=("It uses one GPU's bandwidth for a model spread over {n_gpus}, which undercounts the node's bandwidth, "
                      "and it ignores the KV reads: {c:.0f} GB per step against {weights_gb:.0f} GB of weights. "
@@ -355,7 +372,10 @@ MODEL_7_5 = "Llama-3.1-70B"
 
 
 def given_7_5(p):
-    return {"model": MODEL_7_5, "pcie_gb_s": hardware.link("pcie5").bytes_per_s_per_direction / units.GB}
+    f, a = _coeffs()
+    return {"model": MODEL_7_5, "pcie_gb_s": hardware.link("pcie5").bytes_per_s_per_direction / units.GB,
+            "f": f, "a": a, "tflops": hardware.gpu("H100 SXM").bf16_dense_flops_per_s / units.TERA,
+            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_5)) / units.KiB}
 
 
 def _pi(p):
@@ -368,18 +388,20 @@ def _coeffs():
 
 def ref_7_5_a(p):
     f, a = _coeffs()
-    return roofline.compute_time_s(prefix_cache.prefill_flops_with_prefix(p["prompt"], 0, f, a), _pi(p), p["eta_f"]) * 1e3
+    full = prefix_cache.prefill_flops_with_prefix(p["prompt"], 0, f, a)
+    return roofline.compute_time_s(full, _pi(p), p["eta_f"]) / units.ms
 
 
 def ref_7_5_b(p):
     f, a = _coeffs()
     rest = prefix_cache.prefill_flops_with_prefix(p["prompt"], p["prefix"], f, a)
-    return roofline.compute_time_s(rest, _pi(p), p["eta_f"]) * 1e3
+    return roofline.compute_time_s(rest, _pi(p), p["eta_f"]) / units.ms
 
 
 def ref_7_5_c(p):
     f, a = _coeffs()
-    return prefix_cache.expected_ttft_saved_s(p["hit_rate"], p["prompt"], p["prefix"], f, _pi(p), p["eta_f"], a) * 1e3
+    saved_s = prefix_cache.expected_ttft_saved_s(p["hit_rate"], p["prompt"], p["prefix"], f, _pi(p), p["eta_f"], a)
+    return saved_s / units.ms
 
 
 def ref_7_5_d(p):
@@ -398,9 +420,14 @@ EX_7_5 = Exercise(
     title="Prefix caching",
     level="extension",
     intro=(
-        "{model} serves prompts of {prompt:,} tokens on {n_gpus} H100s (BF16, prefill at {eta_f:.0%} of peak FLOP/s). The first "
-        "{prefix:,} tokens are a shared system prompt, found in the cache by {hit_rate:.0%} of requests. Count "
-        "causal attention and leave out the lm_head."
+        "{model} serves prompts of {prompt:,} tokens on {n_gpus} H100s ({tflops:.1f} TFLOP/s dense BF16 each; "
+        "prefill is compute-bound at {eta_f:.0%} of peak). The first {prefix:,} tokens are a shared system prompt, "
+        "found in the cache by {hit_rate:.0%} of requests. Leave out the LM head (it runs on the last prompt "
+        "token only) and count causal attention, each position attending to itself and every earlier one: a "
+        "prompt of $P$ tokens whose first $c$ are cached costs $f(P-c) + a\\,[P(P+1) - c(c+1)]/2$ FLOPs, with "
+        "$f$ = {f:,.0f} FLOPs per token (the block matrices) and $a$ = {a:,.0f} FLOPs per query-key pair "
+        "(`aiinfra.serving.prefix_cache.model_prefill_coefficients` and `prefill_flops_with_prefix`). The KV "
+        "cache holds {kv_kib:.0f} KiB per token."
     ),
     params={
         "prompt": Param(8192, choices=(4096, 8192, 16384)),
@@ -413,15 +440,19 @@ EX_7_5 = Exercise(
     given=given_7_5,
     parts=(
         Numeric("a", "Prefill time of a prompt without a hit?", ref_7_5_a, unit="ms",
-                hint="use aiinfra.serving.prefix_cache.model_prefill_coefficients and prefill_flops_with_prefix"),
+                hint="FLOPs with c = 0 over the achieved compute rate of all the GPUs", slips=(node_slip("n_gpus"),)),
         Numeric("b", "Prefill time with the prefix cached?", ref_7_5_b, unit="ms",
-                hint="only positions after the prefix are computed, but they attend to the whole prompt"),
-        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)"),
+                hint="only positions after the prefix are computed, but they attend to the whole prompt",
+                slips=(node_slip("n_gpus"),)),
+        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)",
+                slips=(node_slip("n_gpus"),)),
         Numeric("d", "KV memory for {distinct} distinct cached prefixes of this length?", ref_7_5_d, unit="GB",
                 hint="prefixes x tokens x KV bytes per token"),
         Numeric("e", "How many times faster is loading a cached token's KV over the {n_gpus} GPUs' PCIe Gen5 links "
-                "({pcie_gb_s:.0f} GB/s each, per direction) than recomputing it?", ref_7_5_e, unit="x",
-                hint="recompute time per token over load time per token"),
+                "({pcie_gb_s:.0f} GB/s each, per direction) than recomputing it (block matrices only, attention "
+                "left out)?", ref_7_5_e, unit="x",
+                hint="recompute time per token (f over the achieved compute rate) over load time per token",
+                slips=("per-direction-vs-both",)),
     ),
     discussion="A hit saves {c:.1f} ms on average; parking the prefix in CPU memory and loading it back is "
                "{e:.0f} times faster than recomputing it.",

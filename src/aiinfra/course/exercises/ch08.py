@@ -18,7 +18,7 @@ from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 
 def _ceil_8_1(p):
-    return measure.Ceilings(p["gemm_gflops"] * 1e9, p["read_gb_s"] * units.GB, "float32", "exercise",
+    return measure.Ceilings(p["gemm_gflops"] * units.GIGA, p["read_gb_s"] * units.GB, "float32", "exercise",
                             "given in the statement")
 
 
@@ -32,7 +32,7 @@ def given_8_1(p):
         "rows": rows,
         "cols": cols,
         "weight_mb": memory.weight_bytes_formula(p["n_params"], 4) / units.MB,
-        "measured_ms": _pred_8_1(p, 1) * p["slowdown"] * 1e3,
+        "measured_ms": _pred_8_1(p, 1) * p["slowdown"] / units.ms,
     }
 
 
@@ -41,7 +41,7 @@ def ref_8_1_a(p):
 
 
 def ref_8_1_b(p):
-    return _pred_8_1(p, 1) * 1e3
+    return _pred_8_1(p, 1) / units.ms
 
 
 def ref_8_1_c(p):
@@ -49,20 +49,20 @@ def ref_8_1_c(p):
 
 
 def ref_8_1_d(p):
-    return _pred_8_1(p, p["big_batch"]) * 1e3
+    return _pred_8_1(p, p["big_batch"]) / units.ms
 
 
 def ref_8_1_e(p):
     rows, cols = measure.toy_decode_shape(p["n_params"])
     return roofline.mbu(measure.matmul_min_bytes(rows, cols, 1, 4), p["read_gb_s"] * units.GB,
-                        p["measured_ms"] / 1e3)
+                        p["measured_ms"] * units.ms)
 
 
 def ref_8_1_f(p):
     rows, cols = measure.toy_decode_shape(p["n_params"])
     b = p["big_batch"]
     return roofline.bound_label(measure.matmul_flops(rows, cols, b), measure.matmul_min_bytes(rows, cols, b, 4),
-                                p["gemm_gflops"] * 1e9, p["read_gb_s"] * units.GB)
+                                p["gemm_gflops"] * units.GIGA, p["read_gb_s"] * units.GB)
 
 
 EX_8_1 = Exercise(
@@ -72,7 +72,7 @@ EX_8_1 = Exercise(
     intro=(
         "On a workstation, a reduction over a large array reads {read_gb_s} GB/s and a large float32 "
         "matrix product reaches {gemm_gflops} GFLOP/s: take these as the machine's ceilings. The toy decode "
-        "step multiplies a {rows:,} x {cols:,} float32 weight matrix ({n_params:,} weights, "
+        "step multiplies a float32 weight matrix of {rows:,} x {cols:,} ({n_params:,} weights, "
         "{weight_mb:.1f} MB) by $B$ activation columns; it does $2NB$ FLOPs and moves the weights once "
         "plus the activations in and out. Assume reads and arithmetic overlap."
     ),
@@ -118,26 +118,27 @@ def ref_8_2_a(p):
 
 
 def ref_8_2_b(p):
-    return measure.cpu_peak_flops_per_s(p["cores"], p["ghz"] * 1e9, 2, p["simd_bits"], 32) / 1e9
+    return measure.cpu_peak_flops_per_s(p["cores"], p["ghz"] * units.GIGA, 2, p["simd_bits"], 32) / units.GIGA
 
 
 def ref_8_2_c(p):
-    return memory.bus_bandwidth_bytes_per_s(p["channels"] * memory.DDR_BITS_PER_CHANNEL, p["mts"] * 1e6) / units.GB
+    width_bits = p["channels"] * memory.DDR_BITS_PER_CHANNEL
+    return memory.bus_bandwidth_bytes_per_s(width_bits, p["mts"] * units.MEGA) / units.GB
 
 
 def ref_8_2_d(p):
-    return roofline.ridge_point_flops_per_byte(ref_8_2_b(p) * 1e9, ref_8_2_c(p) * units.GB)
+    return roofline.ridge_point_flops_per_byte(ref_8_2_b(p) * units.GIGA, ref_8_2_c(p) * units.GB)
 
 
 def ref_8_2_e(p):
-    peak = ref_8_2_b(p) * 1e9
+    peak = ref_8_2_b(p) * units.GIGA
     n = p["gemm_n"]
     flops = measure.matmul_flops(n, n, n)
-    return roofline.mfu(flops, peak, p["gemm_ms"] / 1e3)
+    return roofline.mfu(flops, peak, p["gemm_ms"] * units.ms)
 
 
 def ref_8_2_f(p):
-    return roofline.mbu(p["read_gb"] * units.GB, ref_8_2_c(p) * units.GB, p["read_ms"] / 1e3)
+    return roofline.mbu(p["read_gb"] * units.GB, ref_8_2_c(p) * units.GB, p["read_ms"] * units.ms)
 
 
 EX_8_2 = Exercise(
@@ -148,7 +149,7 @@ EX_8_2 = Exercise(
         "A desktop CPU has {cores} cores at an all-core clock of {ghz} GHz. Each core has two fused "
         "multiply-add (FMA) units, each {simd_bits} bits wide; an FMA counts as 2 FLOPs. Memory is "
         "{channels} channels of DDR5-{mts} (64 bits, 8 bytes, per transfer). On this machine a float32 "
-        "matrix product of two {gemm_n} x {gemm_n} matrices takes {gemm_ms} ms, and summing a "
+        "matrix product of two {gemm_n:,} x {gemm_n:,} matrices takes {gemm_ms} ms, and summing a "
         "{read_gb} GB array takes {read_ms} ms."
     ),
     params={
@@ -184,11 +185,11 @@ EX_8_2 = Exercise(
 )
 
 # ---------------------------------------------------------------------------
-# 8-3  The source's exercise 1-4, reworded: a model gap or overhead?
+# 8-3  A model gap or overhead? (exercise 1-4 with the follow-up measurements)
 # ---------------------------------------------------------------------------
 
 def _rec():
-    """The measured Qwen3-8B record (aiinfra.catalog.reference), with its conditions and source."""
+    """The measured Qwen3-8B record (aiinfra.catalog.reference), with its conditions and citation."""
     return reference.QWEN3_8B_RTX_PRO_6000
 
 
@@ -207,11 +208,13 @@ def given_8_3(p):
         "prompt_tokens": rec.prompt_tokens,
         "output_tokens": rec.output_tokens,
         "gpu_tb_s": gpu.memory_bandwidth_bytes_per_s / units.TB,
-        "tpot_1_ms": rec.tpot(1) * 1e3,
-        "tpot_b_ms": rec.tpot(p["batch"]) * 1e3,
+        "read_gb": models.decode_read_params(models.load(rec.model)) * units.bytes_per_param("bf16") / units.GB,
+        "kv_kib": memory.kv_bytes_per_token(models.load(rec.model)) / units.KiB,
+        "tpot_1_ms": rec.tpot(1) / units.ms,
+        "tpot_b_ms": rec.tpot(p["batch"]) / units.ms,
         "thr_ratio": rec.throughput_ratio[p["batch"]],
-        "t_log_ms": rec.followups_s["tpot_logging_off"] * 1e3,
-        "t_gpu_ms": rec.followups_s["gpu_step_time"] * 1e3,
+        "t_log_ms": rec.followups_s["tpot_logging_off"] / units.ms,
+        "t_gpu_ms": rec.followups_s["gpu_step_time"] / units.ms,
     }
 
 
@@ -231,7 +234,7 @@ def ref_8_3_c(p):
 
 
 def ref_8_3_d(p):
-    return _bound_s(1) * 1e3
+    return _bound_s(1) / units.ms
 
 
 def ref_8_3_e(p):
@@ -250,15 +253,16 @@ def ref_8_3_f(p):
 
 EX_8_3 = Exercise(
     id="8-3",
-    title="A model gap, or overhead? (source exercise 1-4)",
+    title="A model gap, or overhead? Exercise 1-4 with the follow-ups",
     level="core",
     intro=(
         "{model} in BF16 was served by {engine} on an {gpu} ({gpu_tb_s:.3f} TB/s), each request with a "
-        "{prompt_tokens}-token prompt and {output_tokens} output tokens. Measured: TPOT {tpot_1_ms:.1f} ms at "
+        "{prompt_tokens:,}-token prompt and {output_tokens:,} output tokens. Measured: TPOT {tpot_1_ms:.1f} ms at "
         "one request and {tpot_b_ms:.1f} ms at {batch}, with the batch's throughput about {thr_ratio:.0f}x "
         "that of one request (throughput includes prefill). Follow-ups at one request: {t_log_ms:.1f} ms "
-        "with per-step logging off, and {t_gpu_ms:.1f} ms of GPU time per model step. Parts (g) and (h) "
-        "are graded by hand."
+        "with per-step logging off, and {t_gpu_ms:.1f} ms of GPU time per model step. A step at one request "
+        "reads {read_gb:.3f} GB of weights (the embedding table is not streamed) plus {kv_kib:.0f} KiB of KV "
+        "per cached token. Parts (g) and (h) are graded by hand."
     ),
     params={"batch": Param(64)},
     given=given_8_3,
@@ -267,11 +271,11 @@ EX_8_3 = Exercise(
                 hint="the larger TPOT over the smaller"),
         Numeric("b", "If the step time were set by the shared weight read alone, and so did not change with "
                 "the batch, by what factor would throughput grow?", ref_8_3_b, unit="x",
-                hint="same step, {batch} times the tokens"),
+                hint="the same step time, batch-size times the tokens"),
         Numeric("c", "What throughput factor do the two TPOTs imply, ignoring prefill?", ref_8_3_c, unit="x",
                 hint="tokens per step over TPOT, compared between the two batches"),
         Numeric("d", "The lower bound on one step at one request: weights plus the KV of a "
-                "{prompt_tokens}-token context, read at peak bandwidth.", ref_8_3_d, unit="ms",
+                "{prompt_tokens:,}-token context, read at peak bandwidth.", ref_8_3_d, unit="ms",
                 hint="bytes a step must read over the bandwidth; the embedding table is not streamed"),
         Numeric("e", "The MBU of the three one-request times (TPOT, TPOT with logging off, GPU time), "
                 "as a list of fractions.", ref_8_3_e, unit="",
@@ -322,20 +326,21 @@ def _runs():
 
 
 def given_8_4(p):
-    bound = p["bound_ms"] / 1e3
-    return {"t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], p["per_call_us"] * 1e-6) * 1e3,
+    bound = p["bound_ms"] * units.ms
+    return {"t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], p["per_call_us"] * units.us) / units.ms,
             "runs": "; ".join(_runs()),
-            "gpu_ms": _rec().followups_s["gpu_step_time"] * 1e3,
-            "t_log_ms": _rec().followups_s["tpot_logging_off"] * 1e3}
+            "gpu_ms": _rec().followups_s["gpu_step_time"] / units.ms,
+            "t_log_ms": _rec().followups_s["tpot_logging_off"] / units.ms}
 
 
 def ref_8_4_a(p):
-    return measure.fit_per_call_s([1, p["calls"]], [p["bound_ms"] / 1e3, p["t_many_ms"] / 1e3]) * 1e6
+    times_s = [p["bound_ms"] * units.ms, p["t_many_ms"] * units.ms]
+    return measure.fit_per_call_s([1, p["calls"]], times_s) / units.us
 
 
 def ref_8_4_b(p):
-    per_call = ref_8_4_a(p) * 1e-6
-    return measure.step_time_with_calls_s(p["gpu_ms"] / 1e3, p["launches"], per_call) * 1e3
+    per_call_s = ref_8_4_a(p) * units.us
+    return measure.step_time_with_calls_s(p["gpu_ms"] * units.ms, p["launches"], per_call_s) / units.ms
 
 
 def ref_8_4_c(p):
@@ -364,7 +369,7 @@ EX_8_4 = Exercise(
     },
     given=given_8_4,
     parts=(
-        Numeric("a", "What does one extra call cost, from the two timings?", ref_8_4_a, unit="us",
+        Numeric("a", "What does one extra call cost, from the two timings?", ref_8_4_a, unit="µs",
                 hint="the extra time divided by the extra calls"),
         Numeric("b", "An eager engine issues {launches} kernel launches per decode step and the GPU's own work "
                 "takes {gpu_ms:.1f} ms (the Qwen3-8B follow-up). If every launch adds the per-call cost of part (a) and none of it is "
@@ -381,7 +386,7 @@ EX_8_4 = Exercise(
                   "fixed, and what result points to which cause.",
              sample=(
                  "Series 1 varies only the number of calls k (1, 16, 256, {calls}) at fixed weights, batch, "
-                 "dtype and logging: the time rises by about {a:.1f} us per call if overhead matters, and "
+                 "dtype and logging: the time rises by about {a:.1f} µs per call if overhead matters, and "
                  "stays flat otherwise. Series 2 varies only the weight size (e.g. 64, 128, 256 MiB) at one "
                  "call: time proportional to the bytes means the bound counted the right bytes, and a "
                  "constant offset at zero size is fixed overhead. Series 3 varies only the batch at one "
@@ -391,7 +396,7 @@ EX_8_4 = Exercise(
              )),
     ),
     discussion=(
-        "At {a:.1f} us per call, {launches} launches add {c:.2f} ms to every step: the same order as the "
+        "At {a:.1f} µs per call, {launches} launches add {c:.2f} ms to every step: the same order as the "
         "gap between {gpu_ms:.1f} ms of GPU time and {t_log_ms:.1f} ms of TPOT in the Qwen3-8B follow-up. Capturing the "
         "launches in a graph, or fusing kernels, removes it without touching the hardware."
     ),
@@ -421,17 +426,17 @@ def given_8_5(p):
 
 
 def ref_8_5_a(p):
-    return measure.achieved_rate_per_s(p["read_gb"] * units.GB, p["timed_ms"] / 1e3) / units.TB
+    return measure.achieved_rate_per_s(p["read_gb"] * units.GB, p["timed_ms"] * units.ms) / units.TB
 
 
 def ref_8_5_b(p):
-    implied = measure.achieved_rate_per_s(p["read_gb"] * units.GB, p["timed_ms"] / 1e3)
+    implied = measure.achieved_rate_per_s(p["read_gb"] * units.GB, p["timed_ms"] * units.ms)
     flaws = _timer_flaws()
     return flaws[0] if implied > hardware.gpu("H100 SXM").memory_bandwidth_bytes_per_s else flaws[1]
 
 
 def ref_8_5_c(p):
-    return p["laptop_gflops"] * 1e9 / measure.matmul_flops(1, p["n_params"], 1)
+    return p["laptop_gflops"] * units.GIGA / measure.matmul_flops(1, p["n_params"], 1)
 
 
 def ref_8_5_d(p):

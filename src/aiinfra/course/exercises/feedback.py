@@ -8,8 +8,12 @@ The data path is one-way:
 2. :func:`decode_record` runs in the grader on the parsed JSON and checks the
    types again (the kernel side may have been patched);
 3. :func:`score_part` compares a decoded value with the reference the grader
-   computed itself, and explains a miss (off by 8x, 1.0737x, 2x, 1000x, or
-   wrong with the part's hint).
+   computed itself, and explains a miss: a slip the part's quantity can
+   have (a unit prefix, GiB vs GB for bytes, bits vs bytes where bits are in
+   play, a fraction for a percentage, and the slips the part declares: one
+   direction of a link, one GPU for a node, a model-specific one), named
+   only when the answer matches it far more tightly than the tolerance;
+   otherwise "wrong" with the part's hint.
 
 ``check()`` in the notebook runs exactly steps 1 to 3 on the same code, so a
 student sees the verdict the grader will give.
@@ -26,16 +30,128 @@ MAX_TEXT_CHARS = 20_000
 MAX_LIST_ITEMS = 64
 MAX_ABS_INT = 10**300
 
-#: (factor, status, question) of the slips the feedback recognises; the
-#: comparison tries each factor in both directions, in this order.
-SLIPS: tuple[tuple[float, str, str], ...] = (
-    (float(units.BITS_PER_BYTE), "bits-vs-bytes", "bits vs bytes? (1 byte = 8 bits)"),
-    (units.GiB / units.GB, "gib-vs-gb", "GiB vs GB? (1 GiB = 2**30 B = 1.0737 GB)"),
-    (2.0, "per-direction-vs-both", "per direction vs both directions added?"),
-    (1000.0, "unit-prefix", "a unit prefix? (ms vs s, MB vs GB, k vs M)"),
-)
+#: A slip is named only when the answer matches it this many times more tightly than the
+#: part's tolerance (and never more loosely than 0.2 %): 16.38 against 15.14 is 8 % high, close
+#: to 1.0737 (GiB vs GB) within 0.8 %, which is no evidence of that slip.
+SLIP_TIGHTNESS = 5.0
+SLIP_MAX_REL = 0.002
 
-STATUSES = ("correct", "partial", "wrong", "missing", "rejected", "manual") + tuple(s for _, s, _ in SLIPS)
+BITS = ("bits-vs-bytes", "bits vs bytes? (1 byte = 8 bits)", float(units.BITS_PER_BYTE))
+DIRECTION = ("per-direction-vs-both", "per direction vs both directions added?", 2.0)
+_NAMED = {BITS[0]: BITS, DIRECTION[0]: DIRECTION}
+
+#: Units that come with prefixes, by quantity. A number given in a sibling unit is a prefix slip.
+UNIT_FAMILIES: dict[str, dict[str, float]] = {
+    "bytes": {"B": 1.0, "KB": units.KB, "MB": units.MB, "GB": units.GB, "TB": units.TB, "PB": units.PB,
+              "KiB": float(units.KiB), "MiB": float(units.MiB), "GiB": float(units.GiB), "TiB": float(units.TiB)},
+    "bits": {"bits": 1.0, "kbit": units.KILO, "Mbit": units.MEGA, "Gbit": units.GIGA, "Tbit": units.TERA},
+    "time": {"s": 1.0, "ms": units.ms, "µs": units.us, "ns": units.ns},
+    "flops": {"FLOPs": 1.0, "MFLOPs": units.MEGA, "GFLOPs": units.GIGA, "TFLOPs": units.TERA, "PFLOPs": units.PETA},
+    "flop-rate": {"FLOP/s": 1.0, "GFLOP/s": units.GIGA, "TFLOP/s": units.TERA, "PFLOP/s": units.PETA},
+    "power": {"W": 1.0, "kW": units.KILO, "MW": units.MEGA, "GW": units.GIGA},
+}
+UNIT_FAMILIES["byte-rate"] = {f"{k}/s": v for k, v in UNIT_FAMILIES["bytes"].items()}
+UNIT_FAMILIES["bit-rate"] = {("bit/s" if k == "bits" else f"{k}/s"): v for k, v in UNIT_FAMILIES["bits"].items()}
+_ALIASES = {"us": "µs", "bit": "bits", "FLOP": "FLOPs", "Gb/s": "Gbit/s"}
+_WORDS = {"": 1.0, "thousand": units.KILO, "million": units.MEGA, "billion": units.GIGA, "trillion": units.TERA}
+_SPELLED = {"B": "bytes", "B/s": "bytes per second", "s": "seconds", "W": "watts"}
+
+
+def unit_family(unit: str) -> tuple[str, dict[str, float]]:
+    """``(quantity, {unit: scale})`` for a unit with prefixes, else ``("", {})``.
+
+    ``"GB"`` gives the byte units, ``"ms"`` the times, ``"million GPU-hours"``
+    the counts of GPU-hours with a word prefix (thousand ... trillion).
+    """
+    u = _ALIASES.get(unit, unit)
+    for kind, family in UNIT_FAMILIES.items():
+        if u in family:
+            return kind, family
+    word, _, noun = u.partition(" ")
+    if word in _WORDS and noun:
+        return "count", {(f"{w} {noun}" if w else noun): v for w, v in _WORDS.items()}
+    return "", {}
+
+
+def _factor_text(f: float) -> str:
+    return f"{f:,.0f}" if f >= 100 and abs(f - round(f)) < 1e-6 * f else f"{f:.5g}"
+
+
+def _mult_message(mult: float, question: str) -> str:
+    word, f = ("large", mult) if mult > 1 else ("small", 1.0 / mult)
+    return f"{_factor_text(f)}x too {word}: {question}"
+
+
+def _binary_pair(a: str, b: str) -> tuple[str, str] | None:
+    """(binary, decimal) when the two units differ only in 'i' (GiB and GB, MiB/s and MB/s)."""
+    for x, y in ((a, b), (b, a)):
+        if "i" in x and x.replace("i", "", 1) == y:
+            return x, y
+    return None
+
+
+def unit_candidates(unit: str) -> list[tuple[str, str, float]]:
+    """``(status, message, x / ref)`` of the slips the part's unit implies."""
+    u = _ALIASES.get(unit, unit)
+    out = []
+    if u == "%":
+        out.append(("fraction-for-percent", "100x too small: you gave a fraction; the part asks for a percentage",
+                    0.01))
+    elif u == "":
+        out.append(("percent-for-fraction", "100x too large: you gave a percentage; the part asks for a fraction "
+                    "(0 to 1)", 100.0))
+    kind, family = unit_family(u)
+    if not family:
+        return out
+    u = _ALIASES.get(u, u)
+    for other, scale in family.items():
+        if other == u:
+            continue
+        mult = family[u] / scale
+        pair = _binary_pair(u, other) if kind in ("bytes", "byte-rate") else None
+        if pair:
+            binary, decimal = pair
+            ratio = family[binary] / family[decimal]
+            question = f"{binary} vs {decimal}? (1 {binary} = {ratio:.5g} {decimal})"
+            out.append(("gib-vs-gb", _mult_message(mult, question), mult))
+        elif not 1 / 1.2 < mult < 1.2:
+            spelled = _SPELLED.get(other, other)
+            out.append(("unit-prefix", _mult_message(mult, f"did you give {spelled}? The part asks for {u}."), mult))
+    if kind in ("bits", "bit-rate"):
+        out += _two_way(BITS)
+    return out
+
+
+def _two_way(slip: tuple[str, str, float]) -> list[tuple[str, str, float]]:
+    status, question, f = slip
+    return [(status, _mult_message(f, question), f), (status, _mult_message(1 / f, question), 1 / f)]
+
+
+def part_candidates(part, resolved=None) -> list[tuple]:
+    """Every slip worth naming for ``part``: ``(status, message, "mult" | "value", number)``.
+
+    ``resolved`` holds the part's slips that depend on the exercise namespace,
+    as :func:`aiinfra.course.exercises.variants.resolved_slips` computes them;
+    without it only the slips that need no namespace are tried.
+    """
+    out = []
+    for s in (resolved or ()):
+        if "value" in s:
+            out.append((s["status"], s["question"], "value", s["value"]))
+        else:
+            out += [(st, m, "mult", f) for st, m, f in _two_way((s["status"], s["question"], s["factor"]))]
+    for s in getattr(part, "slips", ()):
+        if isinstance(s, str):
+            if not (s == BITS[0] and unit_family(part.unit)[0] in ("bits", "bit-rate")):
+                out += [(st, m, "mult", f) for st, m, f in _two_way(_NAMED[s])]
+        elif s.factor is not None and not callable(s.factor):
+            out += [(st, m, "mult", f) for st, m, f in _two_way((s.status, s.question, float(s.factor)))]
+    out += [(st, m, "mult", f) for st, m, f in unit_candidates(part.unit)]
+    return out
+
+
+STATUSES = ("correct", "partial", "wrong", "missing", "rejected", "manual", BITS[0], DIRECTION[0], "gib-vs-gb",
+            "unit-prefix", "fraction-for-percent", "percent-for-fraction", "one-gpu-vs-node")
 
 
 def _describe_type(obj) -> str:
@@ -138,20 +254,40 @@ def _close(x: float, ref: float, rel_tol: float, abs_tol: float) -> bool:
     return abs(x - ref) <= max(rel_tol * abs(ref), abs_tol)
 
 
-def diagnose(x: float, ref: float, rel_tol: float, abs_tol: float = 0.0) -> tuple[str, str]:
+def _slip_close(x: float, target: float, scale: float, rel_tol: float, abs_tol: float) -> bool:
+    rel = min(min(rel_tol, 0.01) / SLIP_TIGHTNESS, SLIP_MAX_REL)
+    return abs(x - target) <= max(rel * abs(target), abs_tol * scale / SLIP_TIGHTNESS)
+
+
+def diagnose(x: float, ref: float, rel_tol: float, abs_tol: float = 0.0, candidates=()) -> tuple[str, str]:
     """``(status, message)`` for a plain number ``x`` against the reference ``ref``.
 
-    The message never contains the reference value.
+    ``candidates`` are the slips worth naming for this part (see
+    :func:`part_candidates`); one is named only when ``x`` matches it
+    :data:`SLIP_TIGHTNESS` times more tightly than the tolerance. When
+    several match equally (8x: bits, or one GPU for an 8-GPU node), the
+    message asks about each. The message never contains the reference value.
     """
     if _close(x, ref, rel_tol, abs_tol):
         return "correct", "correct"
-    if ref != 0 and x != 0:
-        for factor, status, question in SLIPS:
-            for f, word in ((factor, "large"), (1.0 / factor, "small")):
-                if _close(x, ref * f, rel_tol, abs_tol * factor):
-                    shown = f"{factor:.4g}"
-                    return status, f"{shown}x too {word}: {question}"
-    return "wrong", "not within the tolerance"
+    if ref == 0 or x == 0:
+        return "wrong", "not within the tolerance"
+    hits = []
+    for status, message, how, number in candidates:
+        target = ref * number if how == "mult" else number
+        scale = abs(number) if how == "mult" else abs(target / ref)
+        if type(target) in (int, float) and target != 0 and _slip_close(x, target, scale, rel_tol, abs_tol):
+            hits.append((abs(x - target) / abs(target), target, status, message))
+    if not hits:
+        return "wrong", "not within the tolerance"
+    hits.sort(key=lambda h: h[0])
+    best = [h for h in hits if abs(h[1] - hits[0][1]) <= 1e-9 * abs(hits[0][1])]
+    messages = list(dict.fromkeys(h[3] for h in best))
+    if len(messages) == 1:
+        return best[0][2], messages[0]
+    head, _, first = messages[0].partition(": ")
+    rest = [m.partition(": ")[2] or m for m in messages[1:]]
+    return best[0][2], f"{head}: " + " Or ".join([first] + rest) if first else " Or ".join(messages)
 
 
 @dataclass(frozen=True)
@@ -172,12 +308,31 @@ class PartResult:
 
 
 def _tolerance_text(part) -> str:
-    tol = f"{part.rel_tol:.2%}".rstrip("0").rstrip(".") if part.rel_tol else ""
-    return f"within {tol}" if tol else f"within {part.abs_tol:g} {part.unit}".rstrip()
+    if part.rel_tol:
+        return "within " + f"{100 * part.rel_tol:.4g}%"
+    return f"within {part.abs_tol:g} {part.unit}".rstrip()
 
 
-def score_part(ex_id: str, part, record, ref) -> PartResult:
-    """Score one part. ``record`` is the raw record (or None), ``ref`` the grader's reference."""
+def _item_candidates(candidates, i: int | None):
+    """The candidates of one list item: value slips given as lists give their item ``i``."""
+    out = []
+    for status, message, how, number in candidates:
+        if how == "value" and type(number) is list:
+            if i is None or i >= len(number):
+                continue
+            number = number[i]
+        elif how == "value" and i is not None:
+            continue
+        out.append((status, message, how, number))
+    return out
+
+
+def score_part(ex_id: str, part, record, ref, slips=None) -> PartResult:
+    """Score one part. ``record`` is the raw record (or None), ``ref`` the grader's reference.
+
+    ``slips`` are the part's namespace-dependent slips, resolved by
+    :func:`aiinfra.course.exercises.variants.resolved_slips` (optional).
+    """
     base = dict(exercise=ex_id, part=part.part, kind=part.kind, max_points=float(part.points))
     if record is None:
         return PartResult(points=0.0, status="missing", reason="no answer recorded", **base)
@@ -203,7 +358,9 @@ def score_part(ex_id: str, part, record, ref) -> PartResult:
         if len(v) != len(ref):
             return PartResult(points=0.0, status="rejected",
                               reason=f"rejected: a list of {len(ref)} numbers is due, got {len(v)}", answer=v, **base)
-        verdicts = [diagnose(float(x), float(r), part.rel_tol, part.abs_tol) for x, r in zip(v, ref)]
+        cands = part_candidates(part, slips)
+        verdicts = [diagnose(float(x), float(r), part.rel_tol, part.abs_tol, _item_candidates(cands, i))
+                    for i, (x, r) in enumerate(zip(v, ref))]
         n_ok = sum(1 for s, _ in verdicts if s == "correct")
         statuses = {s for s, _ in verdicts}
         if n_ok == len(ref):
@@ -221,7 +378,8 @@ def score_part(ex_id: str, part, record, ref) -> PartResult:
     if type(v) in (bool, str):
         what = "True/False" if type(v) is bool else "a string"
         return PartResult(points=0.0, status="rejected", reason=f"rejected: {what} where a number is due", answer=v, **base)
-    status, msg = diagnose(float(v), float(ref), part.rel_tol, part.abs_tol)
+    status, msg = diagnose(float(v), float(ref), part.rel_tol, part.abs_tol,
+                           _item_candidates(part_candidates(part, slips), None))
     if status == "correct":
         return PartResult(points=float(part.points), status="correct", reason="correct", answer=v, **base)
     if status == "wrong":

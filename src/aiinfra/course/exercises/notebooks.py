@@ -9,17 +9,16 @@ solution is the code the grader runs.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import inspect
 import json
 import textwrap
-import types
 
 from aiinfra.book import colab
 from aiinfra.course.exercises import registry, render
 from aiinfra.course.exercises.variants import namespace, params_for, references
+from aiinfra.course.exercises.working import dependencies
 
 FORMAT_VERSION = 1
 
@@ -82,17 +81,18 @@ def _intro_markdown(chapter: str, kind: str, variants: bool) -> str:
     if kind == "solution":
         return (
             f"# Chapter {number} exercises: reference solutions\n\n"
-            "Each answer below is computed by the same `aiinfra` function the grader uses, shown in full. "
-            "Run all cells: every `check()` should report full marks on the auto-graded parts; free-response "
-            "parts show a model answer and are graded by hand."
+            "Each answer below is computed by the same `aiinfra` function the grader uses, shown in full: the "
+            "library calls and the units they convert to. Run all cells: every `check()` should report full marks "
+            "on the auto-graded parts; free-response parts show a model answer and are graded by hand.\n\n"
+            f"**How answers are checked.** {render.grading_note()}"
         )
     text = (
         f"# Chapter {number} exercises\n\n"
         "Answer each part with `answer(exercise, part, value)`, replacing the `...`. Give plain numbers in the "
         "unit the part asks for (no strings, no numpy values), `True`/`False` where asked, a list of numbers "
         "where a list is due, and text for free-response parts. `check(\"1-2\")` tells you at once whether "
-        "each part is right, and if not, whether you are off by a typical factor (bits vs bytes, GiB vs GB, "
-        "one direction vs both). It never shows the expected value.\n\n"
+        "each part is right; it never shows the expected value.\n\n"
+        f"**How answers are checked.** {render.grading_note()}\n\n"
         "Cells run top to bottom; an error stops the run, but answers recorded before it still count."
     )
     text = text.replace('"1-2"', f'"{number}-1"')
@@ -120,9 +120,10 @@ def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
             ns = namespace(ex, params_for(ex, None, False))
             cells.append(_md(_cell_id(*key, "statement"),
                              render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
+        lists = render.list_parts(ex, namespace(ex, params_for(ex, None, False)))
         for p in ex.parts:
             cells.append(_code(_cell_id(*key, p.part),
-                               f"# ({p.part}) {render.answer_format(p)}\n"
+                               f"# ({p.part}) {render.answer_format(p, p.part in lists)}\n"
                                f'answer("{ex.id}", "{p.part}", ...)'))
         cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
     cells.append(_md(_cell_id(chapter, "student", "end"), "## All exercises of the chapter"))
@@ -133,59 +134,6 @@ def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
 # --- solution notebook ------------------------------------------------------------
 
 
-def _code_objects(code: types.CodeType):
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _code_objects(const)
-
-
-def _global_names(fn) -> set[str]:
-    names = set()
-    for code in _code_objects(fn.__code__):
-        names.update(code.co_names)
-    return names
-
-
-def _is_literal(obj) -> bool:
-    """Plain constants (numbers, strings, and tuples/lists/dicts of them) can be written as source."""
-    try:
-        return ast.literal_eval(repr(obj)) == obj and not isinstance(obj, type)
-    except (ValueError, SyntaxError, TypeError, RecursionError):
-        return False
-
-
-def _dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
-    """(aiinfra modules, constant assignments, helper function sources) the functions need."""
-    mods, consts, helpers = set(), {}, {}
-    todo = list(fns)
-    seen = set()
-    while todo:
-        fn = todo.pop()
-        if fn.__name__ in seen:
-            continue
-        seen.add(fn.__name__)
-        for name in sorted(_global_names(fn)):
-            if not hasattr(module, name):
-                continue
-            obj = getattr(module, name)
-            if isinstance(obj, types.ModuleType):
-                mods.add((name, obj.__name__))
-            elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
-                if obj not in fns:
-                    helpers[name] = obj
-                    todo.append(obj)
-            elif _is_literal(obj):
-                consts[name] = obj
-    imports = []
-    for alias, full in sorted(mods):
-        pkg, _, leaf = full.rpartition(".")
-        imports.append(f"from {pkg} import {leaf}" if leaf == alias else f"import {full} as {alias}")
-    const_lines = [f"{k} = {v!r}" for k, v in sorted(consts.items())]
-    helper_src = [textwrap.dedent(inspect.getsource(helpers[k])).rstrip() for k in sorted(helpers)]
-    return imports, const_lines, helper_src
-
-
 def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     """The reference notebook: every part answered by its reference function, shown as source."""
     exercises = registry.chapter(chapter)
@@ -193,7 +141,7 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
         raise ValueError(f"variants must be True or False, got {variants!r}")
     module = importlib.import_module(f"aiinfra.course.exercises.{chapter}")
     refs = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
-    imports, consts, helpers = _dependencies(module, refs)
+    imports, consts, helpers = dependencies(module, refs)
     extra = "\n".join(["# What the reference functions below use."] + imports + consts)
     cells = [_md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),
              _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, pip_source, extra))]
@@ -210,7 +158,8 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
                              render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
         cells.append(_code(_cell_id(*key, "params"),
                            f'p = params("{ex.id}")  # this student\'s parameters and the values derived from them\np'))
-        full = {**ns, **references(ex, ns)}
+        refs = references(ex, ns)
+        full = {**ns, **refs}
         for part in ex.parts:
             if part.kind == "free":
                 text = render.fill(part.sample, full).strip()
@@ -218,8 +167,12 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
                       f'answer("{ex.id}", "{part.part}", {text!r})'
             else:
                 fn_src = textwrap.dedent(inspect.getsource(part.ref)).rstrip()
-                src = f"# ({part.part}) {render.answer_format(part)}\n{fn_src}\n\n\n" \
+                is_list = type(refs[part.part]) is list
+                src = f"# ({part.part}) {render.answer_format(part, is_list)}\n{fn_src}\n\n\n" \
                       f'answer("{ex.id}", "{part.part}", {part.ref.__name__}(p))'
+                if not variants:
+                    shown = render.answer_text(part, refs[part.part]).replace("\\$", "$")
+                    src += f"  # {shown} with the default parameters"
             cells.append(_code(_cell_id(*key, part.part), src))
         cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
     cells.append(_code(_cell_id(chapter, "solution", "check-all"), f'check("{chapter}")'))

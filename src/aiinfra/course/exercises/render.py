@@ -1,17 +1,27 @@
-"""Turn exercises into text: MyST blocks for the book, Markdown for notebooks.
+"""Turn exercises into text: MyST blocks for the book, plain Markdown for notebooks.
 
 Numbers in prompts and solutions come from the exercise namespace (parameters
 plus ``given``, computed by :mod:`aiinfra`) and from the references; the
 templates only say where and in which format they go.
+
+Exercise texts are written in the book's MyST: ``$...$`` is mathematics and a
+literal dollar (a price) is written ``\\$``. :func:`plain` turns such a text
+into Markdown that Jupyter and Colab show as the book does: the escaped
+dollar becomes an HTML entity that no client pairs into mathematics.
 """
 from __future__ import annotations
 
+import re
 import string
 from typing import Any, Mapping
 
-from aiinfra.course.exercises._format import Exercise
+from aiinfra.course.exercises._format import DEFAULT_REL_TOL, Exercise
 from aiinfra.course.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
 from aiinfra.course.exercises.variants import namespace, params_for, references
+
+#: A dollar sign that no notebook client takes for a math delimiter (as book/_ext/doctree_markdown.py writes it).
+DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 class _Shown:
@@ -29,7 +39,7 @@ class _Shown:
         if isinstance(v, (list, tuple)):
             return ", ".join(format(_Shown(x), spec) for x in v)
         if isinstance(v, float) and not spec:
-            return format(v, ".4g")
+            return number_text(v)
         return format(v, spec)
 
     def __str__(self) -> str:
@@ -50,22 +60,116 @@ def fill(template: str, ns: Mapping[str, Any]) -> str:
     return string.Formatter().vformat(template, (), wrapped)
 
 
+def plain(myst: str) -> str:
+    """An exercise text as plain Markdown for a notebook client: ``\\$`` becomes :data:`DOLLAR`.
+
+    Mathematics (``$2N$``) stays for the client to typeset; fenced code is left alone.
+    """
+    out, fence = [], None
+    for line in myst.split("\n"):
+        m = _FENCE.match(line)
+        if m and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)):
+            fence = m.group(1) if fence is None else None
+        elif fence is None:
+            line = line.replace("\\$", DOLLAR)
+        out.append(line)
+    return "\n".join(out)
+
+
+def number_text(v, fmt: str = ".4g") -> str:
+    """A number for a solution: four significant digits, thousands separated, no exponent below 10^15."""
+    if fmt != ".4g":
+        return format(v, fmt)
+    x = float(v)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 and abs(x) < 1e15:
+        return f"{float(format(x, '.4g')):,.0f}"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return format(x, ".4g")
+
+
+def _with_unit(text: str, unit: str) -> str:
+    if unit == "$":
+        return f"\\${text}"
+    if unit in ("%", "x"):
+        return f"{text}{unit}"
+    return f"{text} {unit}".rstrip()
+
+
 def answer_text(part, ref) -> str:
-    """A reference answer as the solution shows it: ``141.1 GB``."""
+    """A reference answer as the solution shows it: ``141.1 GB``, ``114,500 tokens``, ``True``."""
     if part.kind == "choice":
-        return str(_Shown(ref)) if type(ref) is bool else str(ref)
-    return f"{format(_Shown(ref), part.fmt)} {part.unit}".rstrip()
+        return str(ref)
+    if type(ref) is list:
+        return _with_unit(", ".join(number_text(x, part.fmt) for x in ref), part.unit)
+    return _with_unit(number_text(ref, part.fmt), part.unit)
 
 
-def answer_format(part) -> str:
-    """What a part expects, for the prompt: ``(number, in GB)``."""
+def _percent(x: float) -> str:
+    return f"{100 * x:.4g}%"
+
+
+def tolerance_text(part) -> str:
+    """How close a numeric answer must be, in words, when it differs from the notebook's default."""
+    if part.rel_tol == 0 and part.abs_tol == 0.5:
+        return "whole number"
+    bits = []
+    if part.rel_tol and part.rel_tol != DEFAULT_REL_TOL:
+        bits.append(f"within {_percent(part.rel_tol)}")
+    if part.abs_tol:
+        bits.append(f"within ±{part.abs_tol:g}")
+    if part.rel_tol == DEFAULT_REL_TOL and bits:
+        bits.insert(0, f"within {_percent(part.rel_tol)}")
+    return " or ".join(bits)
+
+
+def _unit_words(unit: str) -> str:
+    return {"$": "US dollars"}.get(unit, unit)
+
+
+def answer_format(part, is_list: bool = False) -> str:
+    """What a part expects, for the prompt: ``(number, in GB)``, ``(number, in GB; within 0.2%)``.
+
+    ``is_list``: the part's reference is a list (``(list of numbers, in ms)``).
+    """
     if part.kind == "free":
         return "(free response, graded by hand)"
     if part.kind == "choice":
         if all(type(o) is bool for o in part.options):
             return "(True or False)"
         return "(one of " + ", ".join(f"`{o!r}`" for o in part.options) + ")"
-    return f"(number, in {part.unit})" if part.unit else "(number)"
+    tol = tolerance_text(part)
+    if tol == "whole number":
+        return f"(whole number of {part.unit})" if part.unit else "(whole number)"
+    number = "list of numbers" if is_list else "number"
+    if part.unit == "":
+        what = f"{number}, {'fractions' if is_list else 'a fraction'} from 0 to 1"
+    elif part.unit == "x":
+        what = f"{number}, a factor: 2.5 for 2.5x"
+    else:
+        what = f"{number}, in {_unit_words(part.unit)}"
+    return f"({what}; {tol})" if tol else f"({what})"
+
+
+GRADING_NOTE = (
+    "A numeric answer counts as correct when it lies within {tol} of the reference, unless its part states "
+    "another tolerance; a part marked *whole number* must be exact. Give each number in the unit its part "
+    "names. A miss gets the part's hint; the check names a typical slip (a unit prefix, GiB for GB, bits for "
+    "bytes, one direction of a link for both, one GPU for a whole node, and the slips a part declares) only "
+    "when the answer matches that slip far more closely than the tolerance."
+)
+
+
+def grading_note() -> str:
+    """The tolerance rule, stated once at the top of each notebook and exercise page."""
+    return GRADING_NOTE.format(tol=_percent(DEFAULT_REL_TOL))
+
+
+def list_parts(ex: Exercise, ns: Mapping[str, Any]) -> set[str]:
+    """Letters of the parts whose answer is a list of numbers."""
+    return {k for k, v in references(ex, ns).items() if type(v) is list}
 
 
 def _resolved(ex: Exercise, sid: str | None, variants: bool):
@@ -74,16 +178,19 @@ def _resolved(ex: Exercise, sid: str | None, variants: bool):
 
 
 def statement_markdown(ex: Exercise, ns: Mapping[str, Any], heading: str = "") -> str:
-    """The statement and the parts, as plain Markdown (no directives)."""
+    """The statement and the parts, as MyST without directives (:func:`plain` makes it Markdown)."""
     lines = [heading] if heading else []
     lines.append(fill(ex.intro, ns).strip())
+    lists = list_parts(ex, ns)
     for p in ex.parts:
-        lines.append(f"**({p.part})** {fill(p.prompt, ns).strip()} {answer_format(p)}")
+        lines.append(f"**({p.part})** {fill(p.prompt, ns).strip()} {answer_format(p, p.part in lists)}")
     return "\n\n".join(lines) + "\n"
 
 
-def solution_markdown(ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, Any]) -> str:
-    """Reference answers and the discussion, as plain Markdown."""
+def solution_markdown(ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, Any], working: bool = True) -> str:
+    """Reference answers, the discussion and the working (the code the grader runs)."""
+    from aiinfra.course.exercises.working import exercise_code
+
     full = {**ns, **refs}
     lines = []
     for p in ex.parts:
@@ -93,11 +200,21 @@ def solution_markdown(ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, An
             lines.append(f"**({p.part})** {answer_text(p, refs[p.part])}")
     if ex.discussion:
         lines.append(fill(ex.discussion, full).strip())
+    code = exercise_code(ex) if working else ""
+    if code:
+        lines.append("**Working.** The code below computes every answer above with the library, exactly as the "
+                     "grader does; `p` holds the exercise's parameters and the values its statement gives.")
+        lines.append(f"```python\n{code}\n```")
     return "\n\n".join(lines) + "\n"
 
 
 def title_text(ex: Exercise) -> str:
     return f"{ex.id} [{ex.level.capitalize()}]: {ex.title}"
+
+
+def _note_for(target_exercises) -> bool:
+    """A chapter's blocks open with the grading note; a single exercise's do not."""
+    return len(target_exercises) > 1
 
 
 def book_markdown(target_exercises, solutions: bool = True) -> str:
@@ -106,7 +223,7 @@ def book_markdown(target_exercises, solutions: bool = True) -> str:
     Uses the defaults (variants off). Each block is labelled ``ex-<id>`` and
     each solution ``sol-<id>``, so prose can write ``{ref}`ex-1-2```.
     """
-    blocks = []
+    blocks = [f"**How answers are checked.** {grading_note()}\n"] if _note_for(target_exercises) else []
     for ex in target_exercises:
         ns, refs = _resolved(ex, None, False)
         blocks.append(
@@ -119,3 +236,18 @@ def book_markdown(target_exercises, solutions: bool = True) -> str:
                 f"{solution_markdown(ex, ns, refs)}::::\n"
             )
     return "\n".join(blocks)
+
+
+def notebook_markdown(target_exercises, solutions: bool = True) -> str:
+    """Plain Markdown for a live kernel (Colab, JupyterLab): headings, statements, solutions folded.
+
+    Each solution sits in a ``<details>`` element, closed until the reader opens it.
+    """
+    blocks = [f"**How answers are checked.** {grading_note()}\n"] if _note_for(target_exercises) else []
+    for ex in target_exercises:
+        ns, refs = _resolved(ex, None, False)
+        blocks.append(statement_markdown(ex, ns, heading=f"### Exercise {title_text(ex)}"))
+        if solutions:
+            blocks.append(f"<details>\n<summary>Solution to exercise {ex.id}</summary>\n\n"
+                          f"{solution_markdown(ex, ns, refs)}\n</details>\n")
+    return plain("\n".join(blocks))

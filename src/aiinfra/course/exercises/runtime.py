@@ -116,7 +116,7 @@ def prompt(exercise_id: str) -> Markdown:
     from aiinfra.course.exercises import render
 
     ex, ns = _home_namespace(exercise_id)
-    return Markdown(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"))
+    return Markdown(render.plain(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}")))
 
 
 _NOT_ANSWERED = Ellipsis
@@ -187,16 +187,17 @@ def check(target: str) -> CheckReport:
     if record.sheet() is not None:
         return CheckReport([], GRADING_NOTE + "\n")
     from aiinfra.course.exercises import registry
-    from aiinfra.course.exercises.variants import namespace, params_for, references
+    from aiinfra.course.exercises.variants import namespace, params_for, references, resolved_slips
 
     results = []
     lines = []
     for ex in registry.resolve(target):
         ns = namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
-        refs = references(ex, ns)
+        refs, slips = references(ex, ns), resolved_slips(ex, ns)
         lines.append(f"**Exercise {ex.id}**")
         for p in ex.parts:
-            r = feedback.score_part(ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part))
+            r = feedback.score_part(ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part),
+                                    slips.get(p.part))
             results.append(r)
             mark = _MARK.get(r.status, "❌")
             pts = f"{r.points:g}/{r.max_points:g}" if r.status != "manual" else f"?/{r.max_points:g}"
@@ -204,14 +205,23 @@ def check(target: str) -> CheckReport:
     return CheckReport(results, "\n".join(lines) + "\n")
 
 
-def show(target: str, solutions: bool = True):
-    """The book's exercise blocks (MyST) for a chapter (``"ch01"``) or one exercise (``"1-2"``).
+ENV_BOOK_BUILD = "AIINFRA_BOOK_BUILD"
 
-    In a chapter page: a cell tagged ``remove-input`` holding
-    ``show("ch01")``. Solutions sit in dropdowns unless ``solutions=False``.
+
+def show(target: str, solutions: bool = True):
+    """The exercises of a chapter (``"ch01"``) or one exercise (``"1-2"``), with their solutions.
+
+    In a chapter page: a cell tagged ``remove-input`` holding ``show("ch01")``.
+    While the book builds (``$AIINFRA_BOOK_BUILD`` is ``1``) this returns MyST
+    exercise blocks with solutions in dropdowns; in a live kernel (Colab,
+    JupyterLab) it returns plain Markdown with each solution folded in
+    ``<details>``. ``solutions=False`` leaves the solutions out.
     """
     from aiinfra.course.exercises import registry, render
 
     if not isinstance(solutions, bool):
         raise ValueError(f"solutions must be True or False, got {solutions!r}")
-    return render.MystBlocks(render.book_markdown(registry.resolve(target), solutions=solutions))
+    exercises = registry.resolve(target)
+    if os.environ.get(ENV_BOOK_BUILD, "") == "1":
+        return render.MystBlocks(render.book_markdown(exercises, solutions=solutions))
+    return Markdown(render.notebook_markdown(exercises, solutions=solutions))

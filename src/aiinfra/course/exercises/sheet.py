@@ -23,7 +23,7 @@ def build(chapter: str, student: str | None, variants: bool) -> dict:
         exercises[ex.id] = {
             "parts": [p.part for p in ex.parts],
             "params": {k: encode_value(v) for k, v in ns.items()},
-            "prompt": render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"),
+            "prompt": render.plain(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}")),
         }
     return {"version": SHEET_VERSION, "chapter": chapter, "variants": variants, "exercises": exercises}
 

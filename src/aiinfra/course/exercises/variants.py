@@ -71,3 +71,37 @@ def _plain_reference(ex: Exercise, part, value):
 def references(ex: Exercise, ns: Mapping[str, Any]) -> dict[str, Any]:
     """Reference answers of the auto-graded parts, keyed by part letter."""
     return {p.part: _plain_reference(ex, p, p.ref(dict(ns))) for p in ex.parts if p.kind != "free"}
+
+
+def _plain_slip_value(ex: Exercise, part, slip, value):
+    where = f"slip {slip.status!r} of {ex.id}({part.part})"
+    items = value if type(value) is list else [value]
+    if type(value) not in (int, float, list) or not all(type(v) in (int, float) and math.isfinite(v) for v in items):
+        raise ValueError(f"{where} must give a finite plain float or a list of them, got {value!r}")
+    return value
+
+
+def resolved_slips(ex: Exercise, ns: Mapping[str, Any]) -> dict[str, list[dict]]:
+    """The slips of each numeric part that depend on the namespace, computed for ``ns``.
+
+    Part letter -> list of ``{"status", "question", "factor"}`` or
+    ``{"status", "question", "value"}`` (plain JSON), for
+    :func:`aiinfra.course.exercises.feedback.score_part`.
+    """
+    out = {}
+    for p in ex.parts:
+        got = []
+        for s in getattr(p, "slips", ()):
+            if isinstance(s, str) or (s.factor is not None and not callable(s.factor)):
+                continue
+            if s.value is not None:
+                got.append({"status": s.status, "question": s.question,
+                            "value": _plain_slip_value(ex, p, s, s.value(dict(ns)))})
+            else:
+                factor = s.factor(dict(ns))
+                if type(factor) not in (int, float) or not factor > 1:
+                    raise ValueError(f"slip {s.status!r} of {ex.id}({p.part}) must give a factor > 1, got {factor!r}")
+                got.append({"status": s.status, "question": s.question, "factor": float(factor)})
+        if got:
+            out[p.part] = got
+    return out

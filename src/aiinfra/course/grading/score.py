@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..exercises import feedback, registry, sheet
-from ..exercises.variants import namespace, params_for, references
+from ..exercises.variants import namespace, params_for, references, resolved_slips
 
 GRADER_VERSION = "2"
 
@@ -67,6 +67,12 @@ def _references(assignment: Assignment, who: str | None) -> dict:
 
 
 @lru_cache(maxsize=256)
+def _slips(assignment: Assignment, who: str | None) -> dict:
+    return {ex.id: resolved_slips(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+            for ex in assignment.exercises}
+
+
+@lru_cache(maxsize=256)
 def _sheet(assignment: Assignment, who: str | None) -> dict:
     return sheet.build(assignment.chapter, who, assignment.variants)
 
@@ -106,10 +112,12 @@ def score_submission(extracted: dict, assignment: Assignment, student: str) -> S
     stop_note = errors[0] if status != "ok" and errors else ""
     parts = []
     all_refs = assignment.references(student)
+    all_slips = _slips(assignment, assignment._who(student))
     for ex in assignment.exercises:
         refs = all_refs[ex.id]
         for p in ex.parts:
-            r = feedback.score_part(ex.id, p, records.get((ex.id, p.part)), refs.get(p.part))
+            r = feedback.score_part(ex.id, p, records.get((ex.id, p.part)), refs.get(p.part),
+                                    all_slips[ex.id].get(p.part))
             if r.status == "missing" and stop_note:
                 r = feedback.PartResult(**{**r.as_dict(), "reason": "no answer recorded before the run stopped"})
             parts.append(r)
