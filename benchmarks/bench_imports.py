@@ -82,6 +82,9 @@ def main() -> None:
     verdict = "within" if statistics.median(walls) <= TARGET_S and not {"sympy"} & heavy else "OVER"
     print(f"  {verdict} the target (whole process <= {TARGET_S * 1e3:.0f} ms, no sympy); "
           f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"row: {'import aiinfra + formula modules':<44} {statistics.median(walls) * 1e3:7.0f} ms goal <= "
+          f"{TARGET_S * 1e3:.0f} ms, no sympy; heavy imported: {', '.join(sorted(heavy)) or 'none'}; "
+          f"load {load0:.2f} -> {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
