@@ -3,18 +3,17 @@ import pytest
 
 from aiinfra import memory
 from aiinfra.catalog import models
-from aiinfra.catalog.models import Linear
 
 
 def test_one_matrix_in_128x128_blocks_by_hand():
     # DeepSeek-V3's kv_a_proj_with_mqa: 576 x 7168 FP8 weights = 4,128,768 B; ceil(576/128) = 5 by
     # 7168/128 = 56 blocks, one 4-byte scale each: 1,120 B
-    lin = Linear("kv_a_proj_with_mqa", "attention", 576, 7168, 1)
+    lin = ("attention", 1, 576, 7168)  # (inventory group, copies, out_features, in_features)
     scheme = memory._quant_scheme(**memory.FP8_BLOCK_128, keep_bf16=())
-    assert memory._quantized_linear_bytes(lin, *scheme) == 576 * 7168 + 1120
+    assert memory._quantized_matrix_bytes(*lin, *scheme) == 576 * 7168 + 1120
     # the same matrix in rows of 128 with 2-byte scales (chapter 1's int8 convention): 576 x 56 x 2 = 64,512 B
     rows = memory._quant_scheme(8, 128, 2, (), 1)
-    assert memory._quantized_linear_bytes(lin, *rows) == 576 * 7168 + 64_512
+    assert memory._quantized_matrix_bytes(*lin, *rows) == 576 * 7168 + 64_512
 
 
 def test_row_groups_unchanged_by_the_block_option():
