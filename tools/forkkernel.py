@@ -195,6 +195,8 @@ class Zygote:
         return self._read()["pid"]
 
     def close(self) -> None:
+        """End the zygote (and any kernel still running): it exits when it reads the end of the socket."""
+        self.file.close()  # the socket's file holds the descriptor open too
         self.sock.close()
         try:
             self.proc.wait(timeout=10)
