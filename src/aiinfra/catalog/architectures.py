@@ -539,6 +539,15 @@ def _kv_heads(f: _Fields, heads: int) -> int:
     return kv
 
 
+def _gqa_dims(f: _Fields, tied_default: bool):
+    """``(hidden, n_layers, heads, kv_heads, head_dim, vocab, tied)`` of a GQA decoder's config."""
+    hidden = f.int("hidden_size")
+    n_layers = f.int("num_hidden_layers")
+    heads = f.int("num_attention_heads")
+    return (hidden, n_layers, heads, _kv_heads(f, heads), _head_dim(f, hidden, heads), f.int("vocab_size"),
+            f.bool("tie_word_embeddings", tied_default))
+
+
 def _heads(kinds, window: int | None, heads: int, kv: int, head_dim: int) -> dict:
     """The per-layer attention and head shape of an MHA/GQA model."""
     width = heads * head_dim
@@ -616,13 +625,7 @@ def _check_topk(experts: int, k: int):
 def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm: str | None = None,
                 norm_names=("input_layernorm", "post_attention_layernorm"), kinds_fn=None, tied_default=False):
     """The Llama block: GQA attention, gated MLP, RMSNorms; options cover Qwen, Gemma, OLMo 2, Granite."""
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers")
-    heads = f.int("num_attention_heads")
-    kv = _kv_heads(f, heads)
-    head_dim = _head_dim(f, hidden, heads)
-    vocab = f.int("vocab_size")
-    tied = f.bool("tie_word_embeddings", tied_default)
+    hidden, n_layers, heads, kv, head_dim, vocab, tied = _gqa_dims(f, tied_default)
     width = f.int("intermediate_size")
     layers = range(n_layers)
     p = "model.layers.{layer}."
@@ -702,13 +705,7 @@ def _gemma3_text(f):
 
 
 def _phi3(f):
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers")
-    heads = f.int("num_attention_heads")
-    kv = _kv_heads(f, heads)
-    head_dim = _head_dim(f, hidden, heads)
-    vocab = f.int("vocab_size")
-    tied = f.bool("tie_word_embeddings", False)
+    hidden, n_layers, heads, kv, head_dim, vocab, tied = _gqa_dims(f, False)
     width = f.int("intermediate_size")
     layers, p = range(n_layers), "model.layers.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
@@ -722,13 +719,7 @@ def _phi3(f):
 
 
 def _starcoder2(f):
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers")
-    heads = f.int("num_attention_heads")
-    kv = _kv_heads(f, heads)
-    head_dim = _head_dim(f, hidden, heads)
-    vocab = f.int("vocab_size")
-    tied = f.bool("tie_word_embeddings", True)
+    hidden, n_layers, heads, kv, head_dim, vocab, tied = _gqa_dims(f, True)
     bias = f.bool("use_bias", True)
     layers, p = range(n_layers), "model.layers.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
