@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test venv vendor notebooks clean bench
+.PHONY: book test venv vendor notebooks clean bench nbval
 
 venv: $(STAMP)
 
@@ -40,15 +40,24 @@ book: $(STAMP) vendor $(LIBRARY_STAMP)
 	$(PY) tools/preexecute.py -j $(JOBS)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 
-# Library, grader and hostile submissions, stale notebooks, nbval over notebooks/, launch links,
-# browser tests (the book in chromium, a chapter notebook in JupyterLab).
+# Library, grader and hostile submissions, stale notebooks, nbval over the student handouts
+# (exercises/), launch links, browser tests (the book in chromium, a chapter notebook in JupyterLab).
+# notebooks/ is not executed again: `make book` has just run the same cells, and the stale check
+# holds notebooks/ to that build's outputs (`make nbval` re-executes them).
 # Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
 HYPOTHESIS_PROFILE ?= ci
 test: book
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile
 
+# Re-execute notebooks/ (the Colab copies of the pages) in fresh kernels, outside the book build,
+# and compare the glue cells' outputs (tag nbval-check-output) with the saved ones.
+nbval: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -p no:cacheprovider notebooks
+
+# Every benchmark, with the machine's load, then the rows of issue 17's table (BENCH=--quick:
+# without the build benchmark, which copies the checkout and runs make book and make test).
 bench: $(STAMP)
-	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) benchmarks/run_all.py $(BENCH)
 
 clean:
 	rm -rf _build

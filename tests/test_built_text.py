@@ -104,4 +104,8 @@ def test_every_source_named_in_the_text_is_cited(page):
         text = _text(inner)
         if SOURCE.search(text) and not CITATION.search(inner):
             uncited += _hits(SOURCE, text, 60)
+    raw = page.read_text(encoding="utf-8")  # figure frames, alt texts and slider labels live in scripts too
+    for label in re.findall(r'alt=\\?"([^"\\]*)|"_options_labels": \[([^\]]*)\]', raw):
+        text = html.unescape(" ".join(label))
+        uncited += [f"figure text: {text[:80]}"] if SOURCE.search(text) else []
     assert not uncited, uncited

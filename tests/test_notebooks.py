@@ -205,7 +205,7 @@ def test_code_cells_are_the_pages_cells_with_hidden_ones_folded(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=rel)
 def test_saved_outputs_glue_checked_measurements_dropped(path):
-    """Measurements keep no output; glue cells are checked by nbval unless a fresh run cannot match them."""
+    """Measurements keep no output; glue cells keep their outputs, which `make nbval` compares with a fresh run (unless a fresh run cannot match them)."""
     page = {c.source: c for c in jupytext.read(source_page(path)).cells if c.cell_type == "code"}
     for cell in code_cells(read(path)):
         tags = cell["metadata"].get("tags", [])
@@ -213,7 +213,7 @@ def test_saved_outputs_glue_checked_measurements_dropped(path):
         if "volatile" in tags:
             assert cell["outputs"] == [] and gen.CHECK_TAG not in tags
         elif "glue(" in gen._text(cell["source"]):
-            assert cell["outputs"], "glue outputs are what nbval compares"
+            assert cell["outputs"], "glue outputs are what `make nbval` compares"
             preview = any("Run this cell, or Run All" in gen._text(o.get("data", {}).get("text/plain", ""))
                           for o in cell["outputs"])
             if preview:  # a fresh run prints the live figure, not its saved preview
@@ -232,7 +232,7 @@ def test_glued_numbers_are_checked_in_every_chapter():
         chapter = path.relative_to(ROOT / "notebooks").parts[0]
         per_chapter[chapter] = per_chapter.get(chapter, 0) + n
     missing = [ch for ch, n in per_chapter.items() if ch.startswith("ch") and n == 0]
-    assert not missing, f"chapters with no nbval-checked glue output: {missing}"
+    assert not missing, f"chapters with no glue output for `make nbval` to check: {missing}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=rel)

@@ -141,7 +141,45 @@ def _write_files(work: str, files: list[tuple[list[str], bytes]]) -> None:
             fh.write(data)
 
 
+def _lean_imports() -> None:
+    """Leave out what a graded kernel never uses, before ipykernel is imported (a third of its start-up).
+
+    * debugpy: without it ipykernel runs no debugger (nobody attaches to a graded kernel);
+    * jupyter_client's package body, which imports its kernel managers, provisioners (and their
+      entry points) and clients: the kernel needs only its session and connection modules. The
+      package is registered without running its ``__init__``; the first use of any other
+      name runs it then, so ``import jupyter_client`` in a notebook still sees all of it.
+    """
+    import importlib.util
+
+    sys.modules.setdefault("debugpy", None)
+    if "jupyter_client" in sys.modules:
+        return
+    spec = importlib.util.find_spec("jupyter_client")
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        return
+    pkg = importlib.util.module_from_spec(spec)
+    full = []
+
+    def __getattr__(name):
+        if not full:
+            full.append(True)
+            spec.loader.exec_module(pkg)
+            if name in pkg.__dict__:
+                return pkg.__dict__[name]
+        raise AttributeError(f"module 'jupyter_client' has no attribute {name!r}")
+
+    pkg.__getattr__ = __getattr__
+    sys.modules["jupyter_client"] = pkg
+    from jupyter_client import _version, connect
+
+    pkg.__version__, pkg.version_info = _version.__version__, _version.version_info
+    pkg.protocol_version, pkg.protocol_version_info = _version.protocol_version, _version.protocol_version_info
+    pkg.write_connection_file = connect.write_connection_file
+
+
 def _kernel_app_class():
+    _lean_imports()
     from ipykernel.kernelapp import IPKernelApp
 
     class SandboxKernelApp(IPKernelApp):
