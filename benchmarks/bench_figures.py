@@ -215,6 +215,16 @@ def main(argv=None) -> int:
               f"{sum(1 for r in results.values() if r['live_only'])} figure(s) with live-only sliders")
     load1 = os.getloadavg()
     print(f"load average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+    # the rows of issue 17's table (benchmarks/run_all.py collects the lines that start with "row:")
+    ok = statistics.median(meds) <= LIVE_MEDIAN_GOAL_S and worst <= LIVE_WORST_GOAL_S
+    print(f"row: {f'live figure update, {len(results)} figures':<44} median {statistics.median(meds) * 1e3:.0f} ms, "
+          f"worst {worst * 1e3:.0f} ms  goal median <= {LIVE_MEDIAN_GOAL_S * 1e3:.0f} ms, worst <= "
+          f"{LIVE_WORST_GOAL_S * 1e3:.0f} ms {'met' if ok else 'NOT met'}; load {load0[0]:.2f} -> {load1[0]:.2f}")
+    if not args.no_static:
+        ok = max(frames) <= FRAME_GOAL_S and max(weights) <= interactive.DEFAULT_MAX_BYTES
+        print(f"row: {'static frame rendering':<44} {max(frames):7.3f} s per frame (worst), heaviest figure "
+              f"{max(weights) / 1e3:.0f} KB  goal <= {FRAME_GOAL_S:.1f} s, <= {interactive.DEFAULT_MAX_BYTES / 1e3:.0f} KB "
+              f"{'met' if ok else 'NOT met'}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"load_before": load0, "load_after": load1, "figures": results}, fh, indent=2)

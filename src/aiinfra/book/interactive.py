@@ -618,7 +618,8 @@ class InteractiveFigure:
     def _build_static(self):
         axes = self._static_axes()
         grid = self._grid(axes)
-        start = self._first_density(grid)
+        # a probe frame sizes a large grid; a few frames are rendered at the top density straight away
+        start = self._first_density(grid) if len(grid) > 4 else 0
         for density in STATIC_DENSITIES[start:]:
             frames, background = self._render_frames(grid, density)
             if self._estimate(frames, background) > self.max_bytes:
