@@ -12,6 +12,7 @@ from aiinfra.book import interactive
 from aiinfra.catalog import hardware, models
 from aiinfra.book.figures import SOURCE_FIGURES, batching_kv, cluster_scale, new_figure, roofline_plot, run_inference
 from aiinfra.book.figures import tokens_per_s
+from aiinfra.deployment import Deployment, RoundModel
 
 H100_BW = hardware.gpu("H100 SXM").memory_bandwidth_bytes_per_s
 
@@ -94,6 +95,23 @@ def test_tokens_per_s_reply_time_and_bytes():
 def test_tokens_per_s_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tokens_per_s.draw(**kwargs)
+
+
+def test_tokens_per_s_checks_capacity_first():
+    # H100 SXM: 80 GB of HBM, 72 GB usable after the book's 10 % reserve. 7B at 16 bits (14 GB) fits;
+    # 70B at 16 bits (140 GB) needs ceil(140/72) = 2 GPUs; 405B at 16 bits (810 GB) needs
+    # ceil(810/72) = ceil(11.25) = 12, as chapter 4's text says; 70B at 8 bits (70 GB) fits in 72 GB.
+    _, r = tokens_per_s.draw(7e9, 16)
+    assert r["weights in one H100 SXM"] == "fit (14.0 GB of 72.0 GB usable)"
+    _, r = tokens_per_s.draw(70e9, 16)
+    assert r["weights in one H100 SXM"] == "do not fit: 140.0 GB > 72.0 GB usable; at least 2 GPUs"
+    assert r["decode tokens/s"].endswith("(the bound, if it fit)")
+    _, r = tokens_per_s.draw(405e9, 16)
+    assert r["weights in one H100 SXM"].endswith("at least 12 GPUs")
+    assert Deployment(RoundModel(405e9, 0), "H100 SXM").min_gpus == 12
+    _, r = tokens_per_s.draw(70e9, 8)
+    assert r["weights in one H100 SXM"].startswith("fit")
+    assert list(r)[0] == "weights in one H100 SXM"  # the capacity check comes first
 
 
 def test_tokens_per_s_grid_is_fully_static():

@@ -8,8 +8,13 @@ pass that streams every weight from HBM, so
 (:func:`aiinfra.decode.memory_bound_tokens_per_s`). KV reads are left out:
 at batch 1 and short context they are small next to the weights. The
 figure plots the bound over model size for 16-, 8- and 4-bit weights and
-marks the chosen point; the readouts give decode tok/s, the time for a
-reply of ``reply_tokens`` tokens and the bytes streamed per token.
+marks the chosen point; the readouts first check capacity (do the weights
+fit in the GPU's memory less the book's 10 % reserve? if not, how many GPUs
+they need at least, as :attr:`aiinfra.deployment.Deployment.min_gpus` counts),
+then give decode tok/s, the time for a reply of ``reply_tokens`` tokens and
+the bytes streamed per token. A point whose weights do not fit is drawn
+hollow and labelled "does not fit": its speed is the bound the bandwidth
+would allow, on hardware that cannot hold the model.
 Serves the latency chapter (source: TheCatch "Latency, throughput,
 tokens/sec"; Pope et al. 2022).
 """
@@ -22,6 +27,7 @@ import numpy as np
 from aiinfra import decode, memory, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.catalog import hardware
+from aiinfra.deployment import DEFAULT_MEMORY_RESERVE
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["MODEL_SIZES", "BITS", "draw", "sliders", "show"]
@@ -55,6 +61,7 @@ def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name=
     reply = check("reply_tokens", reply_tokens, "int>=1", scalar=True)
     eta = check("efficiency", efficiency, "(0,1]")
     bw = _default_bandwidth(gpu_name) if bandwidth_bytes_per_s is None else check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0")
+    capacity = float(hardware.gpu(gpu_name).memory_bytes)
 
     sizes = np.geomspace(min(MODEL_SIZES) / 1.5, max(MODEL_SIZES) * 1.5, 60)
     curves = {b: decode.memory_bound_tokens_per_s(_weight_bytes(sizes, b), bw, efficiency=eta) for b in BITS}
@@ -83,16 +90,23 @@ def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name=
         tok_s = decode.memory_bound_tokens_per_s(per_token, bw, efficiency=eta)
         chosen.set_data(sizes / units.GIGA, curves[bits])
         chosen.set_color(_BITS_COLOR[bits])
+        usable = capacity * (1 - DEFAULT_MEMORY_RESERVE)  # the book's reserve for activations and workspace
+        fits = per_token <= usable
         dot.set_data([n / units.GIGA], [tok_s])
         dot.set_color(_BITS_COLOR[bits])
-        note.set_text(f"{tok_s:,.1f} tok/s")
+        dot.set_markerfacecolor(_BITS_COLOR[bits] if fits else "white")
+        note.set_text(f"{tok_s:,.1f} tok/s" + ("" if fits else ", does not fit"))
         note.xy = (n / units.GIGA, tok_s)
         # label to the left of points in the right third, so it never leaves the axes
         right_side = n > MODEL_SIZES[len(MODEL_SIZES) // 2]
         note.set_position((-10, 8) if right_side else (10, 8))
         note.set_horizontalalignment("right" if right_side else "left")
+        gpus = int(memory.min_cards(per_token, capacity, capacity - usable))
+        gb = lambda x, d=1: units.fmt_bytes(x, unit="GB", digits=d)
         return {
-            "decode tokens/s": f"{tok_s:,.1f} tok/s",
+            f"weights in one {gpu_name}": f"fit ({gb(per_token)} of {gb(usable)} usable)" if fits else
+            f"do not fit: {gb(per_token)} > {gb(usable)} usable; at least {gpus} GPUs",
+            "decode tokens/s": f"{tok_s:,.1f} tok/s" + ("" if fits else " (the bound, if it fit)"),
             f"time for a {reply:,}-token reply": units.fmt_time(reply / tok_s, digits=1),
             "bytes streamed per token": units.fmt_bytes(per_token, unit="GB", digits=1),
         }
