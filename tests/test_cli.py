@@ -28,12 +28,16 @@ def run(capsys, *argv):
     return code, out, err
 
 
+def _write_config(folder, config):
+    path = folder / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    return path
+
+
 @pytest.fixture
 def tiny_config(tmp_path):
-    path = tmp_path / "tiny-llama" / "config.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(TINY_CONFIG))
-    return path
+    return _write_config(tmp_path / "tiny-llama", TINY_CONFIG)
 
 
 def test_params_json_on_an_unshipped_config(capsys, tiny_config):
@@ -184,10 +188,7 @@ UNKNOWN_CONFIG = dict(TINY_CONFIG, model_type="falcon_like")
 
 @pytest.fixture
 def unknown_config(tmp_path):
-    path = tmp_path / "mystery" / "config.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(UNKNOWN_CONFIG))
-    return path
+    return _write_config(tmp_path / "mystery", UNKNOWN_CONFIG)
 
 
 def test_an_unknown_family_is_refused_without_approximate(capsys, unknown_config):
