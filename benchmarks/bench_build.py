@@ -40,6 +40,9 @@ def copy_checkout(dest: Path) -> None:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
+    # a git index, so the copy answers what tests ask git (file modes), as a clone would
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
     for rel in EXTRA:
         if (ROOT / rel).is_dir():
             shutil.copytree(ROOT / rel, dest / rel, copy_function=shutil.copy2)
