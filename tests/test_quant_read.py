@@ -56,3 +56,14 @@ def test_bad_input():
         memory.grouped_quant_read_bytes(m, keep_bf16=("lm_head",))
     with pytest.raises(ValueError, match="bits"):
         memory.grouped_quant_read_bytes(m, bits=32)
+
+
+def test_every_expert_read_includes_every_expert_bias():
+    # gpt-oss-20b stores its LM head untied, so a step that reads every expert reads every parameter
+    # except the embedding table, of which it needs one row: at 16 bits with no scales that is
+    # 2 x (total - vocab x hidden + hidden) bytes, expert matrices and expert biases alike.
+    m = models.load("gpt-oss-20b")
+    assert not m.tie_word_embeddings
+    everything = models.total_params(m) - m.vocab_size * m.hidden_size + m.hidden_size
+    read = memory.grouped_quant_read_bytes(m, bits=16, scale_bytes=0, expert_fraction=1.0)
+    assert read == 2 * everything

@@ -100,6 +100,9 @@ def grouped_quant_read_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16
     linear = sum(_quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
                  for mat in _models._matrices(m))
     other_params = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
+    bias = _models._groups(m).get("expert_bias", 0)  # counted at k / E in the decode read; scale it as the experts
+    if bias:
+        other_params += frac * bias - _models._per_token(m, bias)
     return float(linear + other_params * _units.bytes_per_param("bf16"))
 
 
