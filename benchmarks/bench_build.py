@@ -11,6 +11,7 @@ load average before and after: ``make book`` with no ``_build/`` (goal <= 90 s),
 again with nothing changed, and ``make test`` after the first build (goal: book + test <= 6
 min). Not a test: the machine may be shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ def load() -> str:
 
 
 def copy_checkout(dest: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                            capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file():
@@ -68,7 +74,9 @@ def _children_cpu_s() -> float:
 
 def row(what: str, seconds: float, rc: int, goal: str, before: str) -> None:
     status = "ok" if rc == 0 else f"FAILED (exit {rc})"
-    print(f"row: {what:<44} {seconds:7.1f} s  goal {goal:<12} {status}; load {before} -> {load()}", flush=True)
+    print(
+        f"row: {what:<44} {seconds:7.1f} s  goal {goal:<12} {status}; load {before} -> {load()}", flush=True
+    )
 
 
 def main(argv=None) -> int:

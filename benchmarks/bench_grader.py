@@ -12,6 +12,7 @@ average is printed). CPU seconds include the sandboxed kernels (each level of
 the sandbox reaps the one below it). To compare two versions, run them back to
 back, the other one through ``PYTHONPATH=<its checkout>/src``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,20 @@ def bare_seconds(nb: Path, runs: int) -> tuple[float, float]:
             copy = Path(tmp) / nb.name
             shutil.copy(nb, copy)
             t0 = time.perf_counter()
-            subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute", str(copy),
-                            "--output", str(Path(tmp) / "out.ipynb")], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    str(jupyter),
+                    "nbconvert",
+                    "--to",
+                    "notebook",
+                    "--execute",
+                    str(copy),
+                    "--output",
+                    str(Path(tmp) / "out.ipynb"),
+                ],
+                check=True,
+                capture_output=True,
+            )
             times.append(time.perf_counter() - t0)
     return statistics.median(times), (_child_cpu_s() - cpu0) / runs
 
@@ -63,9 +76,23 @@ def grader_seconds(nb: Path, count: int, workers: int, chapter: str) -> tuple[fl
             shutil.copy(nb, subs / f"student{i:03d}.ipynb")
         t0 = time.perf_counter()
         cpu0 = _child_cpu_s()
-        done = subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), "--assignment", chapter,
-                               "--workers", str(workers), "--out", str(Path(tmp) / "out"), "--quiet"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "aiinfra.course.grading.cli",
+                str(subs),
+                "--assignment",
+                chapter,
+                "--workers",
+                str(workers),
+                "--out",
+                str(Path(tmp) / "out"),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+        )
         elapsed = time.perf_counter() - t0
         grader_cpu = _child_cpu_s() - cpu0
         if done.returncode != 0 or f"graded {count}," not in done.stdout:
@@ -86,8 +113,10 @@ def main() -> None:
     nb = REPO / "solutions" / f"{args.chapter}.ipynb"
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
     bare, bare_cpu = bare_seconds(nb, args.bare_runs)
-    print(f"bare nbconvert --execute: {bare:.2f} s per notebook (median of {args.bare_runs}), "
-          f"{60 / bare:.1f} per minute; {bare_cpu:.2f} CPU s each")
+    print(
+        f"bare nbconvert --execute: {bare:.2f} s per notebook (median of {args.bare_runs}), "
+        f"{60 / bare:.1f} per minute; {bare_cpu:.2f} CPU s each"
+    )
     per_sub_1 = None
     for w in args.workers:
         before = os.getloadavg()[0]
@@ -96,11 +125,15 @@ def main() -> None:
         per_sub = total / args.count
         if w == 1:
             per_sub_1 = per_sub
-        print(f"aiinfra-grade, {w} worker(s): {args.count} submissions in {total:.1f} s = {per_min:.1f} per minute "
-              f"({per_sub:.2f} s each; {per_sub * w / bare:.2f}x bare per worker); {cpu / args.count:.2f} CPU s each, "
-              f"so {60 * (os.cpu_count() or 1) * args.count / cpu:.0f} per minute on idle cores")
-        print(f"row: {f'grader, {args.count} x {args.chapter}, {w} worker(s)':<44} {per_min:7.1f} /min "
-              f"goal >= {GOAL_PER_MIN} /min (2 workers); load {before:.2f} -> {os.getloadavg()[0]:.2f}")
+        print(
+            f"aiinfra-grade, {w} worker(s): {args.count} submissions in {total:.1f} s = {per_min:.1f} per minute "
+            f"({per_sub:.2f} s each; {per_sub * w / bare:.2f}x bare per worker); {cpu / args.count:.2f} CPU s each, "
+            f"so {60 * (os.cpu_count() or 1) * args.count / cpu:.0f} per minute on idle cores"
+        )
+        print(
+            f"row: {f'grader, {args.count} x {args.chapter}, {w} worker(s)':<44} {per_min:7.1f} /min "
+            f"goal >= {GOAL_PER_MIN} /min (2 workers); load {before:.2f} -> {os.getloadavg()[0]:.2f}"
+        )
     if per_sub_1 is not None:
         print(f"ratio, 1 worker vs bare: {per_sub_1 / bare:.2f}x wall (target <= 1.3x)")
     print(f"load average after: {os.getloadavg()[0]:.2f}")

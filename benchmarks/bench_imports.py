@@ -10,6 +10,7 @@ alone (timed inside the process), the modules the imports pulled in that they sh
 (``-X importtime``, best of the runs). Target: <= 350 ms, no sympy. Not a test: the machine
 may be shared (the load average is printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,11 +23,15 @@ import sys
 import time
 
 TARGET_S = 0.350
-IMPORTS = ("import aiinfra; from aiinfra import units, memory, roofline, decode; "
-           "from aiinfra.catalog import hardware, models")
+IMPORTS = (
+    "import aiinfra; from aiinfra import units, memory, roofline, decode; "
+    "from aiinfra.catalog import hardware, models"
+)
 HEAVY = ("sympy", "matplotlib", "ipywidgets", "IPython", "scipy", "pandas")
-PROBE = (f"import time, sys, json; t0 = time.perf_counter(); {IMPORTS}; t1 = time.perf_counter(); "
-         f"print(json.dumps({{'imports_s': t1 - t0, 'heavy': sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})}}))")
+PROBE = (
+    f"import time, sys, json; t0 = time.perf_counter(); {IMPORTS}; t1 = time.perf_counter(); "
+    f"print(json.dumps({{'imports_s': t1 - t0, 'heavy': sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})}}))"
+)
 
 
 def _children_cpu_s() -> float:
@@ -47,8 +52,9 @@ def self_times(runs: int) -> list[tuple[float, str]]:
     """Per module, the best self time (s) over ``runs`` runs of ``-X importtime``."""
     best: dict[str, float] = {}
     for _ in range(runs):
-        err = subprocess.run([sys.executable, "-X", "importtime", "-c", IMPORTS], capture_output=True, text=True,
-                             check=True).stderr
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", IMPORTS], capture_output=True, text=True, check=True
+        ).stderr
         for line in err.splitlines()[1:]:
             parts = line.split("|")
             if len(parts) == 3 and parts[0].split(":")[-1].strip().isdigit():
@@ -72,19 +78,29 @@ def main() -> None:
         heavy.update(h)
     print(f"cores: {os.cpu_count()}, load average before: {load0:.2f}")
     print(f"  {IMPORTS}")
-    print(f"  whole process (python start-up + imports): median {statistics.median(walls) * 1e3:.0f} ms, "
-          f"best {min(walls) * 1e3:.0f} ms over {args.runs} runs; CPU median {statistics.median(cpus) * 1e3:.0f} ms")
-    print(f"  the imports alone:                         median {statistics.median(imports) * 1e3:.0f} ms, "
-          f"best {min(imports) * 1e3:.0f} ms")
+    print(
+        f"  whole process (python start-up + imports): median {statistics.median(walls) * 1e3:.0f} ms, "
+        f"best {min(walls) * 1e3:.0f} ms over {args.runs} runs; CPU median {statistics.median(cpus) * 1e3:.0f} ms"
+    )
+    print(
+        f"  the imports alone:                         median {statistics.median(imports) * 1e3:.0f} ms, "
+        f"best {min(imports) * 1e3:.0f} ms"
+    )
     print(f"  heavy modules imported: {', '.join(sorted(heavy)) or 'none'}")
-    print("  slowest modules, own time (best of 5):  "
-          + ", ".join(f"{n} {t * 1e3:.1f} ms" for t, n in self_times(5)[:10]))
+    print(
+        "  slowest modules, own time (best of 5):  "
+        + ", ".join(f"{n} {t * 1e3:.1f} ms" for t, n in self_times(5)[:10])
+    )
     verdict = "within" if statistics.median(walls) <= TARGET_S and not {"sympy"} & heavy else "OVER"
-    print(f"  {verdict} the target (whole process <= {TARGET_S * 1e3:.0f} ms, no sympy); "
-          f"load average after: {os.getloadavg()[0]:.2f}")
-    print(f"row: {'import aiinfra + formula modules':<44} {statistics.median(walls) * 1e3:7.0f} ms goal <= "
-          f"{TARGET_S * 1e3:.0f} ms, no sympy; heavy imported: {', '.join(sorted(heavy)) or 'none'}; "
-          f"load {load0:.2f} -> {os.getloadavg()[0]:.2f}")
+    print(
+        f"  {verdict} the target (whole process <= {TARGET_S * 1e3:.0f} ms, no sympy); "
+        f"load average after: {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"row: {'import aiinfra + formula modules':<44} {statistics.median(walls) * 1e3:7.0f} ms goal <= "
+        f"{TARGET_S * 1e3:.0f} ms, no sympy; heavy imported: {', '.join(sorted(heavy)) or 'none'}; "
+        f"load {load0:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

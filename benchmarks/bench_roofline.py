@@ -7,6 +7,7 @@ Three sweeps an interactive figure might redraw on every slider move:
 Each is timed as the best of several repeats (validation included), on an
 H100 SXM's dense BF16 peak and HBM bandwidth.
 """
+
 from __future__ import annotations
 
 import platform
@@ -42,11 +43,16 @@ def main():
 
     sweeps = {
         "attainable_flops_per_s (roofline curve)": lambda: roofline.attainable_flops_per_s(intensity, pi, bw),
-        "step_time_overlapped_s": lambda: roofline.step_time_overlapped_s(flops, bytes_moved, pi, bw, 0.7, 0.8),
+        "step_time_overlapped_s": lambda: roofline.step_time_overlapped_s(
+            flops, bytes_moved, pi, bw, 0.7, 0.8
+        ),
         "batched decode step + tokens/s": lambda: decode.tokens_per_s_aggregate(
-            batch, decode.batched_decode_step_time_s(batch, 1.4e11, 70e9, 0.3e9, pi, bw, 0.5, 0.7)),
+            batch, decode.batched_decode_step_time_s(batch, 1.4e11, 70e9, 0.3e9, pi, bw, 0.5, 0.7)
+        ),
     }
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {N_POINTS:,} points, best of {REPEATS}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, {N_POINTS:,} points, best of {REPEATS}"
+    )
     worst = 0.0
     for name, fn in sweeps.items():
         t = best_time_s(fn)

@@ -18,6 +18,7 @@ kernel's CPU seconds split into
 then the functions with the most cumulative time over all pages. Not a test; the numbers
 depend on the machine and its load (printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,16 @@ print(_r.ru_utime + _r.ru_stime)
 # (category, predicate on a pstats function key (file, line, name)); the first match wins.
 CATEGORIES = [
     ("imports", lambda f: f[0].startswith("<frozen importlib._bootstrap") and f[2] == "_find_and_load"),
-    ("figures", lambda f: (f[2] in ("print_figure", "savefig", "_render_png") and ("matplotlib" in f[0] or "aiinfra" in f[0]))
-     or (f[2] == "draw" and f[0].endswith("backend_agg.py"))),
+    (
+        "figures",
+        lambda f: (
+            (
+                f[2] in ("print_figure", "savefig", "_render_png")
+                and ("matplotlib" in f[0] or "aiinfra" in f[0])
+            )
+            or (f[2] == "draw" and f[0].endswith("backend_agg.py"))
+        ),
+    ),
     ("sympy", lambda f: "/sympy/" in f[0] and f[2] in ("sympify", "simplify", "solve", "lambdify", "latex")),
 ]
 
@@ -68,7 +77,9 @@ def profile_page(path: Path, out: Path) -> dict:
     stats = out / (str(path.relative_to(ROOT)).replace("/", "__") + ".prof")
     nb.cells.insert(0, nbformat.v4.new_code_cell(START))
     nb.cells.append(nbformat.v4.new_code_cell(STOP.format(path=str(stats))))
-    client = NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}, kernel_name="python3")
+    client = NotebookClient(
+        nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}, kernel_name="python3"
+    )
     t0 = time.perf_counter()
     cpu0 = _children_cpu()
     with client.setup_kernel():
@@ -79,8 +90,15 @@ def profile_page(path: Path, out: Path) -> dict:
     t3 = time.perf_counter()
     kernel_cpu = _children_cpu() - cpu0
     in_cells_cpu = float(nb.cells[-1].outputs[0]["text"].split()[-1])
-    return {"page": str(path.relative_to(ROOT)), "start_s": t1 - t0, "cells_s": t2 - t1, "stop_s": t3 - t2,
-            "kernel_cpu_s": kernel_cpu, "cpu_at_end_s": in_cells_cpu, "stats": stats}
+    return {
+        "page": str(path.relative_to(ROOT)),
+        "start_s": t1 - t0,
+        "cells_s": t2 - t1,
+        "stop_s": t3 - t2,
+        "kernel_cpu_s": kernel_cpu,
+        "cpu_at_end_s": in_cells_cpu,
+        "stats": stats,
+    }
 
 
 def split(stats_path: Path) -> dict:
@@ -118,18 +136,24 @@ def main(argv=None) -> int:
         for k, v in list(r.items()) + list(s.items()):
             if isinstance(v, float):
                 totals[k] = totals.get(k, 0.0) + v
-        print(f"{r['page'][5:][:44]:<44} {r['start_s']:6.2f} {r['cells_s']:6.2f} {r['stop_s']:5.2f} "
-              f"{r['kernel_cpu_s']:6.2f} | {s['imports']:6.2f} {s['figures']:6.2f} {s['sympy']:6.2f} {s['other']:6.2f}")
+        print(
+            f"{r['page'][5:][:44]:<44} {r['start_s']:6.2f} {r['cells_s']:6.2f} {r['stop_s']:5.2f} "
+            f"{r['kernel_cpu_s']:6.2f} | {s['imports']:6.2f} {s['figures']:6.2f} {s['sympy']:6.2f} {s['other']:6.2f}"
+        )
         if all_stats is None:
             all_stats = pstats.Stats(str(r["stats"]))
         else:
             all_stats.add(str(r["stats"]))
     t = totals
     print("-" * len(head))
-    print(f"{'all ' + str(len(todo)) + ' pages':<44} {t['start_s']:6.1f} {t['cells_s']:6.1f} {t['stop_s']:5.1f} "
-          f"{t['kernel_cpu_s']:6.1f} | {t['imports']:6.1f} {t['figures']:6.1f} {t['sympy']:6.1f} {t['other']:6.1f}")
-    print("start/cells/stop: wall s; kCPU: the kernel's CPU s (start-up included); "
-          "import/figs/sympy/other: profiled s inside the cells")
+    print(
+        f"{'all ' + str(len(todo)) + ' pages':<44} {t['start_s']:6.1f} {t['cells_s']:6.1f} {t['stop_s']:5.1f} "
+        f"{t['kernel_cpu_s']:6.1f} | {t['imports']:6.1f} {t['figures']:6.1f} {t['sympy']:6.1f} {t['other']:6.1f}"
+    )
+    print(
+        "start/cells/stop: wall s; kCPU: the kernel's CPU s (start-up included); "
+        "import/figs/sympy/other: profiled s inside the cells"
+    )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     if all_stats is not None:
         all_stats.sort_stats("cumulative").print_stats(args.top)

@@ -9,6 +9,7 @@ scripts printed (what, measured, goal, load), and the whole output of a script t
 none (its own table). ``--quick`` leaves out the build benchmark (it copies the checkout and
 runs ``make book`` twice and ``make test``: many minutes). Asserts nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,14 +31,21 @@ def load() -> str:
 def run(script: Path) -> tuple[int, list[str]]:
     print(f"== {script.name}  (load average {load()})", flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, str(script), *ARGS.get(script.name, [])], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *ARGS.get(script.name, [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     for line in proc.stdout:
         print(line, end="", flush=True)
         lines.append(line.rstrip("\n"))
     rc = proc.wait()
-    print(f"== {script.name}: exit {rc} in {time.perf_counter() - t0:.0f} s  (load average {load()})\n", flush=True)
+    print(
+        f"== {script.name}: exit {rc} in {time.perf_counter() - t0:.0f} s  (load average {load()})\n",
+        flush=True,
+    )
     return rc, lines
 
 

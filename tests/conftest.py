@@ -5,6 +5,7 @@ database) under CI and in ``make test``: profile ``ci``, chosen by
 ``HYPOTHESIS_PROFILE=ci`` or by the ``CI`` environment variable. Plain
 ``pytest`` uses profile ``dev`` (random examples) unless told otherwise.
 """
+
 import os
 
 import pytest

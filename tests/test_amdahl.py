@@ -1,4 +1,5 @@
 """Amdahl's law: speedup, limit, new time, rejections."""
+
 import numpy as np
 import pytest
 
@@ -29,15 +30,18 @@ def test_time_after_speedup():
     assert roofline.time_after_speedup_s(100.0, 0.8, 5) == pytest.approx(36.0)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: roofline.amdahl_speedup(-0.1, 2), "fraction"),
-    (lambda: roofline.amdahl_speedup(1.1, 2), "fraction"),
-    (lambda: roofline.amdahl_speedup(0.5, 0), "speedup"),
-    (lambda: roofline.amdahl_limit(1.0), "fraction"),
-    (lambda: roofline.amdahl_limit(-0.5), "fraction"),
-    (lambda: roofline.time_after_speedup_s(-1, 0.5, 2), "original_time_s"),
-    (lambda: roofline.time_after_speedup_s(1, 0.5, float("nan")), "speedup"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: roofline.amdahl_speedup(-0.1, 2), "fraction"),
+        (lambda: roofline.amdahl_speedup(1.1, 2), "fraction"),
+        (lambda: roofline.amdahl_speedup(0.5, 0), "speedup"),
+        (lambda: roofline.amdahl_limit(1.0), "fraction"),
+        (lambda: roofline.amdahl_limit(-0.5), "fraction"),
+        (lambda: roofline.time_after_speedup_s(-1, 0.5, 2), "original_time_s"),
+        (lambda: roofline.time_after_speedup_s(1, 0.5, float("nan")), "speedup"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

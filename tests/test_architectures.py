@@ -6,6 +6,7 @@ headers (model info ``safetensors.total``; the model page shows it rounded as
 "Model size"). KV values are derived by hand in the tests, not by the code
 under test.
 """
+
 import json
 import math
 import warnings
@@ -29,7 +30,9 @@ def arch(name):
 
 def non_embedding(a):
     g = models.params_by_group(a)
-    return models.total_params(a) - g.get("embedding", 0) - g.get("lm_head", 0) - g.get("position_embedding", 0)
+    return (
+        models.total_params(a) - g.get("embedding", 0) - g.get("lm_head", 0) - g.get("position_embedding", 0)
+    )
 
 
 # name -> (model_type, exact total, source of the count)
@@ -75,8 +78,17 @@ FIXTURES = {
 
 
 def test_every_new_family_config_has_a_fixture():
-    earlier = {"DeepSeek-R1-Distill-Llama-70B", "Llama-3.1-70B", "Qwen3-8B", "Llama-3.1-8B", "Llama-3.2-3B",
-               "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "Qwen3-30B-A3B"}  # tests/test_models.py
+    earlier = {
+        "DeepSeek-R1-Distill-Llama-70B",
+        "Llama-3.1-70B",
+        "Qwen3-8B",
+        "Llama-3.1-8B",
+        "Llama-3.2-3B",
+        "Mistral-7B-v0.1",
+        "Mixtral-8x7B-v0.1",
+        "DeepSeek-V3",
+        "Qwen3-30B-A3B",
+    }  # tests/test_models.py
     assert set(FIXTURES) | earlier == set(models.shipped_names()) and not set(FIXTURES) & earlier
 
 
@@ -92,8 +104,14 @@ def test_exact_total(name):
 
 
 def test_at_least_fifteen_families_are_exact():
-    families = {t for t, _ in FIXTURES.values()} | {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe",
-                                                     "deepseek_v3"}
+    families = {t for t, _ in FIXTURES.values()} | {
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen3",
+        "qwen3_moe",
+        "deepseek_v3",
+    }
     assert families == set(A.EXACT_FAMILIES) and len(families) >= 15
 
 
@@ -103,7 +121,12 @@ def test_released_configs_record_their_source():
         assert (resources.files("aiinfra.catalog") / "configs" / filename).is_file()
     # copied verbatim from published copies; the rest are labelled as reconstructed
     assert set(FIXTURES) - models.RECONSTRUCTED == {
-        "Phi-3-mini-4k-instruct", "gpt-oss-20b", "gemma-2-2b-it", "gemma-3-4b-it", "OLMo-2-1124-13B"}
+        "Phi-3-mini-4k-instruct",
+        "gpt-oss-20b",
+        "gemma-2-2b-it",
+        "gemma-3-4b-it",
+        "OLMo-2-1124-13B",
+    }
     assert models.RECONSTRUCTED < set(FIXTURES)
 
 
@@ -112,6 +135,7 @@ def test_agrees_with_models_on_qwen2():
 
 
 # --- what makes each family's count differ ---------------------------------------------
+
 
 def shapes(a):
     return {name: shape for name, (_, shape) in checkpoint._expected_tensors(a).items()}
@@ -165,7 +189,9 @@ def test_gemma_head_dim_and_norms():
     assert len(norms) == 4
     assert a.tie_word_embeddings and "tie_word_embeddings=True" in a.defaults_used
     g3 = shapes(arch("gemma-3-1b-it"))
-    assert g3["model.layers.0.self_attn.q_norm.weight"] == g3["model.layers.0.self_attn.k_norm.weight"] == (256,)
+    assert (
+        g3["model.layers.0.self_attn.q_norm.weight"] == g3["model.layers.0.self_attn.k_norm.weight"] == (256,)
+    )
     assert g3["model.layers.0.self_attn.q_proj.weight"] == (4 * 256, 1152)
 
 
@@ -263,6 +289,7 @@ def test_granite_is_llama_shaped_and_tied():
 
 # --- window-aware KV, derived by hand ----------------------------------------------------
 
+
 def test_gemma2_alternates_sliding_and_global():
     a = arch("gemma-2-2b-it")
     assert a.sliding_window_layers == tuple(range(0, 26, 2))
@@ -289,7 +316,9 @@ def test_gpt_oss_alternates_a_128_token_window():
     a = arch("gpt-oss-20b")
     assert a.sliding_window_layers == tuple(range(0, 24, 2))
     per_layer_token = 2 * 8 * 64 * 2
-    assert memory.kv_bytes_per_request(a, 131072) == per_layer_token * (12 * 128 + 12 * 131072) == 3_224_371_200
+    assert (
+        memory.kv_bytes_per_request(a, 131072) == per_layer_token * (12 * 128 + 12 * 131072) == 3_224_371_200
+    )
 
 
 def test_mla_stores_the_latent_and_the_rope_key():
@@ -320,7 +349,9 @@ def test_kv_accepts_arrays_and_fp8():
 def test_kv_matches_its_sympy_form():
     n, b = sp.symbols("n b", positive=True)
     a = arch("gemma-3-1b-it")
-    expr = sum(x.kv_elements_per_token * (n if x.window is None else sp.Min(n, x.window)) * b for x in a.attention)
+    expr = sum(
+        x.kv_elements_per_token * (n if x.window is None else sp.Min(n, x.window)) * b for x in a.attention
+    )
     for ctx in (1, 511, 512, 513, 4096, 32768):
         for bytes_per in (1, 2):
             assert memory.kv_bytes_per_request(a, ctx, bytes_per) == float(expr.subs({n: ctx, b: bytes_per}))
@@ -349,8 +380,14 @@ def test_kv_grows_with_context_and_never_beats_full_attention(ctx, more):
 
 # --- the labelled estimate and the refusals ----------------------------------------------
 
-UNKNOWN = {"model_type": "mamba_like", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "vocab_size": 100, "intermediate_size": 96}
+UNKNOWN = {
+    "model_type": "mamba_like",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "vocab_size": 100,
+    "intermediate_size": 96,
+}
 
 
 def test_unknown_family_is_refused_without_approximate():
@@ -367,8 +404,16 @@ def test_approximate_is_labelled_and_lists_assumptions():
 
 
 def test_approximate_reads_other_spellings_and_experts():
-    cfg = {"model_type": "x", "n_embd": 32, "n_layer": 3, "n_head": 4, "vocab_size": 10,
-           "num_local_experts": 4, "num_experts_per_tok": 2, "tie_word_embeddings": True}
+    cfg = {
+        "model_type": "x",
+        "n_embd": 32,
+        "n_layer": 3,
+        "n_head": 4,
+        "vocab_size": 10,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "tie_word_embeddings": True,
+    }
     a = models.load(cfg, approximate=True)
     assert a.n_routed_experts == 4 and any("4 * hidden_size" in x for x in a.assumptions)
     expert = 3 * 32 * 128
@@ -383,23 +428,33 @@ def test_a_field_the_family_lacks_is_refused_or_estimated():
     assert not a.exact and any("num_local_experts" in x for x in a.assumptions)
 
 
-@pytest.mark.parametrize("cfg,match", [
-    ({"model_type": "mamba_like", "hidden_size": 8}, "num_hidden_layers"),
-    (dict(UNKNOWN, num_local_experts=4), "num_experts_per_tok"),
-])
+@pytest.mark.parametrize(
+    "cfg,match",
+    [
+        ({"model_type": "mamba_like", "hidden_size": 8}, "num_hidden_layers"),
+        (dict(UNKNOWN, num_local_experts=4), "num_experts_per_tok"),
+    ],
+)
 def test_approximate_still_needs_its_fields(cfg, match):
     with pytest.raises(ValueError, match=match):
         models.load(cfg, approximate=True)
 
 
-@pytest.mark.parametrize("change,match", [
-    ({"hidden_size": -1}, "hidden_size"), ({"hidden_size": 0}, "hidden_size"),
-    ({"hidden_size": "2048"}, "hidden_size"), ({"hidden_size": 2048.5}, "hidden_size"),
-    ({"hidden_size": True}, "hidden_size"), ({"num_key_value_heads": 3}, "num_key_value_heads"),
-    ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"), ({"head_dim": 0}, "head_dim"),
-    ({"layer_types": ["full_attention"] * 3}, "layer_types"),
-    ({"layer_types": ["sliding_attention"] * 40}, "sliding_window"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"hidden_size": -1}, "hidden_size"),
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"hidden_size": "2048"}, "hidden_size"),
+        ({"hidden_size": 2048.5}, "hidden_size"),
+        ({"hidden_size": True}, "hidden_size"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads"),
+        ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"),
+        ({"head_dim": 0}, "head_dim"),
+        ({"layer_types": ["full_attention"] * 3}, "layer_types"),
+        ({"layer_types": ["sliding_attention"] * 40}, "sliding_window"),
+    ],
+)
 def test_bad_fields_are_refused_even_when_approximating(change, match):
     cfg = dict(models.shipped_config("granite-3.3-2b-instruct"), **change)
     for approximate in (False, True):
@@ -407,15 +462,18 @@ def test_bad_fields_are_refused_even_when_approximating(change, match):
             models.load(cfg, approximate=approximate)
 
 
-@pytest.mark.parametrize("name,change,match", [
-    ("gpt-oss-20b", {"num_experts_per_tok": 40}, "num_experts_per_tok"),
-    ("gpt-oss-20b", {"layer_types": ["chunked_attention"] * 24}, "chunked_attention"),
-    ("gemma-2b", {"attention_bias": True}, "attention_bias"),
-    ("DeepSeek-V2", {"attention_bias": True}, "attention_bias"),
-    ("DeepSeek-V2", {"kv_lora_rank": None}, "kv_lora_rank"),
-    ("gpt2", {"n_embd": 770}, "n_head"),
-    ("Qwen2.5-7B-Instruct", {"hidden_size": None}, "hidden_size"),
-])
+@pytest.mark.parametrize(
+    "name,change,match",
+    [
+        ("gpt-oss-20b", {"num_experts_per_tok": 40}, "num_experts_per_tok"),
+        ("gpt-oss-20b", {"layer_types": ["chunked_attention"] * 24}, "chunked_attention"),
+        ("gemma-2b", {"attention_bias": True}, "attention_bias"),
+        ("DeepSeek-V2", {"attention_bias": True}, "attention_bias"),
+        ("DeepSeek-V2", {"kv_lora_rank": None}, "kv_lora_rank"),
+        ("gpt2", {"n_embd": 770}, "n_head"),
+        ("Qwen2.5-7B-Instruct", {"hidden_size": None}, "hidden_size"),
+    ],
+)
 def test_family_specific_refusals(name, change, match):
     with pytest.raises(ValueError, match=match):
         models.load(dict(models.shipped_config(name), **change))
@@ -456,18 +514,32 @@ def test_load_config_from_paths(tmp_path):
         models.shipped_config("gpt-5")
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"context_tokens": -1}, "context_tokens"), ({"context_tokens": float("nan")}, "context_tokens"),
-    ({"context_tokens": "8k"}, "context_tokens"), ({"context_tokens": 8, "bytes_per_element": 0}, "bytes_per_element"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"context_tokens": -1}, "context_tokens"),
+        ({"context_tokens": float("nan")}, "context_tokens"),
+        ({"context_tokens": "8k"}, "context_tokens"),
+        ({"context_tokens": 8, "bytes_per_element": 0}, "bytes_per_element"),
+    ],
+)
 def test_kv_inputs_are_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):
         memory.kv_bytes_per_request(arch("gemma-2b"), **kwargs)
 
 
-@pytest.mark.parametrize("fn", [models.total_params, models.active_params, models.params_by_group,
-                                models.decode_read_params, models.block_linear_params_per_token,
-                                models.lm_head_params, memory.kv_bytes_per_token])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        models.total_params,
+        models.active_params,
+        models.params_by_group,
+        models.decode_read_params,
+        models.block_linear_params_per_token,
+        models.lm_head_params,
+        memory.kv_bytes_per_token,
+    ],
+)
 @pytest.mark.parametrize("bad", [None, 42, {"model_type": "llama"}])
 def test_functions_need_a_model(fn, bad):
     with pytest.raises(ValueError):
@@ -476,15 +548,32 @@ def test_functions_need_a_model(fn, bad):
 
 # --- a law: any Llama-shaped config has a closed form, and models.py agrees -------------
 
+
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(layers=st.integers(1, 6), kv=st.integers(1, 4), group=st.integers(1, 4), head_dim=st.integers(1, 16),
-       hidden=st.integers(1, 64), ffn=st.integers(1, 96), vocab=st.integers(1, 500), tied=st.booleans(),
-       family=st.sampled_from(["llama", "granite", "mistral"]))
+@given(
+    layers=st.integers(1, 6),
+    kv=st.integers(1, 4),
+    group=st.integers(1, 4),
+    head_dim=st.integers(1, 16),
+    hidden=st.integers(1, 64),
+    ffn=st.integers(1, 96),
+    vocab=st.integers(1, 500),
+    tied=st.booleans(),
+    family=st.sampled_from(["llama", "granite", "mistral"]),
+)
 def test_llama_shaped_closed_form(layers, kv, group, head_dim, hidden, ffn, vocab, tied, family):
     heads = kv * group
-    cfg = {"model_type": family, "hidden_size": hidden, "intermediate_size": ffn, "num_attention_heads": heads,
-           "num_key_value_heads": kv, "head_dim": head_dim, "num_hidden_layers": layers, "vocab_size": vocab,
-           "tie_word_embeddings": tied}
+    cfg = {
+        "model_type": family,
+        "hidden_size": hidden,
+        "intermediate_size": ffn,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": head_dim,
+        "num_hidden_layers": layers,
+        "vocab_size": vocab,
+        "tie_word_embeddings": tied,
+    }
     q, k = heads * head_dim, kv * head_dim
     expected = layers * (2 * hidden * q + 2 * hidden * k + 3 * hidden * ffn + 2 * hidden) + hidden
     expected += vocab * hidden * (1 if tied else 2)
@@ -497,4 +586,3 @@ def test_an_estimate_says_how_it_read_a_window():
     assert m.sliding_window is None and any("every layer is taken as full" in a for a in m.assumptions)
     m = models.load(dict(cfg, layer_types=["sliding_attention", "full_attention"]), approximate=True)
     assert m.sliding_window_layers == (0,) and m.sliding_window == 16
-

@@ -4,6 +4,7 @@ and no "source" that the reader cannot look up.
 These tests read the HTML that `make book` wrote (`_build/html`). Each one names the page and
 quotes the offending text, so a failure says where to look.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,7 +41,7 @@ def _id(page: Path) -> str:
 
 
 def _hits(pattern: re.Pattern, text: str, width: int = 50) -> list[str]:
-    return [text[max(0, m.start() - width): m.end() + width] for m in pattern.finditer(text)]
+    return [text[max(0, m.start() - width) : m.end() + width] for m in pattern.finditer(text)]
 
 
 def test_the_book_was_built():
@@ -62,7 +63,11 @@ def test_no_raw_sympy_printed_as_text(page):
     plain = [_text(o) for o in outputs if "<pre" in o]
     sympy_like = re.compile(r"\b(?:ceiling|floor|sqrt|Max|Min|log)\(|\w\*\*\d|\b[A-Za-z_]\w*\*[A-Za-z_(]")
     tuple_of_expressions = re.compile(r"^\(.*[A-Za-z]\w*\s*[-+*/]\s*[\w(].*,.*\)$")
-    bad = [o[:120] for o in plain if sympy_like.search(o) or (tuple_of_expressions.match(o) and not re.search("['\"]", o))]
+    bad = [
+        o[:120]
+        for o in plain
+        if sympy_like.search(o) or (tuple_of_expressions.match(o) and not re.search("['\"]", o))
+    ]
     assert not bad, bad
 
 
@@ -77,8 +82,10 @@ def test_microseconds_are_written_with_mu(page):
 def test_no_plural_after_one(page):
     """'1 tokens', '1 GPUs', '1 prompts/s': in the prose, in tables, and in the figures' labels and readouts."""
     raw = html.unescape(page.read_text(encoding="utf-8"))
-    one = re.compile(r"(?<![\w.,/])1 (?:tokens|GPUs|cards|prompts|requests|users|steps|layers|servers|nodes|replicas|experts)\b"
-                     r"|(?<![\w.,])1 / cards\b")
+    one = re.compile(
+        r"(?<![\w.,/])1 (?:tokens|GPUs|cards|prompts|requests|users|steps|layers|servers|nodes|replicas|experts)\b"
+        r"|(?<![\w.,])1 / cards\b"
+    )
     assert not _hits(one, raw, 30), _hits(one, raw, 30)
 
 
@@ -94,7 +101,8 @@ def test_no_myst_left_in_the_text(page):
 SOURCE = re.compile(
     r"\b(?:the|these|its|our|four|this book[’']s) sources?(?: (?:text|texts|blog|chapter|widget|exercise))?(?:[’']s?)?\b"
     r"|\bsources?[’']s?\b(?! code)|\(source\)|\bsource (?:text|texts|exercise)\b",
-    re.I)
+    re.I,
+)
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.name != "bibliography.html"], ids=_id)

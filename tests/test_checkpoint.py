@@ -1,4 +1,5 @@
 """aiinfra.catalog.checkpoint against safetensors folders written here: headers only, data as sparse zeros."""
+
 import json
 import struct
 from math import prod
@@ -9,9 +10,16 @@ from aiinfra.catalog import checkpoint as C
 from aiinfra.catalog import models
 
 TINY_QWEN3 = {  # a small qwen3-shaped config: q/k norms, GQA, untied head
-    "model_type": "qwen3", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 3, "vocab_size": 50,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "model_type": "qwen3",
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "num_hidden_layers": 3,
+    "vocab_size": 50,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -48,6 +56,7 @@ def predicted(config):
 
 # --- exact match and its differences ----------------------------------------------------
 
+
 def test_exact_match(tmp_path):
     report = C.compare(model_folder(tmp_path, TINY_QWEN3))
     assert report.exact and report.differences == ()
@@ -67,15 +76,19 @@ def test_a_missing_tensor_group_is_named(tmp_path):
 
 
 def test_a_dtype_mismatch_is_named(tmp_path):
-    tensors = {k: ("F32" if "layernorm" in k or k.endswith("norm.weight") else dt, s)
-               for k, (dt, s) in predicted(TINY_QWEN3).items()}
+    tensors = {
+        k: ("F32" if "layernorm" in k or k.endswith("norm.weight") else dt, s)
+        for k, (dt, s) in predicted(TINY_QWEN3).items()
+    }
     report = C.compare(model_folder(tmp_path, TINY_QWEN3, tensors))
     assert not report.exact
     groups = {d.group: d for d in report.differences}
     assert set(groups) == {"norm", "qk_norm"}
     assert all(want == "BF16" and got == "F32" for _, want, got in groups["norm"].dtype_mismatches)
-    assert report.stored_bytes["F32"] == 4 * (models.params_by_group(models.load(TINY_QWEN3))["norm"]
-                                              + models.params_by_group(models.load(TINY_QWEN3))["qk_norm"])
+    assert report.stored_bytes["F32"] == 4 * (
+        models.params_by_group(models.load(TINY_QWEN3))["norm"]
+        + models.params_by_group(models.load(TINY_QWEN3))["qk_norm"]
+    )
     assert "F32 stored, BF16 predicted" in report.summary()
 
 
@@ -89,8 +102,15 @@ def test_a_dtype_override_turns_the_mismatch_into_a_match(tmp_path):
 
 
 def test_a_transposed_conv1d_is_a_shape_mismatch(tmp_path):
-    cfg = {"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "n_positions": 32, "vocab_size": 40,
-           "torch_dtype": "float32"}
+    cfg = {
+        "model_type": "gpt2",
+        "n_embd": 16,
+        "n_layer": 2,
+        "n_head": 2,
+        "n_positions": 32,
+        "vocab_size": 40,
+        "torch_dtype": "float32",
+    }
     tensors = predicted(cfg)
     tensors["transformer.h.1.attn.c_attn.weight"] = ("F32", (48, 16))  # nn.Linear layout instead of Conv1D
     report = C.compare(model_folder(tmp_path, cfg, tensors))
@@ -101,8 +121,15 @@ def test_a_transposed_conv1d_is_a_shape_mismatch(tmp_path):
 
 
 def test_unexpected_tensors_and_buffers(tmp_path):
-    cfg = {"model_type": "gpt2", "n_embd": 16, "n_layer": 2, "n_head": 2, "n_positions": 32, "vocab_size": 40,
-           "torch_dtype": "float32"}
+    cfg = {
+        "model_type": "gpt2",
+        "n_embd": 16,
+        "n_layer": 2,
+        "n_head": 2,
+        "n_positions": 32,
+        "vocab_size": 40,
+        "torch_dtype": "float32",
+    }
     # the released gpt2 file has no "transformer." prefix and stores a causal mask per layer
     tensors = {k.removeprefix("transformer."): v for k, v in predicted(cfg).items()}
     tensors.update({f"h.{i}.attn.bias": ("F32", (1, 1, 32, 32)) for i in range(2)})
@@ -127,9 +154,17 @@ def test_gpt2_at_full_size_reproduces_the_published_element_count(tmp_path):
 
 
 def test_multimodal_wrapper_reports_the_vision_tower_apart(tmp_path):
-    text = {"model_type": "gemma3_text", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6,
-            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "vocab_size": 64,
-            "sliding_window": 8}
+    text = {
+        "model_type": "gemma3_text",
+        "hidden_size": 32,
+        "intermediate_size": 48,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 16,
+        "vocab_size": 64,
+        "sliding_window": 8,
+    }
     cfg = {"model_type": "gemma3", "text_config": text, "torch_dtype": "bfloat16"}
     tensors = {"language_model." + k: v for k, v in predicted(cfg).items()}
     tensors["vision_tower.vision_model.post_layernorm.weight"] = ("BF16", (8,))
@@ -141,13 +176,29 @@ def test_multimodal_wrapper_reports_the_vision_tower_apart(tmp_path):
 
 
 def test_fp8_blocks_and_mtp_layers(tmp_path):
-    cfg = {"model_type": "deepseek_v3", "hidden_size": 256, "intermediate_size": 320, "moe_intermediate_size": 64,
-           "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 100,
-           "q_lora_rank": 96, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
-           "v_head_dim": 32, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
-           "first_k_dense_replace": 1, "topk_method": "noaux_tc", "num_nextn_predict_layers": 1,
-           "torch_dtype": "bfloat16",
-           "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    cfg = {
+        "model_type": "deepseek_v3",
+        "hidden_size": 256,
+        "intermediate_size": 320,
+        "moe_intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "vocab_size": 100,
+        "q_lora_rank": 96,
+        "kv_lora_rank": 64,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "topk_method": "noaux_tc",
+        "num_nextn_predict_layers": 1,
+        "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    }
     tensors = predicted(cfg)
     # a 320 x 256 dense MLP matrix keeps one F32 scale per 128 x 128 block: ceil(320/128) x 2
     assert tensors["model.layers.0.mlp.gate_proj.weight"] == ("F8_E4M3", (320, 256))
@@ -163,20 +214,24 @@ def test_fp8_blocks_and_mtp_layers(tmp_path):
 
 # --- the index: sharded folders and folders without their weights ----------------------
 
+
 def gpt_oss_20b_weight_map():
     """The tensor names of openai/gpt-oss-20b's model.safetensors.index.json (459 of them)."""
     per_layer = ["input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.sinks"]
     per_layer += [f"self_attn.{p}_proj.{w}" for p in "qkvo" for w in ("weight", "bias")]
     per_layer += ["mlp.router.weight", "mlp.router.bias"]
-    per_layer += [f"mlp.experts.{p}_{s}" for p in ("gate_up_proj", "down_proj") for s in ("blocks", "scales", "bias")]
+    per_layer += [
+        f"mlp.experts.{p}_{s}" for p in ("gate_up_proj", "down_proj") for s in ("blocks", "scales", "bias")
+    ]
     names = [f"model.layers.{i}.{n}" for i in range(24) for n in per_layer]
     names += ["model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"]
     return {n: "model-00000-of-00002.safetensors" for n in names}
 
 
 def write_index(folder, weight_map, total_size):
-    (folder / C.INDEX_FILE).write_text(json.dumps({"metadata": {"total_size": total_size},
-                                                   "weight_map": weight_map}))
+    (folder / C.INDEX_FILE).write_text(
+        json.dumps({"metadata": {"total_size": total_size}, "weight_map": weight_map})
+    )
 
 
 def test_gpt_oss_index_matches_its_published_total_size(tmp_path):
@@ -210,8 +265,11 @@ def test_qwen25_index_total_size(tmp_path):
     names = C._expected_storage(models.load(cfg), cfg)
     write_index(folder, {e.name: "model-00001-of-00004.safetensors" for e in names.values()}, 15_231_233_024)
     assert C.compare(folder).exact
-    weight_map = {e.name: "model-00001-of-00004.safetensors" for e in names.values()
-                  if not e.name.endswith("q_proj.bias")}
+    weight_map = {
+        e.name: "model-00001-of-00004.safetensors"
+        for e in names.values()
+        if not e.name.endswith("q_proj.bias")
+    }
     write_index(folder, weight_map, 15_231_233_024 - 28 * 3584 * 2)
     report = C.compare(folder)
     (diff,) = report.differences
@@ -225,7 +283,7 @@ def test_sharded_folder_reads_every_header(tmp_path):
     tensors = predicted(TINY_QWEN3)
     names = sorted(tensors)
     half = {n: tensors[n] for n in names[: len(names) // 2]}
-    rest = {n: tensors[n] for n in names[len(names) // 2:]}
+    rest = {n: tensors[n] for n in names[len(names) // 2 :]}
     write_safetensors(folder / "model-00001-of-00002.safetensors", half)
     write_safetensors(folder / "model-00002-of-00002.safetensors", rest)
     weight_map = {n: "model-00001-of-00002.safetensors" for n in half}
@@ -235,7 +293,11 @@ def test_sharded_folder_reads_every_header(tmp_path):
     assert report.exact and report.source == "safetensors headers"
     (folder / "model-00002-of-00002.safetensors").unlink()  # a half-finished download
     report = C.compare(folder)
-    assert report.exact and report.source == "index" and any("1 of the 2 weight files" in n for n in report.notes)
+    assert (
+        report.exact
+        and report.source == "index"
+        and any("1 of the 2 weight files" in n for n in report.notes)
+    )
 
 
 def test_an_index_that_disagrees_with_the_headers_is_refused(tmp_path):
@@ -255,11 +317,14 @@ def test_a_tensor_stored_twice_is_refused(tmp_path):
         C.compare(folder)
 
 
-@pytest.mark.parametrize("index", [
-    {"weight_map": {"a": "../outside.safetensors"}},
-    {"weight_map": ["a"]},
-    {"metadata": {"total_size": -5}, "weight_map": {"a": "m.safetensors"}},
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"weight_map": {"a": "../outside.safetensors"}},
+        {"weight_map": ["a"]},
+        {"metadata": {"total_size": -5}, "weight_map": {"a": "m.safetensors"}},
+    ],
+)
 def test_a_bad_index_is_refused(tmp_path, index):
     folder = tmp_path / "m"
     folder.mkdir()
@@ -282,6 +347,7 @@ def test_folders_without_weights_are_refused(tmp_path):
 
 # --- headers that must not be trusted ---------------------------------------------------
 
+
 def raw_file(path, header_len, body=b""):
     path.write_bytes(struct.pack("<Q", header_len) + body)
     return path
@@ -297,13 +363,16 @@ def test_an_oversized_header_is_refused_before_reading(tmp_path):
         C.read_safetensors_header(small, max_header_bytes=16)
 
 
-@pytest.mark.parametrize("content,match", [
-    (b"\x01\x02", "too short"),
-    (struct.pack("<Q", 100) + b"{}", "longer than the file"),
-    (struct.pack("<Q", 8) + b"{not js}", "not valid JSON"),
-    (struct.pack("<Q", 2) + b"[]", "JSON object"),
-    (struct.pack("<Q", 2) + b"\xff\xfe", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        (b"\x01\x02", "too short"),
+        (struct.pack("<Q", 100) + b"{}", "longer than the file"),
+        (struct.pack("<Q", 8) + b"{not js}", "not valid JSON"),
+        (struct.pack("<Q", 2) + b"[]", "JSON object"),
+        (struct.pack("<Q", 2) + b"\xff\xfe", "not valid JSON"),
+    ],
+)
 def test_malformed_headers_are_refused(tmp_path, content, match):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(content)
@@ -311,15 +380,18 @@ def test_malformed_headers_are_refused(tmp_path, content, match):
         C.read_safetensors_header(path)
 
 
-@pytest.mark.parametrize("entry,match", [
-    ({"dtype": "F12", "shape": [2], "data_offsets": [0, 4]}, "dtype"),
-    ({"dtype": "F16", "shape": [2, -1], "data_offsets": [0, 4]}, "shape"),
-    ({"dtype": "F16", "shape": "2", "data_offsets": [0, 4]}, "shape"),
-    ({"dtype": "F16", "shape": [2], "data_offsets": [0, 5]}, "data_offsets"),
-    ({"dtype": "F16", "shape": [2], "data_offsets": [0]}, "data_offsets"),
-    ({"dtype": "F16", "shape": [4], "data_offsets": [0, 8]}, "data_offsets"),  # past the 4 data bytes
-    ("F16", "must be an object"),
-])
+@pytest.mark.parametrize(
+    "entry,match",
+    [
+        ({"dtype": "F12", "shape": [2], "data_offsets": [0, 4]}, "dtype"),
+        ({"dtype": "F16", "shape": [2, -1], "data_offsets": [0, 4]}, "shape"),
+        ({"dtype": "F16", "shape": "2", "data_offsets": [0, 4]}, "shape"),
+        ({"dtype": "F16", "shape": [2], "data_offsets": [0, 5]}, "data_offsets"),
+        ({"dtype": "F16", "shape": [2], "data_offsets": [0]}, "data_offsets"),
+        ({"dtype": "F16", "shape": [4], "data_offsets": [0, 8]}, "data_offsets"),  # past the 4 data bytes
+        ("F16", "must be an object"),
+    ],
+)
 def test_bad_entries_are_refused(tmp_path, entry, match):
     raw = json.dumps({"w": entry}).encode()
     path = tmp_path / "bad.safetensors"
@@ -341,10 +413,13 @@ def test_the_header_reader_never_needs_the_data(tmp_path):
     write_safetensors(path, {"a": ("BF16", (3, 5)), "b": ("F8_E4M3", (7,))}, header_pad=False)
     got = C.read_safetensors_header(path)
     assert {k: (t.dtype, t.shape, t.nbytes) for k, t in got.items()} == {
-        "a": ("BF16", (3, 5), 30), "b": ("F8_E4M3", (7,), 7)}
+        "a": ("BF16", (3, 5), 30),
+        "b": ("F8_E4M3", (7,), 7),
+    }
 
 
 # --- a published index, shipped with the package ----------------------------------------
+
 
 def test_olmo2_13b_published_index_is_an_exact_match():
     """allenai/OLMo-2-1124-13B model.safetensors.index.json: 443 tensors, total_size 54,864,793,600 bytes of F32."""

@@ -1,4 +1,5 @@
 """The aiinfra calculator: tables, --json, a config.json that is not shipped, clean errors."""
+
 import json
 import subprocess
 import sys
@@ -72,8 +73,19 @@ def test_moe_active_params_in_json(capsys):
 
 
 def test_memory_json_matches_library(capsys):
-    code, out, _ = run(capsys, "memory", "--model", "Qwen3-8B", "--context", "2048", "--batch", "4",
-                       "--gpu", "h100", "--json")
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "--model",
+        "Qwen3-8B",
+        "--context",
+        "2048",
+        "--batch",
+        "4",
+        "--gpu",
+        "h100",
+        "--json",
+    )
     assert code == 0
     d = json.loads(out)
     m = models.load("Qwen3-8B")
@@ -84,19 +96,51 @@ def test_memory_json_matches_library(capsys):
     # the deployment's default reserve holds back 10 % of the 80 GB: floor((72e9 - W) / KV)
     assert d["memory_reserve"] == cli.DEFAULT_MEMORY_RESERVE == deployment.DEFAULT_MEMORY_RESERVE == 0.1
     assert d["max_batch_on_one_gpu"] == int((72e9 - d["weight_bytes"]) // d["kv_bytes_per_request"])
-    code, out, _ = run(capsys, "memory", "--model", "Qwen3-8B", "--context", "2048", "--batch", "4",
-                       "--gpu", "h100", "--reserve", "0", "--json")
-    assert json.loads(out)["max_batch_on_one_gpu"] == int((80e9 - d["weight_bytes"]) // d["kv_bytes_per_request"])
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "--model",
+        "Qwen3-8B",
+        "--context",
+        "2048",
+        "--batch",
+        "4",
+        "--gpu",
+        "h100",
+        "--reserve",
+        "0",
+        "--json",
+    )
+    assert json.loads(out)["max_batch_on_one_gpu"] == int(
+        (80e9 - d["weight_bytes"]) // d["kv_bytes_per_request"]
+    )
 
 
 def test_memory_table_with_precision_and_config(capsys, tiny_config):
-    code, out, _ = run(capsys, "memory", "--config", str(tiny_config), "--precision", "int8", "--context", "100")
+    code, out, _ = run(
+        capsys, "memory", "--config", str(tiny_config), "--precision", "int8", "--context", "100"
+    )
     assert code == 0 and "weights (int8)" in out and "KV per request @ 100 tokens" in out
 
 
 def test_decode_json_matches_library(capsys):
-    code, out, _ = run(capsys, "decode", "--model", "Qwen3-8B", "--gpu", "pro6000", "--batch", "1",
-                       "--context", "2048", "--prompt", "2048", "--output-tokens", "256", "--json")
+    code, out, _ = run(
+        capsys,
+        "decode",
+        "--model",
+        "Qwen3-8B",
+        "--gpu",
+        "pro6000",
+        "--batch",
+        "1",
+        "--context",
+        "2048",
+        "--prompt",
+        "2048",
+        "--output-tokens",
+        "256",
+        "--json",
+    )
     assert code == 0
     d = json.loads(out)
     m, g = models.load("Qwen3-8B"), hardware.gpu("pro6000")
@@ -112,7 +156,9 @@ def test_decode_json_matches_library(capsys):
 
 def test_decode_batch_and_efficiency_change_the_answer(capsys):
     _, out1, _ = run(capsys, "decode", "--model", "Llama-3.1-8B", "--json")
-    _, out64, _ = run(capsys, "decode", "--model", "Llama-3.1-8B", "--batch", "64", "--eta-b", "0.7", "--json")
+    _, out64, _ = run(
+        capsys, "decode", "--model", "Llama-3.1-8B", "--batch", "64", "--eta-b", "0.7", "--json"
+    )
     d1, d64 = json.loads(out1), json.loads(out64)
     assert d64["step_time_s"] > d1["step_time_s"]
     assert d64["tokens_per_s_aggregate"] > d1["tokens_per_s_aggregate"]
@@ -128,30 +174,38 @@ def test_roofline_plan_and_list(capsys):
     d = json.loads(out)
     assert code == 0 and d["bound"] == "memory-bound"
     assert round(d["memory_time_s"] * 1e3, 2) == 20.90
-    code, out, _ = run(capsys, "plan", "--model", "Llama-3.1-8B", "--users", "100", "--tpot-ms", "30", "--json")
+    code, out, _ = run(
+        capsys, "plan", "--model", "Llama-3.1-8B", "--users", "100", "--tpot-ms", "30", "--json"
+    )
     d = json.loads(out)
     assert code == 0 and d["gpus_total"] >= 1 and d["step_time_s"] <= 0.03
     code, out, _ = run(capsys, "list", "--json")
     assert "Qwen3-8B" in json.loads(out)["models"]
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["params"], "--model"),
-    (["params", "--model", "Qwen3-8B", "--config", "x.json"], "not both"),
-    (["params", "--model", "no-such-model"], "no-such-model"),
-    (["params", "--config", "/nonexistent/config.json"], "does not exist"),
-    (["memory", "--model", "Qwen3-8B", "--precision", "fp7"], "precision"),
-    (["memory", "--model", "Qwen3-8B", "--batch", "0"], "--batch"),
-    (["decode", "--model", "Qwen3-8B", "--gpu", "tpu9000"], "tpu9000"),
-    (["decode", "--model", "Qwen3-8B", "--batch", "many"], "--batch"),
-    (["decode", "--model", "Qwen3-8B", "--eta-b", "1.5"], "--eta-b"),
-    (["decode", "--model", "Qwen3-8B", "--output-tokens", "0"], "--output-tokens"),
-    (["plan", "--model", "Qwen3-8B", "--users", "10", "--tpot-ms", "0.001"], "target_tpot_s"),
-    (["plan", "--model", "Qwen3-8B", "--users", "10", "--tpot-ms", "30", "--replica-sizes", "a,b"], "--replica-sizes"),
-    (["roofline", "--flops", "1"], "--bytes"),
-    (["frobnicate"], "invalid choice"),
-    ([], "COMMAND"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["params"], "--model"),
+        (["params", "--model", "Qwen3-8B", "--config", "x.json"], "not both"),
+        (["params", "--model", "no-such-model"], "no-such-model"),
+        (["params", "--config", "/nonexistent/config.json"], "does not exist"),
+        (["memory", "--model", "Qwen3-8B", "--precision", "fp7"], "precision"),
+        (["memory", "--model", "Qwen3-8B", "--batch", "0"], "--batch"),
+        (["decode", "--model", "Qwen3-8B", "--gpu", "tpu9000"], "tpu9000"),
+        (["decode", "--model", "Qwen3-8B", "--batch", "many"], "--batch"),
+        (["decode", "--model", "Qwen3-8B", "--eta-b", "1.5"], "--eta-b"),
+        (["decode", "--model", "Qwen3-8B", "--output-tokens", "0"], "--output-tokens"),
+        (["plan", "--model", "Qwen3-8B", "--users", "10", "--tpot-ms", "0.001"], "target_tpot_s"),
+        (
+            ["plan", "--model", "Qwen3-8B", "--users", "10", "--tpot-ms", "30", "--replica-sizes", "a,b"],
+            "--replica-sizes",
+        ),
+        (["roofline", "--flops", "1"], "--bytes"),
+        (["frobnicate"], "invalid choice"),
+        ([], "COMMAND"),
+    ],
+)
 def test_bad_arguments_give_one_line_and_nonzero_exit(capsys, argv, needle):
     code, out, err = run(capsys, *argv)
     assert code != 0
@@ -170,13 +224,19 @@ def test_bad_json_config(capsys, tmp_path):
 
 
 def test_python_dash_m_and_console_script(tiny_config):
-    res = subprocess.run([sys.executable, "-m", "aiinfra", "params", "--config", str(tiny_config), "--json"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "aiinfra", "params", "--config", str(tiny_config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["total_params"] > 0
     script = Path(sys.executable).with_name("aiinfra")
     assert script.exists(), "the aiinfra console script is not installed next to this interpreter"
-    res = subprocess.run([str(script), "decode", "--model", "nope"], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [str(script), "decode", "--model", "nope"], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 2
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
 
@@ -218,7 +278,11 @@ def test_json_keeps_the_counts_and_kv_keys(capsys):
     _, out, _ = run(capsys, "params", "--model", "gpt-oss-20b", "--json")
     p = json.loads(out)
     assert (p["total_params"], p["active_params"]) == (20_914_757_184, 4_187_440_704)
-    assert p["count"] == "exact" and p["model_type"] == "gpt_oss" and sum(p["params_by_group"].values()) == 20_914_757_184
+    assert (
+        p["count"] == "exact"
+        and p["model_type"] == "gpt_oss"
+        and sum(p["params_by_group"].values()) == 20_914_757_184
+    )
     assert p["sliding_window"] == 128 and p["sliding_window_layers"] == list(range(0, 24, 2))
     _, out, _ = run(capsys, "memory", "--model", "gpt-oss-20b", "--context", "131072", "--json")
     m = json.loads(out)
@@ -228,14 +292,36 @@ def test_json_keeps_the_counts_and_kv_keys(capsys):
 
 
 def test_memory_and_decode_are_window_aware(capsys):
-    _, out, _ = run(capsys, "memory", "--model", "gemma-2-2b-it", "--context", "8192", "--gpu", "h100",
-                    "--reserve", "0", "--json")
+    _, out, _ = run(
+        capsys,
+        "memory",
+        "--model",
+        "gemma-2-2b-it",
+        "--context",
+        "8192",
+        "--gpu",
+        "h100",
+        "--reserve",
+        "0",
+        "--json",
+    )
     m = json.loads(out)
     kv = 2 * 4 * 256 * 2 * (13 * 4096 + 13 * 8192)  # 13 sliding layers hold 4,096 tokens, 13 global 8,192
     assert m["kv_bytes_per_request"] == kv == 654_311_424
     assert m["max_batch_on_one_gpu"] == int((80e9 - m["weight_bytes"]) // kv)
-    _, out, _ = run(capsys, "decode", "--model", "gemma-2-2b-it", "--context", "8192", "--prompt", "8000",
-                    "--output-tokens", "8", "--json")
+    _, out, _ = run(
+        capsys,
+        "decode",
+        "--model",
+        "gemma-2-2b-it",
+        "--context",
+        "8192",
+        "--prompt",
+        "8000",
+        "--output-tokens",
+        "8",
+        "--json",
+    )
     d = json.loads(out)
     attention = 2 * 8192 * (2048 + 2048) * 13 + 2 * 4096 * (2048 + 2048) * 13  # 8 heads x 256 = 2,048 wide
     assert d["decode_flops_per_request"] == 2 * (2_024_275_968 + 256_000 * 2304) + attention

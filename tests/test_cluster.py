@@ -1,4 +1,5 @@
 """Cluster compute, MFU models, power conventions, energy, the Q*F1 sizing argument."""
+
 import numpy as np
 import pytest
 
@@ -26,7 +27,7 @@ def test_comm_fraction_model_agrees_at_the_ends_and_bends_between():
     # the Amdahl form is convex in log2 G, so between the ends it lies below the straight line
     assert scale.mfu_comm_fraction_model(256) < scale.mfu_log2_model(256)
     # and it never reaches zero where the log2 line would
-    assert scale.mfu_comm_fraction_model(2.0 ** 40) > 0
+    assert scale.mfu_comm_fraction_model(2.0**40) > 0
 
 
 def test_power_conventions():
@@ -46,27 +47,30 @@ def test_daily_demand_and_devices():
     assert n == pytest.approx(1e21 / (86400 * 0.5e14))
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: scale.peak_flops_per_s(0, 1), "n_gpus"),
-    (lambda: scale.peak_flops_per_s(1, -1), "flops_per_s_per_gpu"),
-    (lambda: scale.realized_flops_per_s(1, 1, 1.5), "mfu"),
-    (lambda: scale.mfu_log2_model(0.5), "n_gpus"),
-    (lambda: scale.mfu_log2_model(2.0 ** 32), "n_gpus"),
-    (lambda: scale.mfu_log2_model(8, mfu_at_one=0), "mfu_at_one"),
-    (lambda: scale.mfu_log2_model(8, drop_per_doubling=-0.1), "drop_per_doubling"),
-    (lambda: scale.mfu_comm_fraction_model(8, mfu_at_one=2), "mfu_at_one"),
-    (lambda: scale.mfu_comm_fraction_model(8, comm_per_doubling=-1), "comm_per_doubling"),
-    (lambda: scale.comm_fraction_of_step(0), "n_gpus"),
-    (lambda: scale.cluster_power_w(1, 0, 1), "watts_per_gpu"),
-    (lambda: scale.cluster_power_w(1, 1, 0.9), "pue"),
-    (lambda: scale.cluster_power_w(1, 1, 1.2, convention="all-in"), "pue"),
-    (lambda: scale.cluster_power_w(1, 1, 1.0, convention="wall"), "convention"),
-    (lambda: scale.energy_per_token_j(1, 0), "tokens_per_s"),
-    (lambda: scale.cluster_power_w(-1, 1, 1), "n_gpus"),
-    (lambda: scale.daily_compute_demand_flops(-1, 1), "requests_per_day"),
-    (lambda: scale.devices_for_daily_demand(1, 1, 1, utilization=0), "utilization"),
-    (lambda: scale.devices_for_daily_demand(1, 1, 0), "flops_per_s_per_device"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: scale.peak_flops_per_s(0, 1), "n_gpus"),
+        (lambda: scale.peak_flops_per_s(1, -1), "flops_per_s_per_gpu"),
+        (lambda: scale.realized_flops_per_s(1, 1, 1.5), "mfu"),
+        (lambda: scale.mfu_log2_model(0.5), "n_gpus"),
+        (lambda: scale.mfu_log2_model(2.0**32), "n_gpus"),
+        (lambda: scale.mfu_log2_model(8, mfu_at_one=0), "mfu_at_one"),
+        (lambda: scale.mfu_log2_model(8, drop_per_doubling=-0.1), "drop_per_doubling"),
+        (lambda: scale.mfu_comm_fraction_model(8, mfu_at_one=2), "mfu_at_one"),
+        (lambda: scale.mfu_comm_fraction_model(8, comm_per_doubling=-1), "comm_per_doubling"),
+        (lambda: scale.comm_fraction_of_step(0), "n_gpus"),
+        (lambda: scale.cluster_power_w(1, 0, 1), "watts_per_gpu"),
+        (lambda: scale.cluster_power_w(1, 1, 0.9), "pue"),
+        (lambda: scale.cluster_power_w(1, 1, 1.2, convention="all-in"), "pue"),
+        (lambda: scale.cluster_power_w(1, 1, 1.0, convention="wall"), "convention"),
+        (lambda: scale.energy_per_token_j(1, 0), "tokens_per_s"),
+        (lambda: scale.cluster_power_w(-1, 1, 1), "n_gpus"),
+        (lambda: scale.daily_compute_demand_flops(-1, 1), "requests_per_day"),
+        (lambda: scale.devices_for_daily_demand(1, 1, 1, utilization=0), "utilization"),
+        (lambda: scale.devices_for_daily_demand(1, 1, 0), "flops_per_s_per_device"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

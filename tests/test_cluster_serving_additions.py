@@ -1,4 +1,5 @@
 """Chapters 6 and 7: tensor-parallel time on a deployment, fleet economics, published power and the tables."""
+
 import pytest
 
 from aiinfra.book import tables
@@ -30,8 +31,15 @@ def test_chapter_7_server_is_one_assumption_set():
 
 
 def test_fleet_economics_by_hand():
-    p = capacity.CapacityPlan(gpus_total=16, gpus_per_replica=8, replicas=2, users_per_replica=100,
-                              max_users_per_replica=101, limiting="memory", step_time_s=0.05)
+    p = capacity.CapacityPlan(
+        gpus_total=16,
+        gpus_per_replica=8,
+        replicas=2,
+        users_per_replica=100,
+        max_users_per_replica=101,
+        limiting="memory",
+        step_time_s=0.05,
+    )
     assert p.capacity_users == 202
     e = capacity.fleet_economics(p, 1000.0, 1.2, 2.0)
     # 2 replicas x 100 users / 0.05 s = 4,000 tok/s; 16 x 1 kW x 1.2 = 19.2 kW;
@@ -75,4 +83,5 @@ def test_serving_tables():
     assert "| as above | 496 | 8 | 162 | memory |" in rows
     with pytest.raises(ValueError, match="rate_index"):
         from aiinfra.book.figures import routing as fig
+
         tables.routing_table_markdown(fig.scenario().result, 99)

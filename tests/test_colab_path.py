@@ -10,6 +10,7 @@ installed exactly as a generated notebook's first cell installs it, from the loc
 standing in for the remote (AIINFRA_PIP_SOURCE), and a chapter notebook and an exercise
 notebook with check() calls are executed in a kernel of that environment.
 """
+
 import json
 import os
 import shutil
@@ -69,8 +70,11 @@ def colab_like(tmp_path_factory):
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.check_output(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     # "Preinstalled" stack: a plain path entry, so .venv's own .pth files (the editable aiinfra) stay inactive.
     (site / "colab_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (site / "sitecustomize.py").write_text(COLAB_SITE)
@@ -89,8 +93,14 @@ def run_notebook(colab_like, notebook):
     python, env_dir, env, base = colab_like
     probe = base / f"probe-{notebook.stem}.json"
     (base / "runner.py").write_text(RUNNER)
-    out = subprocess.run([str(python), str(base / "runner.py"), str(notebook), str(probe)],
-                         cwd=base, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(python), str(base / "runner.py"), str(notebook), str(probe)],
+        cwd=base,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(probe.read_text())
     assert seen["file"].startswith(str(env_dir)), f"aiinfra came from {seen['file']}, not the Colab-like env"

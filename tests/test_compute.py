@@ -1,4 +1,5 @@
 """FLOP counts: scalar cores, config wrappers, causal prefill, windows, MoE, the 2N rule."""
+
 import numpy as np
 import pytest
 
@@ -21,7 +22,9 @@ def test_qwen3_8b_exact_integers():
 def test_embedding_lookup_is_free_and_tied_head_still_counts():
     m = models.load("Llama-3.2-3B")  # tied embeddings
     assert m.tie_word_embeddings
-    assert compute.flops_per_token(m) == 2 * (models.block_linear_params_per_token(m) + models.lm_head_params(m))
+    assert compute.flops_per_token(m) == 2 * (
+        models.block_linear_params_per_token(m) + models.lm_head_params(m)
+    )
 
 
 def test_causal_flag_and_lm_head_flag():
@@ -37,10 +40,14 @@ def test_scalar_cores_compose():
     p = 512
     assert compute._prefill_step_flops(QWEN_LINEAR, QWEN_HEAD, 36, 4096, 4096, p) == (
         compute._prefill_matmul_flops(QWEN_LINEAR, QWEN_HEAD, p, 1)
-        + compute._causal_prefill_attention_flops(36, 4096, 4096, p))
-    assert compute._prefill_attention_flops(36, 4096, 4096, p, causal=False) == compute._full_prefill_attention_flops(
-        36, 4096, 4096, p)
-    assert compute._prefill_matmul_flops(1.0, 1.0, p, p) - compute._prefill_matmul_flops(1.0, 1.0, p, 1) == 2 * (p - 1)
+        + compute._causal_prefill_attention_flops(36, 4096, 4096, p)
+    )
+    assert compute._prefill_attention_flops(
+        36, 4096, 4096, p, causal=False
+    ) == compute._full_prefill_attention_flops(36, 4096, 4096, p)
+    assert compute._prefill_matmul_flops(1.0, 1.0, p, p) - compute._prefill_matmul_flops(
+        1.0, 1.0, p, 1
+    ) == 2 * (p - 1)
 
 
 def test_one_token_prefill_equals_decode_at_context_one():
@@ -103,32 +110,40 @@ def test_exact_vs_approx_2n():
 
 def test_kaplan_term():
     assert compute.kaplan_attention_flops_per_token(32, 1000, 4096) == 2 * 32 * 1000 * 4096
-    assert compute.attention_flops_per_token(32, 4096, 4096, 1000) == 2 * compute.kaplan_attention_flops_per_token(32, 1000, 4096)
+    assert compute.attention_flops_per_token(
+        32, 4096, 4096, 1000
+    ) == 2 * compute.kaplan_attention_flops_per_token(32, 1000, 4096)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: compute._forward_flops_per_token(-1, 1), "_block_linear_params"),
-    (lambda: compute._forward_flops_per_token(1, "x"), "lm_head_params"),
-    (lambda: compute.attention_flops_per_token(0, 1, 1, 1), "n_layers"),
-    (lambda: compute.attention_flops_per_token(1, 0, 1, 1), "qk_width"),
-    (lambda: compute.attention_flops_per_token(1, 1, 0, 1), "v_width"),
-    (lambda: compute.attention_flops_per_token(1, 1, 1, 1.5), "context_tokens"),
-    (lambda: compute._prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
-    (lambda: compute._prefill_attention_flops(1, 1, 1, 4, causal="yes"), "causal"),
-    (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=5), "lm_head_tokens"),
-    (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=0), "lm_head_tokens"),
-    (lambda: compute._full_prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
-    (lambda: compute.prefill_flops("Qwen3-8B", 8, lm_head_last_token_only=None), "lm_head_last_token_only"),
-    (lambda: compute.request_step_flops(1, 1, 1, 1, 1, 4, 0), "generated_tokens"),
-    (lambda: compute.approx_flops_2n(-1, 1, 1), "n_params"),
-    (lambda: compute.approx_flops_2n(1, -1, 1), "prompt_tokens"),
-    (lambda: compute.kaplan_attention_flops_per_token(1, 1, 0), "d_attn"),
-    (lambda: compute.decode_flops("Qwen3-8B", -1), "context_tokens"),
-    (lambda: compute.prefill_flops("Qwen3-8B", 0), "prompt_tokens"),
-    (lambda: compute.prefill_flops("Qwen3-8B", 8, causal=1.5), "causal"),
-    (lambda: compute.request_flops("Qwen3-8B", 8, 0), "generated_tokens"),
-    (lambda: compute.flops_per_token("no-such-model"), "model"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: compute._forward_flops_per_token(-1, 1), "_block_linear_params"),
+        (lambda: compute._forward_flops_per_token(1, "x"), "lm_head_params"),
+        (lambda: compute.attention_flops_per_token(0, 1, 1, 1), "n_layers"),
+        (lambda: compute.attention_flops_per_token(1, 0, 1, 1), "qk_width"),
+        (lambda: compute.attention_flops_per_token(1, 1, 0, 1), "v_width"),
+        (lambda: compute.attention_flops_per_token(1, 1, 1, 1.5), "context_tokens"),
+        (lambda: compute._prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
+        (lambda: compute._prefill_attention_flops(1, 1, 1, 4, causal="yes"), "causal"),
+        (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=5), "lm_head_tokens"),
+        (lambda: compute._prefill_matmul_flops(1, 1, 4, lm_head_tokens=0), "lm_head_tokens"),
+        (lambda: compute._full_prefill_attention_flops(1, 1, 1, 0), "prompt_tokens"),
+        (
+            lambda: compute.prefill_flops("Qwen3-8B", 8, lm_head_last_token_only=None),
+            "lm_head_last_token_only",
+        ),
+        (lambda: compute.request_step_flops(1, 1, 1, 1, 1, 4, 0), "generated_tokens"),
+        (lambda: compute.approx_flops_2n(-1, 1, 1), "n_params"),
+        (lambda: compute.approx_flops_2n(1, -1, 1), "prompt_tokens"),
+        (lambda: compute.kaplan_attention_flops_per_token(1, 1, 0), "d_attn"),
+        (lambda: compute.decode_flops("Qwen3-8B", -1), "context_tokens"),
+        (lambda: compute.prefill_flops("Qwen3-8B", 0), "prompt_tokens"),
+        (lambda: compute.prefill_flops("Qwen3-8B", 8, causal=1.5), "causal"),
+        (lambda: compute.request_flops("Qwen3-8B", 8, 0), "generated_tokens"),
+        (lambda: compute.flops_per_token("no-such-model"), "model"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -1,4 +1,5 @@
 """Batched decode: step time, throughput, latency, critical batch, KV budget, curves, wrappers."""
+
 import math
 
 import numpy as np
@@ -19,14 +20,18 @@ def test_step_time_is_the_larger_of_two_terms():
 
 def test_step_time_efficiencies():
     base = decode.batched_decode_step_time_s(1, 1.0, 10.0, 0.0, 1.0, 1.0)
-    assert decode.batched_decode_step_time_s(1, 1.0, 10.0, 0.0, 1.0, 1.0, eta_b=0.5) == pytest.approx(2 * base)
+    assert decode.batched_decode_step_time_s(1, 1.0, 10.0, 0.0, 1.0, 1.0, eta_b=0.5) == pytest.approx(
+        2 * base
+    )
 
 
 def test_tokens_per_s():
     assert decode.tokens_per_s_per_user(0.02) == pytest.approx(50.0)
     assert decode.tokens_per_s_aggregate(8, 0.02) == pytest.approx(400.0)
     assert decode.memory_bound_tokens_per_s(14e9, 3.35e12) == pytest.approx(239.2857, rel=1e-6)
-    assert decode.memory_bound_tokens_per_s(14e9, 3.35e12, state_bytes=14e9) == pytest.approx(119.642857, rel=1e-6)
+    assert decode.memory_bound_tokens_per_s(14e9, 3.35e12, state_bytes=14e9) == pytest.approx(
+        119.642857, rel=1e-6
+    )
 
 
 def test_latency_conventions():
@@ -50,7 +55,9 @@ def test_ttft_adds_queue_to_the_prefill_roofline():
 def test_critical_batch_uses_weight_bytes():
     assert decode.critical_batch_size(1, 989.4e12, 3.35e12) == pytest.approx(147.67, rel=1e-4)
     assert decode.critical_batch_size(2, 989.4e12, 3.35e12) == pytest.approx(2 * 147.67, rel=1e-4)
-    assert decode.critical_batch_size(1, 1e15, 3e12, eta_f=0.5, eta_b=0.7) == pytest.approx(0.5e15 / (2 * 2.1e12))
+    assert decode.critical_batch_size(1, 1e15, 3e12, eta_f=0.5, eta_b=0.7) == pytest.approx(
+        0.5e15 / (2 * 2.1e12)
+    )
 
 
 def test_crossover_with_state():
@@ -59,7 +66,8 @@ def test_crossover_with_state():
     tm = (1e9 + b * 1e6) / 1e12
     assert tc == pytest.approx(tm)
     assert decode.crossover_batch_with_state(2e9, 1e9, 0.0, 1e15, 1e12) == pytest.approx(
-        decode.critical_batch_size(1e9 / (2e9 / 2), 1e15, 1e12))  # b_W = R_W / N, N = F_1 / 2
+        decode.critical_batch_size(1e9 / (2e9 / 2), 1e15, 1e12)
+    )  # b_W = R_W / N, N = F_1 / 2
     # KV read slower than the per-request math: never compute-bound
     assert decode.crossover_batch_with_state(2e9, 1e9, 1e7, 1e15, 1e12) == math.inf
 
@@ -72,36 +80,42 @@ def test_max_batch_floor_and_exact_ratio():
     np.testing.assert_array_equal(decode.max_batch_from_kv_budget(np.array([1.0, 7.0]), 2.0), [0, 3])
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: decode.batched_decode_step_time_s(0, 1, 1, 1, 1, 1), "batch"),
-    (lambda: decode.batched_decode_step_time_s(1, -1, 1, 1, 1, 1), "flops_per_request"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, -1, 1, 1, 1), "weight_bytes"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, 1, -1, 1, 1), "state_bytes_per_request"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 0, 1), "flops_per_s"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 0), "bandwidth_bytes_per_s"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 1, eta_f=0), "eta_f"),
-    (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 1, eta_b=1.2), "eta_b"),
-    (lambda: decode.batched_decode_step_time_s(1, 0, 0, 0, 1, 1), "flops_per_request"),
-    (lambda: decode.memory_bound_tokens_per_s(0, 1), "weight_bytes"),
-    (lambda: decode.memory_bound_tokens_per_s(1, 1, efficiency=0), "efficiency"),
-    (lambda: decode.tokens_per_s_per_user(0), "step_time_s"),
-    (lambda: decode.tokens_per_s_aggregate(-1, 1), "batch"),
-    (lambda: decode.ttft_s(1, 1, 1, 1, queue_s=-1), "queue_s"),
-    (lambda: decode.ttft_s(-1, 1, 1, 1), "prefill_flops"),
-    (lambda: decode.tpot_s(1.0, 0.5, 1), "output_tokens"),
-    (lambda: decode.tpot_s(1.0, 2.0, 5), "ttft_s"),
-    (lambda: decode.tpot_s(0, 0, 5), "end_to_end_s"),
-    (lambda: decode.end_to_end_latency_s(0.1, 0.01, 0), "output_tokens"),
-    (lambda: decode.end_to_end_latency_s(0.1, 0.0, 3), "tpot_s"),
-    (lambda: decode.end_to_end_latency_s(0.1, 0.01, 3, first_token_from_prefill="yes"), "first_token_from_prefill"),
-    (lambda: decode.decode_time_s(0.01, -1), "decode_steps"),
-    (lambda: decode.decode_time_s(0.0, 3), "tpot_s"),
-    (lambda: decode.critical_batch_size(0, 1, 1), "bytes_per_weight"),
-    (lambda: decode.critical_batch_size(1, 1, 1, eta_b=0), "eta_b"),
-    (lambda: decode.crossover_batch_with_state(0, 1, 1, 1, 1), "flops_per_request"),
-    (lambda: decode.max_batch_from_kv_budget(-1, 1), "free_bytes"),
-    (lambda: decode.max_batch_from_kv_budget(1, 0), "kv_bytes_per_request"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: decode.batched_decode_step_time_s(0, 1, 1, 1, 1, 1), "batch"),
+        (lambda: decode.batched_decode_step_time_s(1, -1, 1, 1, 1, 1), "flops_per_request"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, -1, 1, 1, 1), "weight_bytes"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, 1, -1, 1, 1), "state_bytes_per_request"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 0, 1), "flops_per_s"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 0), "bandwidth_bytes_per_s"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 1, eta_f=0), "eta_f"),
+        (lambda: decode.batched_decode_step_time_s(1, 1, 1, 1, 1, 1, eta_b=1.2), "eta_b"),
+        (lambda: decode.batched_decode_step_time_s(1, 0, 0, 0, 1, 1), "flops_per_request"),
+        (lambda: decode.memory_bound_tokens_per_s(0, 1), "weight_bytes"),
+        (lambda: decode.memory_bound_tokens_per_s(1, 1, efficiency=0), "efficiency"),
+        (lambda: decode.tokens_per_s_per_user(0), "step_time_s"),
+        (lambda: decode.tokens_per_s_aggregate(-1, 1), "batch"),
+        (lambda: decode.ttft_s(1, 1, 1, 1, queue_s=-1), "queue_s"),
+        (lambda: decode.ttft_s(-1, 1, 1, 1), "prefill_flops"),
+        (lambda: decode.tpot_s(1.0, 0.5, 1), "output_tokens"),
+        (lambda: decode.tpot_s(1.0, 2.0, 5), "ttft_s"),
+        (lambda: decode.tpot_s(0, 0, 5), "end_to_end_s"),
+        (lambda: decode.end_to_end_latency_s(0.1, 0.01, 0), "output_tokens"),
+        (lambda: decode.end_to_end_latency_s(0.1, 0.0, 3), "tpot_s"),
+        (
+            lambda: decode.end_to_end_latency_s(0.1, 0.01, 3, first_token_from_prefill="yes"),
+            "first_token_from_prefill",
+        ),
+        (lambda: decode.decode_time_s(0.01, -1), "decode_steps"),
+        (lambda: decode.decode_time_s(0.0, 3), "tpot_s"),
+        (lambda: decode.critical_batch_size(0, 1, 1), "bytes_per_weight"),
+        (lambda: decode.critical_batch_size(1, 1, 1, eta_b=0), "eta_b"),
+        (lambda: decode.crossover_batch_with_state(0, 1, 1, 1, 1), "flops_per_request"),
+        (lambda: decode.max_batch_from_kv_budget(-1, 1), "free_bytes"),
+        (lambda: decode.max_batch_from_kv_budget(1, 0), "kv_bytes_per_request"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

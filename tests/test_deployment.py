@@ -1,4 +1,5 @@
 """The deployment model: chapter 2's worked request, the one peak rule, memory, steps, requests, bounds."""
+
 import math
 
 import numpy as np
@@ -8,8 +9,14 @@ from hypothesis import strategies as st
 
 from aiinfra import compute, decode
 from aiinfra.catalog import hardware, models
-from aiinfra.deployment import (TEACHING_8B, TEACHING_ATTENTION_CONTEXT_TOKENS, TEACHING_BATCH, TEACHING_PROMPT_TOKENS,
-                                Deployment, RoundModel)
+from aiinfra.deployment import (
+    TEACHING_8B,
+    TEACHING_ATTENTION_CONTEXT_TOKENS,
+    TEACHING_BATCH,
+    TEACHING_PROMPT_TOKENS,
+    Deployment,
+    RoundModel,
+)
 
 P8, B8 = TEACHING_PROMPT_TOKENS, TEACHING_BATCH
 
@@ -22,16 +29,17 @@ def _teaching(**changes):
 
 # --- chapter 2's request, pinned to the source text's numbers (NOTES.md) ------------
 
+
 def test_worked_request_pins_the_source_numbers():
     d = TEACHING_8B
     pre, one, batch = d.prefill(P8), d.step(1, P8), d.step(B8, P8)
     assert d.weight_bytes == pytest.approx(16e9)
     assert d.kv_bytes(P8) == pytest.approx(0.3e9)
-    assert pre.flops == pytest.approx(3.2e13)              # 2 N P
-    assert pre.time_s == pytest.approx(0.064)              # 3.2e13 / (0.5 x 1e15)
+    assert pre.flops == pytest.approx(3.2e13)  # 2 N P
+    assert pre.time_s == pytest.approx(0.064)  # 3.2e13 / (0.5 x 1e15)
     assert pre.compute_s > pre.memory_s and pre.bound == "compute-bound"
     assert pre.memory_s * 1e3 == pytest.approx(7.6, abs=0.05)
-    assert one.compute_s * 1e3 == pytest.approx(0.032)     # 2N / (0.5 x 1e15)
+    assert one.compute_s * 1e3 == pytest.approx(0.032)  # 2N / (0.5 x 1e15)
     assert one.time_s * 1e3 == pytest.approx(7.8, abs=0.05)
     assert batch.time_s * 1e3 == pytest.approx(12.2, abs=0.05)
     assert batch.bytes_moved == pytest.approx(25.6e9)
@@ -42,8 +50,9 @@ def test_worked_request_pins_the_source_numbers():
     assert d.ridge_flops_per_byte == pytest.approx(1000 / 3)
     assert pre.intensity_flops_per_byte == pytest.approx(2000)
     assert one.intensity_flops_per_byte == pytest.approx(0.98, abs=0.01)
-    attention = compute.kaplan_attention_flops_per_token(d.model.n_layers, TEACHING_ATTENTION_CONTEXT_TOKENS,
-                                                         d.model.d_model)
+    attention = compute.kaplan_attention_flops_per_token(
+        d.model.n_layers, TEACHING_ATTENTION_CONTEXT_TOKENS, d.model.d_model
+    )
     assert attention / one.flops == pytest.approx(0.016, abs=0.0005)
     share = decode.decode_share_of_reply(pre.time_s, one.time_s, 500)
     assert share == pytest.approx(499 * one.time_s / (0.064 + 499 * one.time_s)) and share > 0.9
@@ -69,14 +78,15 @@ def test_batching_never_lowers_throughput(batch, eta_b, kv_per_token):
 
 # --- one rule for the peak ---------------------------------------------------------
 
+
 def test_the_compute_precision_decides_the_peak():
     h100 = hardware.gpu("H100 SXM")
     int8 = Deployment("Llama-3.1-8B", h100, weight_precision="int8")
-    assert int8.peak_flops_per_s == 989.4e12                      # int8 weights, BF16 arithmetic
+    assert int8.peak_flops_per_s == 989.4e12  # int8 weights, BF16 arithmetic
     assert int8.replace(compute_precision="fp8").peak_flops_per_s == 1978.9e12
     assert int8.replace(n_gpus=4).peak_flops_per_s == 4 * 989.4e12
     with pytest.raises(ValueError, match="precision 'fp8'"):
-        Deployment("Llama-3.1-8B", "A100 80GB SXM", compute_precision="fp8")   # no FP8 on Ampere
+        Deployment("Llama-3.1-8B", "A100 80GB SXM", compute_precision="fp8")  # no FP8 on Ampere
 
 
 def test_request_phases_drift_fixed_int8_prefill_is_compute_bound():
@@ -90,39 +100,40 @@ def test_request_phases_drift_fixed_int8_prefill_is_compute_bound():
     req = d.request(200, 50)
     pre = req.prefill
     assert pre.flops == pytest.approx(2.80e12, rel=0.01)
-    assert pre.weight_bytes == models.decode_read_params(d.model)      # one byte per weight read
+    assert pre.weight_bytes == models.decode_read_params(d.model)  # one byte per weight read
     assert pre.compute_s == pytest.approx(pre.flops / 989.4e12)
     assert pre.memory_s == pytest.approx(pre.weight_bytes / 3.35e12)
     assert pre.compute_s > pre.memory_s and pre.bound == "compute-bound"
-    assert pre.flops / 1978.9e12 < pre.memory_s                      # what the FP8 peak would have claimed
+    assert pre.flops / 1978.9e12 < pre.memory_s  # what the FP8 peak would have claimed
 
 
 # --- memory -------------------------------------------------------------------------
 
+
 def test_memory_pins_qwen3_8b_on_an_h100():
     d = Deployment("Qwen3-8B", "H100 SXM")
-    weights = 8_190_735_360 * 2                                   # exact count (tests/test_models.py) x 2 B
-    kv_2048 = 36 * 2 * 8 * 128 * 2 * 2048                          # L x (K, V) x H_kv x d_head x 2 B x tokens
+    weights = 8_190_735_360 * 2  # exact count (tests/test_models.py) x 2 B
+    kv_2048 = 36 * 2 * 8 * 128 * 2 * 2048  # L x (K, V) x H_kv x d_head x 2 B x tokens
     assert d.weight_bytes == weights
     assert d.kv_bytes_per_token == 147_456 and d.kv_bytes(2048) == kv_2048
-    assert d.reserve_bytes == pytest.approx(8e9)                   # the default 10 % of 80 GB
+    assert d.reserve_bytes == pytest.approx(8e9)  # the default 10 % of 80 GB
     assert d.free_bytes == pytest.approx(80e9 - 8e9 - weights)
     assert d.max_batch(2048) == (72_000_000_000 - weights) // kv_2048 == 184
     assert d.replace(memory_reserve=0.0).max_batch(2048) == (80_000_000_000 - weights) // kv_2048
-    assert Deployment("DeepSeek-R1-Distill-Llama-70B", "RTX 4090").max_batch(2048) == 0   # weights do not fit
+    assert Deployment("DeepSeek-R1-Distill-Llama-70B", "RTX 4090").max_batch(2048) == 0  # weights do not fit
 
 
 def test_qwen3_8b_needs_pin_the_notes():
     """Chapter 1's quick-reference needs of Qwen3-8B (NOTES.md), and its bounds on the RTX PRO 6000."""
     d = Deployment("Qwen3-8B", "RTX PRO 6000 Blackwell Workstation")
     prefill, step = d.prefill(2048), d.step(1, 2048)
-    assert d.weight_bytes == 2 * 8_190_735_360                  # 16.38 GB
-    assert d.kv_bytes_per_token == 147_456                      # 144 KiB
-    assert d.kv_bytes(2048) == 288 * 2**20                      # 288 MiB at 2,048 tokens
-    assert d.weight_bytes_read == 15_136_819_200                # 15.14 GB: one row of the embedding table
-    assert round(prefill.flops / 1e12, 2) == 29.69              # causal prefill
+    assert d.weight_bytes == 2 * 8_190_735_360  # 16.38 GB
+    assert d.kv_bytes_per_token == 147_456  # 144 KiB
+    assert d.kv_bytes(2048) == 288 * 2**20  # 288 MiB at 2,048 tokens
+    assert d.weight_bytes_read == 15_136_819_200  # 15.14 GB: one row of the embedding table
+    assert round(prefill.flops / 1e12, 2) == 29.69  # causal prefill
     assert round(step.flops / 1e9, 2) == 16.34
-    assert round(prefill.compute_s * 1e3, 1) == 58.9            # the chapter's lower bounds
+    assert round(prefill.compute_s * 1e3, 1) == 58.9  # the chapter's lower bounds
     assert round(step.compute_s * 1e3, 4) == 0.0324
     assert round(step.memory_s * 1e3, 2) == 8.62
 
@@ -135,13 +146,14 @@ def test_kv_precision_and_mha_heads():
     mha = d.replace(kv_heads=64)
     assert mha.kv_bytes_per_token == 8 * d.kv_bytes_per_token and mha.weight_bytes == d.weight_bytes
     weights, kv_8k = 2 * 70_553_706_496, 80 * 2 * 8 * 128 * 2 * 8192
-    assert d.max_batch(8192) == (640_000_000_000 - weights) // kv_8k == 185      # the real GQA cache
-    assert mha.max_batch(8192) == (640_000_000_000 - weights) // (8 * kv_8k) == 23   # the source's full MHA
+    assert d.max_batch(8192) == (640_000_000_000 - weights) // kv_8k == 185  # the real GQA cache
+    assert mha.max_batch(8192) == (640_000_000_000 - weights) // (8 * kv_8k) == 23  # the source's full MHA
     with pytest.raises(ValueError, match="kv_heads"):
         Deployment("DeepSeek-V3", "H200 SXM", kv_heads=8)
 
 
 # --- steps and requests --------------------------------------------------------------
+
 
 def test_a_request_adds_up_to_the_exact_flops():
     d = Deployment("Qwen3-8B", "H100 SXM")
@@ -158,7 +170,9 @@ def test_decode_without_cache_reruns_the_prefills():
     d = Deployment("Qwen3-8B", "H100 SXM")
     no_cache = d.decode_without_cache(2048, 256)
     cached = d.request(2048, 256).decode
-    assert no_cache.flops == pytest.approx(sum(compute.prefill_flops("Qwen3-8B", 2048 + k) for k in range(1, 256)))
+    assert no_cache.flops == pytest.approx(
+        sum(compute.prefill_flops("Qwen3-8B", 2048 + k) for k in range(1, 256))
+    )
     # each rerun pushes P + k tokens where a cached step pushes one: a ratio a little under P + G/2
     # (the rerun charges the lm_head and the attention once per pass, not once per token)
     assert 0.9 * 2048 < no_cache.flops / cached.flops < 2048 + 256 / 2
@@ -189,22 +203,36 @@ def test_steps_take_arrays():
     assert ctx.kv_bytes[1] == 8 * ctx.kv_bytes[0]
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(n_gpus=0), "n_gpus"), (dict(eta_f=0), "eta_f"), (dict(eta_b=1.5), "eta_b"),
-    (dict(memory_reserve=1.0), "memory_reserve"), (dict(weight_precision="int3"), "precision"),
-    (dict(kv_precision=0), "kv_precision"), (dict(compute_precision="int8"), "precision"),
-    (dict(gpu="TPU9000"), "name must be one of"), (dict(model="GPT-9"), "model"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(n_gpus=0), "n_gpus"),
+        (dict(eta_f=0), "eta_f"),
+        (dict(eta_b=1.5), "eta_b"),
+        (dict(memory_reserve=1.0), "memory_reserve"),
+        (dict(weight_precision="int3"), "precision"),
+        (dict(kv_precision=0), "kv_precision"),
+        (dict(compute_precision="int8"), "precision"),
+        (dict(gpu="TPU9000"), "name must be one of"),
+        (dict(model="GPT-9"), "model"),
+    ],
+)
 def test_rejections(kwargs, name):
     with pytest.raises(ValueError, match=name):
         Deployment(**{"model": "Qwen3-8B", "gpu": "H100 SXM", **kwargs})
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda d: d.step(0, 100), "batch"), (lambda d: d.step(1, -1), "context_tokens"),
-    (lambda d: d.prefill(0), "prompt_tokens"), (lambda d: d.request(10, 0), "output_tokens"),
-    (lambda d: d.max_users(0, 100), "target_tpot_s"), (lambda d: d.kv_bytes(float("nan")), "context_tokens"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda d: d.step(0, 100), "batch"),
+        (lambda d: d.step(1, -1), "context_tokens"),
+        (lambda d: d.prefill(0), "prompt_tokens"),
+        (lambda d: d.request(10, 0), "output_tokens"),
+        (lambda d: d.max_users(0, 100), "target_tpot_s"),
+        (lambda d: d.kv_bytes(float("nan")), "context_tokens"),
+    ],
+)
 def test_method_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call(Deployment("Qwen3-8B", "H100 SXM"))
@@ -213,18 +241,37 @@ def test_method_rejections(call, name):
 # --- the law every reported bound obeys -------------------------------------------------
 
 _GPUS = [g.name for g in hardware.catalog() if g.bf16_dense_flops_per_s]
-_MODELS = ["Qwen3-8B", "Llama-3.1-8B", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "Qwen3-30B-A3B", "Llama-3.1-70B"]
+_MODELS = [
+    "Qwen3-8B",
+    "Llama-3.1-8B",
+    "Mistral-7B-v0.1",
+    "Mixtral-8x7B-v0.1",
+    "Qwen3-30B-A3B",
+    "Llama-3.1-70B",
+]
 
 
-@given(model=st.sampled_from(_MODELS), gpu=st.sampled_from(_GPUS), n=st.sampled_from([1, 2, 8]),
-       weights=st.sampled_from(["bf16", "fp8", "int8", "int4"]), compute_fp8=st.booleans(),
-       eta_f=st.floats(0.05, 1.0), eta_b=st.floats(0.05, 1.0), batch=st.integers(1, 4096),
-       ctx=st.integers(0, 131_072), prompt=st.integers(1, 32_768), out=st.integers(2, 64))
-def test_a_reported_bound_names_the_larger_time(model, gpu, n, weights, compute_fp8, eta_f, eta_b, batch, ctx,
-                                                prompt, out):
+@given(
+    model=st.sampled_from(_MODELS),
+    gpu=st.sampled_from(_GPUS),
+    n=st.sampled_from([1, 2, 8]),
+    weights=st.sampled_from(["bf16", "fp8", "int8", "int4"]),
+    compute_fp8=st.booleans(),
+    eta_f=st.floats(0.05, 1.0),
+    eta_b=st.floats(0.05, 1.0),
+    batch=st.integers(1, 4096),
+    ctx=st.integers(0, 131_072),
+    prompt=st.integers(1, 32_768),
+    out=st.integers(2, 64),
+)
+def test_a_reported_bound_names_the_larger_time(
+    model, gpu, n, weights, compute_fp8, eta_f, eta_b, batch, ctx, prompt, out
+):
     g = hardware.gpu(gpu)
     precision = "fp8" if compute_fp8 and g.fp8_dense_flops_per_s else "bf16"
-    d = Deployment(model, g, n_gpus=n, weight_precision=weights, compute_precision=precision, eta_f=eta_f, eta_b=eta_b)
+    d = Deployment(
+        model, g, n_gpus=n, weight_precision=weights, compute_precision=precision, eta_f=eta_f, eta_b=eta_b
+    )
     req = d.request(prompt, out, batch=min(batch, 8))
     for work in (d.step(batch, ctx), d.prefill(prompt), req.prefill, req.decode):
         larger = "memory-bound" if work.memory_s > work.compute_s else "compute-bound"
@@ -232,5 +279,9 @@ def test_a_reported_bound_names_the_larger_time(model, gpu, n, weights, compute_
         assert work.time_s >= max(work.compute_s, work.memory_s) * (1 - 1e-12)
     # and both times are taken at the one peak of the deployment
     step = d.step(batch, ctx)
-    assert step.compute_s == pytest.approx(step.flops / (eta_f * n * g.dense_flops_per_s(precision)), rel=1e-12)
-    assert step.memory_s == pytest.approx(step.bytes_moved / (eta_b * n * g.memory_bandwidth_bytes_per_s), rel=1e-12)
+    assert step.compute_s == pytest.approx(
+        step.flops / (eta_f * n * g.dense_flops_per_s(precision)), rel=1e-12
+    )
+    assert step.memory_s == pytest.approx(
+        step.bytes_moved / (eta_b * n * g.memory_bandwidth_bytes_per_s), rel=1e-12
+    )

@@ -1,4 +1,5 @@
 """Tests for aiinfra.serving.disaggregation (chapter 7)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -56,19 +57,22 @@ def test_arrays():
     assert np.all(np.diff(out) > 0)
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda: dis.prefill_busy_fraction(-1, 0.1), "prefill_rate_per_s"),
-    (lambda: dis.prefill_busy_fraction(1, 0), "prefill_time_s"),
-    (lambda: dis.colocated_tpot_s(0.02, 1.0), "prefill_busy_fraction"),
-    (lambda: dis.colocated_tpot_s(0, 0.2), "decode_step_time_s"),
-    (lambda: dis.colocated_worst_gap_s(0.02, -1), "prefill_time_s"),
-    (lambda: dis.kv_handoff_time_s(2048, 0, 50e9), "kv_bytes_per_token"),
-    (lambda: dis.kv_handoff_time_s(2048, 1, 0), "bandwidth_bytes_per_s"),
-    (lambda: dis.kv_handoff_time_s(2048, 1, 1, latency_s=-1), "latency_s"),
-    (lambda: dis.kv_handoff_bandwidth_bytes_per_s(1, -5, 1), "prompt_tokens"),
-    (lambda: dis.disaggregation_gain_s(0.02, 0.2, -1, 0), "output_tokens"),
-    (lambda: dis.breakeven_output_tokens(0.02, 0.0, 0.01), "prefill_busy_fraction"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: dis.prefill_busy_fraction(-1, 0.1), "prefill_rate_per_s"),
+        (lambda: dis.prefill_busy_fraction(1, 0), "prefill_time_s"),
+        (lambda: dis.colocated_tpot_s(0.02, 1.0), "prefill_busy_fraction"),
+        (lambda: dis.colocated_tpot_s(0, 0.2), "decode_step_time_s"),
+        (lambda: dis.colocated_worst_gap_s(0.02, -1), "prefill_time_s"),
+        (lambda: dis.kv_handoff_time_s(2048, 0, 50e9), "kv_bytes_per_token"),
+        (lambda: dis.kv_handoff_time_s(2048, 1, 0), "bandwidth_bytes_per_s"),
+        (lambda: dis.kv_handoff_time_s(2048, 1, 1, latency_s=-1), "latency_s"),
+        (lambda: dis.kv_handoff_bandwidth_bytes_per_s(1, -5, 1), "prompt_tokens"),
+        (lambda: dis.disaggregation_gain_s(0.02, 0.2, -1, 0), "output_tokens"),
+        (lambda: dis.breakeven_output_tokens(0.02, 0.0, 0.01), "prefill_busy_fraction"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -1,4 +1,5 @@
 """The exercise format, variants, feedback, self-check and rendering (no kernels here)."""
+
 from __future__ import annotations
 
 import itertools
@@ -14,8 +15,22 @@ import pytest
 
 from aiinfra import units
 from aiinfra.catalog import models
-from aiinfra.course.exercises import (Choice, Exercise, Free, Numeric, Param, Slip, feedback, node_slip, notebooks, record,
-                                      registry, render, runtime, sheet)
+from aiinfra.course.exercises import (
+    Choice,
+    Exercise,
+    Free,
+    Numeric,
+    Param,
+    Slip,
+    feedback,
+    node_slip,
+    notebooks,
+    record,
+    registry,
+    render,
+    runtime,
+    sheet,
+)
 from aiinfra.course.exercises.variants import namespace, params_for, references, resolved_slips, student_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,24 +47,40 @@ def _default(ex):
 
 # --- the format rejects malformed definitions -----------------------------------------
 
+
 @pytest.mark.parametrize("bad_id", ["1.2", "ch01", "0-1", "1-", "", 12])
 def test_exercise_id_is_validated(bad_id):
     with pytest.raises(ValueError, match="id must look like"):
-        Exercise(id=bad_id, title="t", level="core", intro="x", parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),))
+        Exercise(
+            id=bad_id,
+            title="t",
+            level="core",
+            intro="x",
+            parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),),
+        )
 
 
 def test_parts_must_be_lettered_in_order():
     with pytest.raises(ValueError, match="must be lettered"):
-        Exercise(id="1-9", title="t", level="core", intro="x",
-                 parts=(Numeric("b", "p", _ref_one, "GB", hint="h"),))
+        Exercise(
+            id="1-9", title="t", level="core", intro="x", parts=(Numeric("b", "p", _ref_one, "GB", hint="h"),)
+        )
 
 
 def test_level_and_param_clash_are_validated():
     with pytest.raises(ValueError, match="level"):
-        Exercise(id="1-9", title="t", level="hard", intro="x", parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),))
+        Exercise(
+            id="1-9", title="t", level="hard", intro="x", parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),)
+        )
     with pytest.raises(ValueError, match="clash"):
-        Exercise(id="1-9", title="t", level="core", intro="x", params={"a": Param(1)},
-                 parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),))
+        Exercise(
+            id="1-9",
+            title="t",
+            level="core",
+            intro="x",
+            params={"a": Param(1)},
+            parts=(Numeric("a", "p", _ref_one, "GB", hint="h"),),
+        )
 
 
 def test_part_fields_are_validated():
@@ -76,6 +107,7 @@ def test_param_default_must_be_a_choice_and_plain():
 
 # --- registry ---------------------------------------------------------------------------
 
+
 def test_registry_finds_chapter_one():
     assert "ch01" in registry.chapters()
     assert [e.id for e in registry.chapter("ch01")] == ["1-1", "1-2", "1-3", "1-4"]
@@ -98,6 +130,7 @@ def test_chapter_one_mixes_numeric_and_free_as_required():
 
 # --- every reference, for the defaults and for every variant ----------------------------
 
+
 def _all_param_sets(ex):
     names = list(ex.params)
     choices = [ex.params[n].choices or (ex.params[n].default,) for n in names]
@@ -105,7 +138,9 @@ def _all_param_sets(ex):
         yield dict(zip(names, combo))
 
 
-@pytest.mark.parametrize("ex", [e for ch in registry.chapters() for e in registry.chapter(ch)], ids=lambda e: e.id)
+@pytest.mark.parametrize(
+    "ex", [e for ch in registry.chapters() for e in registry.chapter(ch)], ids=lambda e: e.id
+)
 def test_references_are_plain_for_every_variant_and_templates_resolve(ex):
     for prm in _all_param_sets(ex):
         ns = namespace(ex, prm)
@@ -141,6 +176,7 @@ def test_chapter_one_references_match_the_source_numbers():
 
 # --- variants -----------------------------------------------------------------------------
 
+
 def test_variants_are_deterministic_and_differ_between_students():
     ex = registry.get("1-3")
     a = params_for(ex, "alice", True)
@@ -164,6 +200,7 @@ def test_student_id_is_validated():
 
 # --- feedback -------------------------------------------------------------------------------
 
+
 def _unit_part(unit, slips=(), rel_tol=0.002):
     return Numeric("a", "p", _ref_one, unit, rel_tol=rel_tol, hint="h", slips=slips)
 
@@ -172,26 +209,42 @@ def _diagnose(x, ref, part, resolved=None):
     return feedback.diagnose(x, ref, part.rel_tol, part.abs_tol, feedback.part_candidates(part, resolved))
 
 
-@pytest.mark.parametrize("unit,slips,factor,status", [
-    ("Gbit/s", (), 8.0, "bits-vs-bytes"), ("GB/s", ("bits-vs-bytes",), 1 / 8.0, "bits-vs-bytes"),
-    ("GB", (), units.GB / units.GiB, "gib-vs-gb"), ("GiB", (), units.GiB / units.GB, "gib-vs-gb"),
-    ("GB/s", ("per-direction-vs-both",), 2.0, "per-direction-vs-both"),
-    ("GB/s", ("per-direction-vs-both",), 0.5, "per-direction-vs-both"),
-    ("ms", (), 1000.0, "unit-prefix"), ("GB", (), 1e9, "unit-prefix"), ("%", (), 0.01, "fraction-for-percent"),
-    ("", (), 100.0, "percent-for-fraction"), ("tok/s", (node_slip(8),), 1 / 8, "one-gpu-vs-node"),
-    ("million GPU-hours", (), 1e6, "unit-prefix"),
-])
+@pytest.mark.parametrize(
+    "unit,slips,factor,status",
+    [
+        ("Gbit/s", (), 8.0, "bits-vs-bytes"),
+        ("GB/s", ("bits-vs-bytes",), 1 / 8.0, "bits-vs-bytes"),
+        ("GB", (), units.GB / units.GiB, "gib-vs-gb"),
+        ("GiB", (), units.GiB / units.GB, "gib-vs-gb"),
+        ("GB/s", ("per-direction-vs-both",), 2.0, "per-direction-vs-both"),
+        ("GB/s", ("per-direction-vs-both",), 0.5, "per-direction-vs-both"),
+        ("ms", (), 1000.0, "unit-prefix"),
+        ("GB", (), 1e9, "unit-prefix"),
+        ("%", (), 0.01, "fraction-for-percent"),
+        ("", (), 100.0, "percent-for-fraction"),
+        ("tok/s", (node_slip(8),), 1 / 8, "one-gpu-vs-node"),
+        ("million GPU-hours", (), 1e6, "unit-prefix"),
+    ],
+)
 def test_diagnose_recognises_the_slips_a_quantity_can_have(unit, slips, factor, status):
     got, msg = _diagnose(141.107 * factor, 141.107, _unit_part(unit, slips))
     assert got == status, msg
     assert "141" not in msg  # the reference never leaks into the message
 
 
-@pytest.mark.parametrize("unit,factor", [
-    ("tok/s", 8.0), ("ms", 8.0),                    # no bits in play: a factor of 8 is no bits-vs-bytes slip
-    ("GB", 2.0), ("tok/s", 2.0), ("ms", 0.5),       # no link: a factor of 2 is no direction slip
-    ("tok/s", units.GiB / units.GB), ("s", units.GiB / units.GB), ("x", 1000.0),   # no bytes, no prefix
-])
+@pytest.mark.parametrize(
+    "unit,factor",
+    [
+        ("tok/s", 8.0),
+        ("ms", 8.0),  # no bits in play: a factor of 8 is no bits-vs-bytes slip
+        ("GB", 2.0),
+        ("tok/s", 2.0),
+        ("ms", 0.5),  # no link: a factor of 2 is no direction slip
+        ("tok/s", units.GiB / units.GB),
+        ("s", units.GiB / units.GB),
+        ("x", 1000.0),  # no bytes, no prefix
+    ],
+)
 def test_diagnose_names_no_slip_the_quantity_cannot_have(unit, factor):
     assert _diagnose(141.107 * factor, 141.107, _unit_part(unit))[0] == "wrong"
 
@@ -255,10 +308,17 @@ def test_model_slips_follow_the_students_variant():
     assert _graded("4-1", "a", counted_in_full, student=sid).status == "embedding-counted"
 
 
-@pytest.mark.parametrize("value,why", [
-    (float("nan"), "NaN"), (float("inf"), "infinity"), (np.float64(1.0), "numpy"),
-    (np.int64(3), "numpy"), ([1.0, float("nan")], "item 1"), (None, "cannot be graded"),
-])
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        (float("nan"), "NaN"),
+        (float("inf"), "infinity"),
+        (np.float64(1.0), "numpy"),
+        (np.int64(3), "numpy"),
+        ([1.0, float("nan")], "item 1"),
+        (None, "cannot be graded"),
+    ],
+)
 def test_encode_answer_rejects_non_plain_values(value, why):
     rec = feedback.encode_answer(value)
     assert "rejected" in rec and why in rec["rejected"]
@@ -294,7 +354,7 @@ def test_score_part_lists_give_partial_credit_and_choices_need_exact_types():
     r = feedback.score_part("1-3", part, {"value": [1e4, 2e4, 3e4]}, [10.0, 20.0, 30.0])
     assert r.status == "unit-prefix" and r.points == 0 and "µs" in r.reason
     r = feedback.score_part("1-3", part, {"value": [80.0, 160.0, 240.0]}, [10.0, 20.0, 30.0])
-    assert r.status == "wrong"                           # a time in ms has no bits to slip on
+    assert r.status == "wrong"  # a time in ms has no bits to slip on
     numeric = registry.get("1-2").part("a")
     r = feedback.score_part("1-2", numeric, feedback.encode_answer("141.1"), 141.107)
     assert r.status == "rejected" and "string" in r.reason
@@ -308,6 +368,7 @@ def test_score_part_lists_give_partial_credit_and_choices_need_exact_types():
 
 
 # --- the notebook API, in process ------------------------------------------------------------
+
 
 @pytest.fixture
 def fresh(monkeypatch):
@@ -342,11 +403,11 @@ def answer_pipe(monkeypatch):
 def test_check_reports_each_slip(fresh):
     _, r = _default(registry.get("1-2"))
     fresh.answer("1-2", "a", r["a"])
-    fresh.answer("1-2", "b", r["a"])                     # GB given where GiB is due
-    fresh.answer("1-2", "h", r["h"] * 8)                 # Gbit/s left as bits
-    fresh.answer("1-2", "j", r["j"] / 2)                 # both directions used
+    fresh.answer("1-2", "b", r["a"])  # GB given where GiB is due
+    fresh.answer("1-2", "h", r["h"] * 8)  # Gbit/s left as bits
+    fresh.answer("1-2", "j", r["j"] / 2)  # both directions used
     fresh.answer("1-2", "i", 1.0)
-    fresh.answer("1-2", "c", ...)                        # not answered yet
+    fresh.answer("1-2", "c", ...)  # not answered yet
     report = fresh.check("1-2")
     by = {x.part: x for x in report.results}
     assert by["a"].status == "correct"
@@ -377,22 +438,26 @@ def test_variants_need_a_student_and_use_their_parameters(fresh, monkeypatch):
         fresh.params("1-3")
     ex = registry.get("1-3")
     students = [f"student{i}" for i in range(30)]
-    a, b = next((x, y) for x, y in itertools.combinations(students, 2)
-                if references(ex, namespace(ex, params_for(ex, x, True)))["f"]
-                != references(ex, namespace(ex, params_for(ex, y, True)))["f"])
+    a, b = next(
+        (x, y)
+        for x, y in itertools.combinations(students, 2)
+        if references(ex, namespace(ex, params_for(ex, x, True)))["f"]
+        != references(ex, namespace(ex, params_for(ex, y, True)))["f"]
+    )
     fresh.set_student(a)
     ref_a = references(ex, fresh.params("1-3"))["f"]
     fresh.answer("1-3", "f", ref_a)
     assert fresh.check("1-3").results[5].status == "correct"
     monkeypatch.setenv(runtime.ENV_STUDENT, b)
-    fresh.set_student("")                                 # fall back to the environment
+    fresh.set_student("")  # fall back to the environment
     assert fresh.current_student() == b
     assert fresh.check("1-3").results[5].status != "correct"
-    monkeypatch.setenv(runtime.ENV_VARIANTS, "0")         # the grader's setting wins
+    monkeypatch.setenv(runtime.ENV_VARIANTS, "0")  # the grader's setting wins
     assert fresh.params("1-3")["eta_b"] == ex.params["eta_b"].default
 
 
 # --- rendering and the generated notebooks ---------------------------------------------------
+
 
 @pytest.fixture
 def book_build(monkeypatch):
@@ -413,12 +478,14 @@ def test_book_blocks_have_labels_dropdown_solutions_and_computed_numbers(book_bu
     assert f"{r['a']:.4g}" in text
     assert "{" + "model}" not in text
     assert runtime.show("1-2", solutions=False).text.count("{solution}") == 0
-    assert text.index("How answers are checked") < text.index("::::{exercise}")   # the tolerance, once, on top
+    assert text.index("How answers are checked") < text.index("::::{exercise}")  # the tolerance, once, on top
     assert runtime.show("1-2").text.count("How answers are checked") == 0
 
 
 # Markdown as a notebook client reads it: no MyST, and no "$" that a client could pair into math.
-_MYST_LEFT = re.compile(r"\{[a-zA-Z][\w:+.-]*\}`|^[ >]*(`{3,}|~{3,}|:{3,})\s*\{|^[ >]*:{3,}|^[ >]*:[a-z][\w-]*:(\s|$)", re.M)
+_MYST_LEFT = re.compile(
+    r"\{[a-zA-Z][\w:+.-]*\}`|^[ >]*(`{3,}|~{3,}|:{3,})\s*\{|^[ >]*:{3,}|^[ >]*:[a-z][\w-]*:(\s|$)", re.M
+)
 
 
 def _client_problems(markdown: str) -> list[str]:
@@ -449,7 +516,7 @@ def test_show_in_a_live_kernel_is_plain_markdown_with_folded_solutions(live_kern
         assert "How answers are checked" in text
         assert _client_problems(text) == [], (ch, _client_problems(text)[:3])
     assert "<details>" not in runtime.show("7-2", solutions=False).text
-    assert render.DOLLAR in runtime.show("7-2").text          # the price, as an entity no client pairs
+    assert render.DOLLAR in runtime.show("7-2").text  # the price, as an entity no client pairs
 
 
 def test_prompts_in_variant_mode_are_plain_markdown(fresh):
@@ -461,7 +528,7 @@ def test_prompts_in_variant_mode_are_plain_markdown(fresh):
             text = fresh.prompt(ex.id).text
             assert _client_problems(text) == [], (ex.id, _client_problems(text)[:3])
     text = json.dumps(sheet.build("ch05", "alice", True))
-    assert "\\\\$" not in text                                      # the grader's sheet is plain too
+    assert "\\\\$" not in text  # the grader's sheet is plain too
 
 
 def test_notebooks_state_the_tolerance_once_at_the_top():
@@ -486,7 +553,7 @@ def test_solutions_show_the_working_and_readable_numbers(book_build):
     text = runtime.show("ch03").text
     assert text.count("```python") == len(registry.chapter("ch03"))
     assert "def ref_3_5_d(p):" in text and "units.TERA" in text
-    assert not re.search(r"\*\*\([a-z]\)\*\* [0-9.]+e[+-]", text)             # no 1.145e+05-style answers
+    assert not re.search(r"\*\*\([a-z]\)\*\* [0-9.]+e[+-]", text)  # no 1.145e+05-style answers
     assert render.number_text(114_500.3) == "114,500" and render.number_text(0.3251) == "0.3251"
     assert render.number_text(64.0) == "64"
     nb = json.dumps(notebooks.solution_notebook("ch04", False, SOURCE))
@@ -511,20 +578,24 @@ def test_student_notebook_holds_no_reference_values():
         for ex in registry.chapter(ch):
             _, refs = _default(ex)
             for letter, ref in refs.items():
-                for v in (ref if type(ref) is list else [ref]):
+                for v in ref if type(ref) is list else [ref]:
                     if type(v) is float and not float(v).is_integer():
                         for fmt in (".4g", ".2f"):
                             shown = format(v, fmt)
-                            if "." in shown and len(shown) >= 4:   # "30" is no evidence of a leak
+                            if "." in shown and len(shown) >= 4:  # "30" is no evidence of a leak
                                 assert shown not in text, (ex.id, letter, shown)
     on = notebooks.student_notebook("ch01", True, SOURCE)
     assert on["metadata"]["aiinfra"]["variants"] is True
-    assert "DeepSeek-R1-Distill-Llama-70B has" not in json.dumps(on)   # statements come from prompt()
+    assert "DeepSeek-R1-Distill-Llama-70B has" not in json.dumps(on)  # statements come from prompt()
 
 
 def test_generated_notebooks_are_current():
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "build_exercises.py"), "--check"],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -533,7 +604,9 @@ def test_build_exercises_check_detects_a_stale_file(tmp_path):
     subprocess.run([sys.executable, tool, "--out", str(tmp_path)], check=True, capture_output=True)
     stale = tmp_path / "exercises" / "ch01.ipynb"
     stale.write_text(stale.read_text().replace("Chapter 1 exercises", "Chapter one"))
-    done = subprocess.run([sys.executable, tool, "--out", str(tmp_path), "--check"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, tool, "--out", str(tmp_path), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 1 and "stale" in done.stderr
 
 
@@ -545,31 +618,39 @@ def test_solution_notebook_shows_the_reference_source():
 
 # --- the graded kernel: a sheet instead of the definitions ---------------------------------------
 
+
 def _sheet_file(tmp_path, student, variants):
     path = tmp_path / "sheet.json"
     path.write_bytes(sheet.dumps(sheet.build("ch01", student, variants)))
     return path
 
 
-def test_graded_kernel_reads_the_sheet_records_and_gives_no_verdict(fresh, answer_pipe, tmp_path, monkeypatch):
+def test_graded_kernel_reads_the_sheet_records_and_gives_no_verdict(
+    fresh, answer_pipe, tmp_path, monkeypatch
+):
     ex = registry.get("1-3")
     home = namespace(ex, params_for(ex, "alice", True))
     monkeypatch.setenv(record.ENV_SHEET, str(_sheet_file(tmp_path, "alice", True)))
     got = fresh.params("1-3")
-    assert got == home and type(got["batches"]) is tuple            # tuples survive the JSON trip
-    assert fresh.prompt("1-3").text == render.statement_markdown(ex, home, heading=f"### Exercise {render.title_text(ex)}")
+    assert got == home and type(got["batches"]) is tuple  # tuples survive the JSON trip
+    assert fresh.prompt("1-3").text == render.statement_markdown(
+        ex, home, heading=f"### Exercise {render.title_text(ex)}"
+    )
     fresh.set_student("alice")
     fresh.answer("1-3", "f", 2.5)
-    fresh.answer("1-1", "g", "text \udcff")                         # a lone surrogate travels as an escape
-    assert answer_pipe() == [{"student": "alice"}, {"exercise": "1-3", "part": "f", "value": 2.5},
-                             {"exercise": "1-1", "part": "g", "value": "text \udcff"}]
+    fresh.answer("1-1", "g", "text \udcff")  # a lone surrogate travels as an escape
+    assert answer_pipe() == [
+        {"student": "alice"},
+        {"exercise": "1-3", "part": "f", "value": 2.5},
+        {"exercise": "1-1", "part": "g", "value": "text \udcff"},
+    ]
     report = fresh.check("1-3")
     assert report.results == [] and report.score == 0 and "grader scores" in report.text
     with pytest.raises(ValueError, match="exercise_id must be one of"):
-        fresh.answer("2-1", "a", 1.0)                               # not in this assignment
+        fresh.answer("2-1", "a", 1.0)  # not in this assignment
     with pytest.raises(ValueError, match="has no part"):
         fresh.answer("1-3", "z", 1.0)
-    fresh.configure("ch02", variants=True)                          # accepted and ignored while graded
+    fresh.configure("ch02", variants=True)  # accepted and ignored while graded
     with pytest.raises(ValueError, match="chapter"):
         fresh.configure("chapter one")
 
@@ -584,13 +665,14 @@ def test_sheets_round_trip_and_hold_no_reference(variants):
             assert {k: record.decode_value(v) for k, v in data["exercises"][ex.id]["params"].items()} == ns
             assert data["exercises"][ex.id]["parts"] == [p.part for p in ex.parts]
             for letter, ref in references(ex, ns).items():
-                for v in (ref if type(ref) is list else [ref]):
+                for v in ref if type(ref) is list else [ref]:
                     shown = format(v, ".4g") if type(v) is float else ""
                     if "." in shown and len(shown) >= 4 and v not in ns.values():
                         assert shown not in text, (ex.id, letter, v)
 
 
 # --- the statements give every number a part needs --------------------------------------------------
+
 
 def _statement(exercise_id):
     ex = registry.get(exercise_id)
@@ -600,7 +682,7 @@ def _statement(exercise_id):
 def test_statements_give_the_numbers_their_parts_need():
     m = models.load("Qwen3-8B")
     text = _statement("4-1")
-    assert f"{m.vocab_size:,}" in text and f"{m.hidden_size:,}" in text           # to drop the embedding table
+    assert f"{m.vocab_size:,}" in text and f"{m.hidden_size:,}" in text  # to drop the embedding table
     llama = models.load("Llama-3.1-8B")
     text = _statement("4-2")
     assert f"{models.total_params(llama):,}" in text and "except the embedding table" in text
@@ -639,7 +721,9 @@ def test_hints_and_slip_questions_hold_no_template_fields():
     for ch in registry.chapters():
         for e in registry.chapter(ch):
             for p in e.parts:
-                texts = [getattr(p, "hint", "")] + [s.question for s in getattr(p, "slips", ()) if isinstance(s, Slip)]
+                texts = [getattr(p, "hint", "")] + [
+                    s.question for s in getattr(p, "slips", ()) if isinstance(s, Slip)
+                ]
                 assert not any(re.search(r"\{\w", t) for t in texts), (e.id, p.part)
 
 
@@ -655,6 +739,10 @@ def test_exercise_modules_use_unit_constants_not_literals():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
                 for side in (node.left, node.right):
-                    if isinstance(side, ast.Constant) and type(side.value) is float and side.value in UNIT_LITERALS:
+                    if (
+                        isinstance(side, ast.Constant)
+                        and type(side.value) is float
+                        and side.value in UNIT_LITERALS
+                    ):
                         bad.append(f"{path.name}:{node.lineno}")
     assert not bad, bad

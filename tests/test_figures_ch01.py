@@ -1,4 +1,5 @@
 """Chapter 1 figures (aiinfra.book.figures.ch01): pure functions params -> (Figure, readouts)."""
+
 import math
 
 import numpy as np
@@ -53,7 +54,9 @@ def test_latency_ladder_spans_the_2009_table():
     from aiinfra.catalog import reference
 
     rows = reference.table("latency_2009")
-    fig, readouts = ch01.latency_ladder([r.operation for r in rows], [reference.latency_s(r.operation) for r in rows])
+    fig, readouts = ch01.latency_ladder(
+        [r.operation for r in rows], [reference.latency_s(r.operation) for r in rows]
+    )
     # 0.5 ns to 150 ms: 8.5 orders of magnitude
     assert readouts["span"] == "8.5 orders of magnitude"
     with pytest.raises(ValueError, match="seconds"):
@@ -87,14 +90,22 @@ def test_batch_explorer_b_star_tracks_the_gpu():
         g = hardware.gpu(name)
         _, r = ch01.batch_explorer(batch=1, gpu=name)
         assert float(r["B* on this GPU"]) == pytest.approx(
-            decode.critical_batch_size(1.0, g.bf16_dense_flops_per_s, g.memory_bandwidth_bytes_per_s), abs=0.05)
+            decode.critical_batch_size(1.0, g.bf16_dense_flops_per_s, g.memory_bandwidth_bytes_per_s),
+            abs=0.05,
+        )
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(batch=0), "batch"), (dict(batch=2.5), "batch"), (dict(gpu="H999"), "must be one of"),
-    (dict(n_params=-1), "n_params"), (dict(weight_precision="int3"), "precision"),
-    (dict(gpu="V100 SXM2 32GB"), "no tensor-core peak"),
-])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(batch=0), "batch"),
+        (dict(batch=2.5), "batch"),
+        (dict(gpu="H999"), "must be one of"),
+        (dict(n_params=-1), "n_params"),
+        (dict(weight_precision="int3"), "precision"),
+        (dict(gpu="V100 SXM2 32GB"), "no tensor-core peak"),
+    ],
+)
 def test_batch_explorer_rejects_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         ch01.batch_explorer(**kw)
@@ -103,11 +114,11 @@ def test_batch_explorer_rejects_bad_input(kw, name):
 def test_capacity_explorer_matches_the_storage_page():
     _, r = ch01.capacity_explorer("H100 SXM", 1)
     assert r["BF16"].startswith("over by")
-    assert r["8-bit, groups of 128"] == "fits; room for 1 request"    # 78.56 GB of 80
+    assert r["8-bit, groups of 128"] == "fits; room for 1 request"  # 78.56 GB of 80
     _, r = ch01.capacity_explorer("H100 SXM", 2)
     assert r["BF16"].startswith("fits")
     _, r = ch01.capacity_explorer("RTX 4090", 3)
-    assert r["8-bit, groups of 128"].startswith("over by")                # 72 GB < 73.73 GB
+    assert r["8-bit, groups of 128"].startswith("over by")  # 72 GB < 73.73 GB
     assert r["cards of this kind needed for 8-bit weights alone"] == "4"
 
 
@@ -123,10 +134,15 @@ def test_capacity_explorer_room_matches_the_kv_budget():
     assert r["4-bit, groups of 128"] == f"fits; room for {expected} requests"
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(n_cards=0), "n_cards"), (dict(context_tokens=0), "context_tokens"),
-    (dict(workspace_bytes_per_card=-1), "workspace_bytes_per_card"), (dict(gpu="nope"), "must be one of"),
-])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(n_cards=0), "n_cards"),
+        (dict(context_tokens=0), "context_tokens"),
+        (dict(workspace_bytes_per_card=-1), "workspace_bytes_per_card"),
+        (dict(gpu="nope"), "must be one of"),
+    ],
+)
 def test_capacity_explorer_rejects_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         ch01.capacity_explorer(**kw)
@@ -134,8 +150,12 @@ def test_capacity_explorer_rejects_bad_input(kw, name):
 
 def test_measurement_check_labels_only_two_measured_points():
     fig, r = ch01.measurement_check()
-    assert r == {"B=1 predicted": "8.62 ms", "B=1 measured": "26.50 ms",
-                 "B=64 predicted": "19.23 ms", "B=64 measured": "40.50 ms"}
+    assert r == {
+        "B=1 predicted": "8.62 ms",
+        "B=1 measured": "26.50 ms",
+        "B=64 predicted": "19.23 ms",
+        "B=64 measured": "40.50 ms",
+    }
     ax1, ax2 = fig.axes
     measured = [line for line in ax1.lines if line.get_label() == "measured TPOT"]
     assert len(measured) == 1 and len(measured[0].get_xdata()) == 2
@@ -150,16 +170,18 @@ def test_sliders_cover_the_issue_ranges():
     assert set(g.values) <= {x.name for x in hardware.catalog()}
     c, n = ch01.capacity_explorer_sliders()
     assert set(c.values) <= {x.name for x in hardware.catalog()}
-    assert 3 in n.values    # three RTX 4090s are the interesting near-miss
+    assert 3 in n.values  # three RTX 4090s are the interesting near-miss
 
 
 @pytest.mark.slow
 def test_static_figures_fit_the_page_budget():
-    for fn, sliders in [(ch01.batch_explorer, ch01.batch_explorer_sliders()),
-                        (ch01.capacity_explorer, ch01.capacity_explorer_sliders())]:
+    for fn, sliders in [
+        (ch01.batch_explorer, ch01.batch_explorer_sliders()),
+        (ch01.capacity_explorer, ch01.capacity_explorer_sliders()),
+    ]:
         f = interactive_figure(fn, sliders, mode="static")
         assert f.payload_bytes <= 400_000
         assert not f.live_only
         assert len(f.frames) >= 10
         readouts = {fr.readout_html for fr in f.frames}
-        assert len(readouts) == len(f.frames)   # every frame says something different
+        assert len(readouts) == len(f.frames)  # every frame says something different

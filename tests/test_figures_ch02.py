@@ -1,4 +1,5 @@
 """Chapter 2 figures: readouts come from the library, grids are valid, frames stay small."""
+
 import io
 
 import pytest
@@ -43,7 +44,7 @@ def test_ladder_rejects_unknown_view():
 
 def test_explorer_default_reproduces_the_worked_request():
     fig, r = ch02.request_explorer()
-    assert r["prefill, 2,000 tokens"] == "64.0 ms"      # 2 N P / (0.5 x 1 PFLOP/s), the source's number
+    assert r["prefill, 2,000 tokens"] == "64.0 ms"  # 2 N P / (0.5 x 1 PFLOP/s), the source's number
     assert r["decode step, batch 1"] == "7.8 ms"
     assert r["decode step, batch 32"] == "12.2 ms"
     assert r["all requests"] == "2,625 tok/s"
@@ -55,15 +56,22 @@ def test_explorer_default_reproduces_the_worked_request():
 def test_explorer_moves_with_its_inputs():
     _, slow = ch02.request_explorer(batch=32, bandwidth_tb_per_s=2.0)
     _, fast = ch02.request_explorer(batch=32, bandwidth_tb_per_s=8.0)
-    assert float(slow["all requests"].split()[0].replace(",", "")) < float(fast["all requests"].split()[0].replace(",", ""))
+    assert float(slow["all requests"].split()[0].replace(",", "")) < float(
+        fast["all requests"].split()[0].replace(",", "")
+    )
     _, one = ch02.request_explorer(batch=1)
     assert one["gain over batch 1"] == "1.0x"
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(batch=0), "batch"), (dict(bandwidth_tb_per_s=0), "bandwidth_tb_per_s"),
-    (dict(eta_b=1.2), "eta_b"), (dict(eta_f=0), "eta_f"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(batch=0), "batch"),
+        (dict(bandwidth_tb_per_s=0), "bandwidth_tb_per_s"),
+        (dict(eta_b=1.2), "eta_b"),
+        (dict(eta_f=0), "eta_f"),
+    ],
+)
 def test_explorer_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ch02.request_explorer(**kwargs)

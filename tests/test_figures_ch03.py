@@ -1,4 +1,5 @@
 """Chapter 3 figure: the 2N rule against the exact count."""
+
 import io
 
 import pytest
@@ -20,7 +21,7 @@ def test_drift_readouts_match_the_library():
     parts = compute.decode_flops_breakdown("Qwen3-8B", 2048)
     assert r["exact, one step"] == units.fmt_flops(parts["exact"]["total"]) == "16.34 GFLOPs"
     assert r["2N rule"] == "16.38 GFLOPs"
-    assert r["exact / 2N"] == "0.998"                      # 16.34 / 16.38, the source's quick reference
+    assert r["exact / 2N"] == "0.998"  # 16.34 / 16.38, the source's quick reference
     # by hand: each context token adds 4 L H d_head = 4 x 36 x 32 x 128 = 589,824 FLOPs of attention, so the
     # exact count passes 1.1 x 2N at about 2,048 + (1.1 x 16.381 - 16.34) GFLOPs / 589,824 = 4,896 tokens
     assert r["2N is > 10% short beyond"] == "4,889 tokens"
@@ -32,13 +33,21 @@ def test_drift_grows_with_context():
     ratios = [float(ch03.two_n_drift(n)[1]["exact / 2N"]) for n in (1024, 32768)]
     assert ratios[0] < 1.1 < ratios[1]
     _, r = ch03.two_n_drift(4096, model="Llama-3.1-70B", tolerance=0.2)
-    assert r["2N is > 20% short beyond"] == f"{compute.context_where_two_n_is_off('Llama-3.1-70B', 0.2):,.0f} tokens"
+    assert (
+        r["2N is > 20% short beyond"]
+        == f"{compute.context_where_two_n_is_off('Llama-3.1-70B', 0.2):,.0f} tokens"
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(context_tokens=-1), "context_tokens"), (dict(context_tokens=10.5), "context_tokens"),
-    (dict(tolerance=0), "tolerance"), (dict(tolerance=1), "tolerance"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(context_tokens=-1), "context_tokens"),
+        (dict(context_tokens=10.5), "context_tokens"),
+        (dict(tolerance=0), "tolerance"),
+        (dict(tolerance=1), "tolerance"),
+    ],
+)
 def test_drift_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ch03.two_n_drift(**kwargs)

@@ -1,4 +1,5 @@
 """Figures of chapter 4 (aiinfra.book.figures.ch04): pure functions returning (Figure, readouts)."""
+
 import pytest
 from matplotlib.figure import Figure
 
@@ -23,29 +24,37 @@ def test_throughput_latency_readouts_follow_the_library():
 
 
 def test_longer_context_means_smaller_batch_and_quantization_faster_single_stream():
-    b = {c: int(ch04.throughput_latency(c, "bf16")[1]["largest batch that fits"].replace(",", ""))
-         for c in ch04.CONTEXT_VALUES}
+    b = {
+        c: int(ch04.throughput_latency(c, "bf16")[1]["largest batch that fits"].replace(",", ""))
+        for c in ch04.CONTEXT_VALUES
+    }
     assert [b[c] for c in ch04.CONTEXT_VALUES] == sorted(b.values(), reverse=True)
-    speed = [float(ch04.throughput_latency(1024, p)[1]["per-user speed, B = 1"].split()[0].replace(",", ""))
-             for p in ch04.PRECISION_VALUES]
+    speed = [
+        float(ch04.throughput_latency(1024, p)[1]["per-user speed, B = 1"].split()[0].replace(",", ""))
+        for p in ch04.PRECISION_VALUES
+    ]
     assert speed[0] < speed[1] < speed[2]
 
 
 def test_full_memory_per_user_speed_is_about_capacity_over_bandwidth():
     # once the caches fill the card, a step reads ~ all of the used memory, whatever the context
     g = hardware.gpu("H100 SXM")
-    used = 0.9 * g.memory_bytes          # the deployment's default 10 % reserve
+    used = 0.9 * g.memory_bytes  # the deployment's default 10 % reserve
     for c in ch04.CONTEXT_VALUES:
         per_user = float(ch04.throughput_latency(c, "bf16")[1]["per-user speed, B max"].split()[0])
         assert per_user == pytest.approx(g.memory_bandwidth_bytes_per_s / used, rel=0.15)
 
 
 def test_does_not_fit():
-    fig, r = ch04.throughput_latency(32768, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=2)
+    fig, r = ch04.throughput_latency(
+        32768, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=2
+    )
     # 2 x 80 GB keep 144 GB after the workspace; 141 GB of weights leave ~3 GB, less than one 10.7 GB cache
     assert r["largest batch that fits"] == "0"
-    _, r = ch04.throughput_latency(1024, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=1)
-    assert r["largest batch that fits"] == "0"     # the weights alone do not fit
+    _, r = ch04.throughput_latency(
+        1024, "bf16", model="DeepSeek-R1-Distill-Llama-70B", gpu="H100 SXM", n_gpus=1
+    )
+    assert r["largest batch that fits"] == "0"  # the weights alone do not fit
 
 
 def test_latency_timeline():

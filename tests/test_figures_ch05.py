@@ -1,4 +1,5 @@
 """Figures of chapter 5 (aiinfra.book.figures.ch05): pure functions returning (Figure, readouts)."""
+
 import pytest
 from matplotlib.figure import Figure
 
@@ -79,8 +80,13 @@ def test_rejections(call, name):
         call()
 
 
-@pytest.mark.parametrize("fn, sliders", [(ch05.batching_policies, ch05.batching_policies_sliders),
-                                         (ch05.kv_reservation, ch05.kv_reservation_sliders)])
+@pytest.mark.parametrize(
+    "fn, sliders",
+    [
+        (ch05.batching_policies, ch05.batching_policies_sliders),
+        (ch05.kv_reservation, ch05.kv_reservation_sliders),
+    ],
+)
 def test_static_figures_fit_the_budget(fn, sliders):
     fig = interactive_figure(fn, sliders(), mode="static")
     assert fig.payload_bytes <= 400_000

@@ -1,4 +1,5 @@
 """Tests for the chapter 6 figure functions."""
+
 import io
 
 import pytest
@@ -7,8 +8,14 @@ from matplotlib.figure import Figure
 from aiinfra.cluster import network, parallelism, scale
 from aiinfra.book.figures import ch06
 
-LINKS = dict(d_model=8192, n_layers=80, nvlink_bytes_per_s=450e9, ib_bytes_per_s=50e9,
-             nvlink_latency_s=3e-6, ib_latency_s=5e-6)
+LINKS = dict(
+    d_model=8192,
+    n_layers=80,
+    nvlink_bytes_per_s=450e9,
+    ib_bytes_per_s=50e9,
+    nvlink_latency_s=3e-6,
+    ib_latency_s=5e-6,
+)
 
 
 def _png_bytes(fig):
@@ -33,7 +40,8 @@ def test_tp_allreduce_ib_slower_for_every_slider_point():
         for ranks in ch06.RANKS_VALUES:
             msg = parallelism.tp_allreduce_message_bytes(tokens, 8192, 2)
             assert network.ring_allreduce_time_s(msg, ranks, 50e9, 5e-6) > network.ring_allreduce_time_s(
-                msg, ranks, 450e9, 3e-6)
+                msg, ranks, 450e9, 3e-6
+            )
     fig, r = ch06.tp_allreduce(ch06.TOKENS_VALUES[-1], 8, **LINKS)
     assert len(r) == 5
     # a ring of 16 H100s leaves the 8-GPU NVLink domain: no NVLink time, the curve is hidden
@@ -70,5 +78,5 @@ def test_mfu_scaling_slider_grid_is_valid():
 def test_sliders_defaults():
     sl = ch06.tp_allreduce_sliders()
     assert [s.name for s in sl] == ["tokens", "n_ranks"]
-    assert {64, 4096} <= set(ch06.TOKENS_VALUES)   # the rows of the chapter's table
+    assert {64, 4096} <= set(ch06.TOKENS_VALUES)  # the rows of the chapter's table
     assert 8 in ch06.RANKS_VALUES and 16 in ch06.RANKS_VALUES

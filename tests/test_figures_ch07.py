@@ -1,4 +1,5 @@
 """Tests for the chapter 7 figure functions."""
+
 import io
 
 import pytest
@@ -7,10 +8,16 @@ from matplotlib.figure import Figure
 from aiinfra.serving import disaggregation, prefix_cache
 from aiinfra.book.figures import ch07
 
-DIS = dict(decode_step_time_s=0.02, prefill_time_per_token_s=5e-5, kv_bytes_per_token=327_680,
-           link_bytes_per_s=50e9)
-PFX = dict(prompt_tokens=8192, flops_per_token=1.4e11, attention_flops_per_pair=4 * 80 * 64 * 128,
-           flops_per_s=8 * 989e12, efficiency=0.5)
+DIS = dict(
+    decode_step_time_s=0.02, prefill_time_per_token_s=5e-5, kv_bytes_per_token=327_680, link_bytes_per_s=50e9
+)
+PFX = dict(
+    prompt_tokens=8192,
+    flops_per_token=1.4e11,
+    attention_flops_per_pair=4 * 80 * 64 * 128,
+    flops_per_s=8 * 989e12,
+    efficiency=0.5,
+)
 
 
 def _png_bytes(fig):

@@ -1,4 +1,5 @@
 """Figures of chapter 8 (aiinfra.book.figures.ch08), driven with synthetic sweeps (no timing)."""
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -19,8 +20,9 @@ def _times(slowdown=1.25):
 
 def test_readouts_follow_the_library():
     ts = _times()
-    fig, r = ch08.toy_decode_roofline(8, batches=BS, times_s=ts, n_params=N, bytes_per_weight=4,
-                                      flops_per_s=PI, bandwidth_bytes_per_s=BETA)
+    fig, r = ch08.toy_decode_roofline(
+        8, batches=BS, times_s=ts, n_params=N, bytes_per_weight=4, flops_per_s=PI, bandwidth_bytes_per_s=BETA
+    )
     assert isinstance(fig, Figure)
     c = measure.Ceilings(PI, BETA, "float32", "x", "x")
     pred = measure.predict_decode_step_s(N, 8, 4, c)
@@ -28,8 +30,9 @@ def test_readouts_follow_the_library():
     assert r["measured"] == units.fmt_time(ts[3], 2, "ms")
     assert r["measured / predicted"] == "1.25x"
     rows, cols = measure.toy_decode_shape(N)
-    assert r["prediction says"] == roofline.bound_label(measure.matmul_flops(rows, cols, 8),
-                                                        measure.matmul_min_bytes(rows, cols, 8, 4), PI, BETA)
+    assert r["prediction says"] == roofline.bound_label(
+        measure.matmul_flops(rows, cols, 8), measure.matmul_min_bytes(rows, cols, 8, 4), PI, BETA
+    )
     assert r["MBU"] == f"{roofline.mbu(measure.matmul_min_bytes(rows, cols, 8, 4), BETA, ts[3]):.0%}"
     knee = measure.predicted_knee_batch(4, c)
     assert r["knee: predicted / measured"] == f"{knee:.1f} / {measure.measured_knee_batch(BS, ts):.1f}"
@@ -37,8 +40,12 @@ def test_readouts_follow_the_library():
 
 def test_small_batch_memory_bound_large_batch_compute_bound():
     ts = _times(1.0)
-    first = ch08.toy_decode_roofline(1, batches=BS, times_s=ts, n_params=N, flops_per_s=PI, bandwidth_bytes_per_s=BETA)[1]
-    last = ch08.toy_decode_roofline(64, batches=BS, times_s=ts, n_params=N, flops_per_s=PI, bandwidth_bytes_per_s=BETA)[1]
+    first = ch08.toy_decode_roofline(
+        1, batches=BS, times_s=ts, n_params=N, flops_per_s=PI, bandwidth_bytes_per_s=BETA
+    )[1]
+    last = ch08.toy_decode_roofline(
+        64, batches=BS, times_s=ts, n_params=N, flops_per_s=PI, bandwidth_bytes_per_s=BETA
+    )[1]
     assert first["prediction says"] == roofline.MEMORY_BOUND
     assert last["prediction says"] == roofline.COMPUTE_BOUND
     # a measurement equal to the prediction runs at the ceiling that binds it
@@ -47,8 +54,12 @@ def test_small_batch_memory_bound_large_batch_compute_bound():
 
 def test_static_figure_fits_the_page_budget():
     ts = _times()
-    f = interactive_figure(ch08.toy_decode_roofline, ch08.toy_decode_sliders(BS), mode="static",
-                           fixed={"batches": BS, "times_s": ts, "n_params": N})
+    f = interactive_figure(
+        ch08.toy_decode_roofline,
+        ch08.toy_decode_sliders(BS),
+        mode="static",
+        fixed={"batches": BS, "times_s": ts, "n_params": N},
+    )
     assert len(f.frames) == len(BS)
     assert f.payload_bytes <= 400_000
 
@@ -72,7 +83,10 @@ def test_calls_overhead():
         (lambda: ch08.toy_decode_roofline(1, batches=(2, 1), times_s=(0.1, 0.1)), "batches"),
         (lambda: ch08.toy_decode_roofline(1, batches=BS, times_s=_times()[:3]), "times_s"),
         (lambda: ch08.toy_decode_roofline(1, batches=BS, times_s=_times(), n_params=2), "n_params"),
-        (lambda: ch08.toy_decode_roofline(1, batches=BS, times_s=_times(), bytes_per_weight=0), "bytes_per_weight"),
+        (
+            lambda: ch08.toy_decode_roofline(1, batches=BS, times_s=_times(), bytes_per_weight=0),
+            "bytes_per_weight",
+        ),
         (lambda: ch08.toy_decode_roofline(1, batches=BS, times_s=_times(), flops_per_s=-1), "flops_per_s"),
         (lambda: ch08.toy_decode_sliders((1.5, 2)), "batches"),
         (lambda: ch08.calls_overhead((1, 2), (0.1, 0.2), 0, 1e-6), "base_s"),

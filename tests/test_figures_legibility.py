@@ -16,6 +16,7 @@ same kind) and checked at its default and at both ends of every slider:
   that ``update`` changes was left in the background, and nothing still was
   drawn over a moving artist.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,31 +45,48 @@ def _llama70b():
 
 def _tp_fixed():
     m = _llama70b()
-    return dict(d_model=m.hidden_size, n_layers=m.n_layers,
-                nvlink_bytes_per_s=hardware.gpu("H100 SXM").scaleup_bytes_per_s_per_direction,
-                ib_bytes_per_s=hardware.link("ndr").bytes_per_s_per_direction,
-                nvlink_latency_s=parallelism.ASSUMED_STEP_LATENCY_S["nvlink"],
-                ib_latency_s=parallelism.ASSUMED_STEP_LATENCY_S["infiniband"], model_name="Llama-3.1-70B")
+    return dict(
+        d_model=m.hidden_size,
+        n_layers=m.n_layers,
+        nvlink_bytes_per_s=hardware.gpu("H100 SXM").scaleup_bytes_per_s_per_direction,
+        ib_bytes_per_s=hardware.link("ndr").bytes_per_s_per_direction,
+        nvlink_latency_s=parallelism.ASSUMED_STEP_LATENCY_S["nvlink"],
+        ib_latency_s=parallelism.ASSUMED_STEP_LATENCY_S["infiniband"],
+        model_name="Llama-3.1-70B",
+    )
 
 
 def _disagg_fixed():
     m = _llama70b()
     server = Deployment(m, "H100 SXM", n_gpus=8, eta_f=0.5, eta_b=0.7)
-    return dict(decode_step_time_s=server.step(32, 4096).time_s,
-                prefill_time_per_token_s=server.prefill(4096).time_s / 4096,
-                kv_bytes_per_token=memory.kv_bytes_per_token(m),
-                link_bytes_per_s=hardware.DGX_H100.compute_nic.bytes_per_s_per_direction)
+    return dict(
+        decode_step_time_s=server.step(32, 4096).time_s,
+        prefill_time_per_token_s=server.prefill(4096).time_s / 4096,
+        kv_bytes_per_token=memory.kv_bytes_per_token(m),
+        link_bytes_per_s=hardware.DGX_H100.compute_nic.bytes_per_s_per_direction,
+    )
 
 
 def _prefix_fixed():
     f, a = prefix_cache.model_prefill_coefficients(_llama70b())
-    return dict(prompt_tokens=8192, flops_per_token=f, attention_flops_per_pair=a,
-                flops_per_s=8 * hardware.gpu("H100 SXM").bf16_dense_flops_per_s, efficiency=0.5)
+    return dict(
+        prompt_tokens=8192,
+        flops_per_token=f,
+        attention_flops_per_pair=a,
+        flops_per_s=8 * hardware.gpu("H100 SXM").bf16_dense_flops_per_s,
+        efficiency=0.5,
+    )
 
 
-TOY = dict(batches=(1, 2, 4, 8, 16, 32, 64), times_s=(6.1e-3, 6.3e-3, 6.6e-3, 7.4e-3, 11e-3, 21e-3, 41e-3),
-           n_params=2**24, bytes_per_weight=4, flops_per_s=50e9, bandwidth_bytes_per_s=11e9,
-           machine="the build machine")
+TOY = dict(
+    batches=(1, 2, 4, 8, 16, 32, 64),
+    times_s=(6.1e-3, 6.3e-3, 6.6e-3, 7.4e-3, 11e-3, 21e-3, 41e-3),
+    n_params=2**24,
+    bytes_per_weight=4,
+    flops_per_s=50e9,
+    bandwidth_bytes_per_s=11e9,
+    machine="the build machine",
+)
 
 #: name -> (function, sliders or None for a still figure, keyword arguments as the chapter passes them)
 INTERACTIVE = {
@@ -85,8 +103,11 @@ INTERACTIVE = {
     "ch07.speculative": (ch07.speculative, ch07.speculative_sliders, dict),
     "ch07.disaggregation": (ch07.disaggregation, ch07.disaggregation_sliders, _disagg_fixed),
     "ch07.prefix_cache": (ch07.prefix_cache, ch07.prefix_cache_sliders, _prefix_fixed),
-    "ch08.toy_decode_roofline": (ch08.toy_decode_roofline, lambda: ch08.toy_decode_sliders(TOY["batches"]),
-                                 lambda: dict(TOY)),
+    "ch08.toy_decode_roofline": (
+        ch08.toy_decode_roofline,
+        lambda: ch08.toy_decode_sliders(TOY["batches"]),
+        lambda: dict(TOY),
+    ),
     "cluster_scale": (cluster_scale.draw, cluster_scale.sliders, dict),
     "run_inference": (run_inference.draw, run_inference.sliders, dict),
     "tokens_per_s": (tokens_per_s.draw, tokens_per_s.sliders, dict),
@@ -97,19 +118,33 @@ INTERACTIVE = {
 
 def _ladder():
     rows = reference.table("latency_2009")
-    return dict(operations=[r.operation for r in rows], seconds=[reference.latency_s(r.operation) for r in rows])
+    return dict(
+        operations=[r.operation for r in rows], seconds=[reference.latency_s(r.operation) for r in rows]
+    )
 
 
 STILL = {
     "ch01.six_layers": (ch01.six_layers, dict),
     "ch01.request_path": (ch01.request_path, dict),
-    "ch01.read_vs_compute": (ch01.read_vs_compute, lambda: dict(read_time_s=70e9 / 3.35e12, compute_time_s=140e9 / 989.4e12)),
+    "ch01.read_vs_compute": (
+        ch01.read_vs_compute,
+        lambda: dict(read_time_s=70e9 / 3.35e12, compute_time_s=140e9 / 989.4e12),
+    ),
     "ch01.latency_ladder": (ch01.latency_ladder, _ladder),
     "ch01.measurement_check": (ch01.measurement_check, dict),
-    "ch04.latency_timeline": (ch04.latency_timeline, lambda: dict(queue_s=0.04, ttft_s=0.08, tpot_s=0.0105,
-                                                                  output_tokens=12)),
-    "ch08.calls_overhead": (ch08.calls_overhead, lambda: dict(pieces=(1, 4, 16, 64, 256), times_s=(
-        2.0e-3, 2.1e-3, 2.4e-3, 3.5e-3, 8.0e-3), base_s=1.9e-3, per_call_s=2.2e-5)),
+    "ch04.latency_timeline": (
+        ch04.latency_timeline,
+        lambda: dict(queue_s=0.04, ttft_s=0.08, tpot_s=0.0105, output_tokens=12),
+    ),
+    "ch08.calls_overhead": (
+        ch08.calls_overhead,
+        lambda: dict(
+            pieces=(1, 4, 16, 64, 256),
+            times_s=(2.0e-3, 2.1e-3, 2.4e-3, 3.5e-3, 8.0e-3),
+            base_s=1.9e-3,
+            per_call_s=2.2e-5,
+        ),
+    ),
 }
 
 
@@ -152,7 +187,9 @@ def legibility_problems(fig) -> list[str]:
     """What a reader would trip over in ``fig`` drawn at its display size (an empty list when none)."""
     problems = []
     if fig.get_figwidth() > MAX_WIDTH_IN + 1e-9:
-        problems.append(f"figure is {fig.get_figwidth():.2f} in wide, over {MAX_WIDTH_IN} in (it would be scaled down)")
+        problems.append(
+            f"figure is {fig.get_figwidth():.2f} in wide, over {MAX_WIDTH_IN} in (it would be scaled down)"
+        )
     fig.set_dpi(ia.DISPLAY_DPI)
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
@@ -166,11 +203,15 @@ def legibility_problems(fig) -> list[str]:
             problems.append(f"{label} is {px:.1f} px, under {MIN_PX:.0f} px")
         bb = t.get_window_extent(renderer)
         if bb.x0 < -1 or bb.y0 < -1 or bb.x1 > width + 1 or bb.y1 > height + 1:
-            problems.append(f"{label} is clipped by the figure edge ({bb.x0:.0f}..{bb.x1:.0f} of {width:.0f} px "
-                            f"wide, {bb.y0:.0f}..{bb.y1:.0f} of {height:.0f} px high)")
+            problems.append(
+                f"{label} is clipped by the figure edge ({bb.x0:.0f}..{bb.x1:.0f} of {width:.0f} px "
+                f"wide, {bb.y0:.0f}..{bb.y1:.0f} of {height:.0f} px high)"
+            )
         boxes.append((label, bb.padded(-1.0)))
     for (la, a), (lb, b) in itertools.combinations(boxes, 2):
-        same_place = la == lb and np.allclose(a.extents, b.extents, atol=1.0)  # a lit copy over its unlit twin
+        same_place = la == lb and np.allclose(
+            a.extents, b.extents, atol=1.0
+        )  # a lit copy over its unlit twin
         if a.overlaps(b) and not same_place:
             problems.append(f"{la} overlaps {lb}")
     return problems
@@ -207,8 +248,9 @@ def test_layers_of_a_view_add_up_to_the_figure_built_afresh(name):
     """The view built once and moved to each corner point, drawn as background plus moving layer, matches
     the same figure built from scratch at that point."""
     fn, sliders, fixed = INTERACTIVE[name]
-    assert hasattr(fn, "build") and {s.name for s in sliders()} <= set(fn.moves), \
+    assert hasattr(fn, "build") and {s.name for s in sliders()} <= set(fn.moves), (
         f"{name}: every slider must move the view in place"
+    )
     redrawer = ia._Redrawer(fn)
     points = corner_points(sliders())
     raster = None
@@ -224,7 +266,8 @@ def test_layers_of_a_view_add_up_to_the_figure_built_afresh(name):
             assert layered.shape == fresh.shape
             share, mean = _difference(layered, fresh)
             assert share < 0.002 and mean < 1.0, (
-                f"{name} at {point}, {what}: {share:.2%} of pixels differ (mean {mean:.2f})")
+                f"{name} at {point}, {what}: {share:.2%} of pixels differ (mean {mean:.2f})"
+            )
 
 
 def over(rgba: np.ndarray, rgb: np.ndarray) -> np.ndarray:

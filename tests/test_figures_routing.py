@@ -1,4 +1,5 @@
 """The routing figure of chapter 7: readouts from the simulation, every static frame, size and legibility."""
+
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -21,7 +22,9 @@ def test_readouts_come_from_the_simulation():
     res = sc.result
     pa, rr = res.policies.index("prefix_aware"), res.policies.index("round_robin")
     assert r["p99 TTFT, prefix-aware"] == units.fmt_time(res.ttft_percentile_s(99)[pa, k])
-    assert r["hit rate, prefix-aware / round-robin"] == f"{res.hit_rate[pa, k]:.0%} / {res.hit_rate[rr, k]:.0%}"
+    assert (
+        r["hit rate, prefix-aware / round-robin"] == f"{res.hit_rate[pa, k]:.0%} / {res.hit_rate[rr, k]:.0%}"
+    )
     # the load is the arrival rate over the fleet's no-hit capacity
     assert res.rates_per_s[k] == pytest.approx(sc.fleet_capacity_per_s)
     assert r["arrivals"].startswith(f"{sc.fleet_capacity_per_s:,.1f} requests/s")

@@ -1,4 +1,5 @@
 """The five figures rebuilt from the source texts: pure functions, worked numbers, static budget."""
+
 from __future__ import annotations
 
 import importlib
@@ -10,7 +11,14 @@ from matplotlib.figure import Figure
 from aiinfra import decode, memory
 from aiinfra.book import interactive
 from aiinfra.catalog import hardware, models
-from aiinfra.book.figures import SOURCE_FIGURES, batching_kv, cluster_scale, new_figure, roofline_plot, run_inference
+from aiinfra.book.figures import (
+    SOURCE_FIGURES,
+    batching_kv,
+    cluster_scale,
+    new_figure,
+    roofline_plot,
+    run_inference,
+)
 from aiinfra.book.figures import tokens_per_s
 from aiinfra.deployment import Deployment, RoundModel
 
@@ -23,14 +31,20 @@ def _num(text: str) -> float:
 
 # ----- shared -----------------------------------------------------------------
 
+
 def test_new_figure_fixed_margins_and_validation():
     fig, ax = new_figure(5, 3)
     assert isinstance(fig, Figure) and not fig.get_constrained_layout()
     assert tuple(fig.get_size_inches()) == (5.0, 3.0)
     fig, axes = new_figure(ncols=2)
     assert len(axes) == 2
-    for kwargs, match in [({"width_in": 0}, "width_in"), ({"ncols": 0}, "ncols"), ({"left": 0.9, "right": 0.5}, "left"),
-                          ({"bottom": 0.95, "top": 0.9}, "bottom"), ({"top": 1.5}, "top")]:
+    for kwargs, match in [
+        ({"width_in": 0}, "width_in"),
+        ({"ncols": 0}, "ncols"),
+        ({"left": 0.9, "right": 0.5}, "left"),
+        ({"bottom": 0.95, "top": 0.9}, "bottom"),
+        ({"top": 1.5}, "top"),
+    ]:
         with pytest.raises(ValueError, match=match):
             new_figure(**kwargs)
 
@@ -66,11 +80,21 @@ def test_static_figure_fits_page_budget(name):
 
 # ----- tokens/s calculator ------------------------------------------------------
 
-@pytest.mark.parametrize("n_params, bits, expected", [
-    (7e9, 16, 239.3), (7e9, 8, 478.6), (7e9, 4, 957.1),
-    (70e9, 16, 23.9), (70e9, 8, 47.9), (70e9, 4, 95.7),
-    (175e9, 16, 9.6), (175e9, 8, 19.1), (175e9, 4, 38.3),
-])
+
+@pytest.mark.parametrize(
+    "n_params, bits, expected",
+    [
+        (7e9, 16, 239.3),
+        (7e9, 8, 478.6),
+        (7e9, 4, 957.1),
+        (70e9, 16, 23.9),
+        (70e9, 8, 47.9),
+        (70e9, 4, 95.7),
+        (175e9, 16, 9.6),
+        (175e9, 8, 19.1),
+        (175e9, 4, 38.3),
+    ],
+)
 def test_tokens_per_s_source_table(n_params, bits, expected):
     _, r = tokens_per_s.draw(n_params, bits)
     assert _num(r["decode tokens/s"]) == pytest.approx(expected, abs=0.05)
@@ -87,11 +111,16 @@ def test_tokens_per_s_reply_time_and_bytes():
     assert H100_BW == 3.35e12
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"bits_per_param": 6}, "bits_per_param"), ({"n_params": 0}, "n_params"),
-    ({"reply_tokens": 0}, "reply_tokens"), ({"efficiency": 1.5}, "efficiency"),
-    ({"bandwidth_bytes_per_s": -1}, "bandwidth_bytes_per_s"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"bits_per_param": 6}, "bits_per_param"),
+        ({"n_params": 0}, "n_params"),
+        ({"reply_tokens": 0}, "reply_tokens"),
+        ({"efficiency": 1.5}, "efficiency"),
+        ({"bandwidth_bytes_per_s": -1}, "bandwidth_bytes_per_s"),
+    ],
+)
 def test_tokens_per_s_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tokens_per_s.draw(**kwargs)
@@ -119,6 +148,7 @@ def test_tokens_per_s_grid_is_fully_static():
 
 
 # ----- cluster scale --------------------------------------------------------------
+
 
 def test_cluster_scale_source_numbers():
     _, r = cluster_scale.draw(32768)
@@ -153,6 +183,7 @@ def test_cluster_scale_realized_lags_peak():
 
 # ----- run inference --------------------------------------------------------------
 
+
 def test_pass_counts_follow_prefill_then_decode():
     # the prefill emits answer token 1; each of the G - 1 decode steps emits one more: G passes in all
     g = len(run_inference.ANSWER)
@@ -181,7 +212,10 @@ def test_run_inference_readouts_and_flops():
     assert _num(r[flops_key]) * 1e12 == pytest.approx(2 * 70e9 * (p + g - 1), rel=1e-3)
     assert run_inference.draw(0)[1][flops_key] == "0"
     assert [s.text(v) for s in run_inference.sliders() for v in (0, 1, 2)] == [
-        "not started", "prefill: token 1", "decode 1: token 2"]
+        "not started",
+        "prefill: token 1",
+        "decode 1: token 2",
+    ]
     assert len(run_inference.sliders()[0].values) == g + 1
     with pytest.raises(ValueError, match="prompt"):
         run_inference.draw(0, prompt=())
@@ -189,15 +223,16 @@ def test_run_inference_readouts_and_flops():
 
 # ----- batching vs KV budget --------------------------------------------------------
 
+
 def test_batching_kv_source_numbers_and_erratum():
     mha = batching_kv.node(kv_layout="mha")
     gqa = batching_kv.node()
-    assert mha.kv_bytes_per_token == 2_621_440                  # 2.62 MB per token, full MHA
+    assert mha.kv_bytes_per_token == 2_621_440  # 2.62 MB per token, full MHA
     assert mha.kv_bytes(8192) == pytest.approx(21.47e9, rel=1e-3)
-    assert gqa.kv_bytes_per_token == 327_680                     # 320 KiB per token, GQA
-    assert mha.max_batch(8192) == 23                             # the source's 23 requests
-    assert gqa.max_batch(8192) > 140                             # the real model fits the whole slider
-    assert gqa.free_bytes == pytest.approx(640e9 - 2 * 70_553_706_496)   # no reserve on the source's node
+    assert gqa.kv_bytes_per_token == 327_680  # 320 KiB per token, GQA
+    assert mha.max_batch(8192) == 23  # the source's 23 requests
+    assert gqa.max_batch(8192) > 140  # the real model fits the whole slider
+    assert gqa.free_bytes == pytest.approx(640e9 - 2 * 70_553_706_496)  # no reserve on the source's node
     # the naive claim multiplies one GPU's single-stream rate by B: 23 x 3.35 TB/s / 141 GB = 546 tok/s ...
     naive = 23 * H100_BW / (2 * 70_553_706_496)
     # ... which is not the consistent bound once the KV reads are counted
@@ -224,8 +259,8 @@ def test_batching_kv_readouts_track_budget():
 
 def test_batching_kv_static_grid_brackets_both_limits():
     b, kv = batching_kv.sliders()
-    assert {23, 24, 185, 186} <= set(b.static_values())     # the full-MHA limit and the real one
-    assert batching_kv.node().max_batch(8192) == 185 and b.values[-1] > 185   # the reader sees memory fill up
+    assert {23, 24, 185, 186} <= set(b.static_values())  # the full-MHA limit and the real one
+    assert batching_kv.node().max_batch(8192) == 185 and b.values[-1] > 185  # the reader sees memory fill up
     f = batching_kv.show(mode="static")
     assert len(f.frames) == len(b.static_values()) * len(kv.static_values()) and not f.live_only
     assert f.payload_bytes <= 400_000
@@ -233,15 +268,16 @@ def test_batching_kv_static_grid_brackets_both_limits():
 
 # ----- roofline --------------------------------------------------------------------
 
+
 def test_roofline_ridge_and_bounds():
     _, r = roofline_plot.draw("H100 SXM", 1)
     assert r["ridge point"] == "295 FLOP/B"
     assert r["decode step, batch 1"] == "memory-bound"
     assert r["prefill"] == "compute-bound"
     decode, attn, prefill = roofline_plot.operations()
-    assert decode.intensity_flops_per_byte == pytest.approx(1.0, rel=0.1)   # ~2 FLOPs per 2-byte weight
+    assert decode.intensity_flops_per_byte == pytest.approx(1.0, rel=0.1)  # ~2 FLOPs per 2-byte weight
     for g in hardware.catalog():
-        ridge = g.dense_flops_per_s("fp16") / g.memory_bandwidth_bytes_per_s   # BF16, FP16 on the V100
+        ridge = g.dense_flops_per_s("fp16") / g.memory_bandwidth_bytes_per_s  # BF16, FP16 on the V100
         assert decode.intensity_flops_per_byte < ridge < prefill.intensity_flops_per_byte, g.name
     big = roofline_plot.operations(batch=512)[0]
     assert big.intensity_flops_per_byte > decode.intensity_flops_per_byte
@@ -251,7 +287,10 @@ def test_roofline_ridge_and_bounds():
 def test_roofline_sliders_and_rejects():
     gpu_slider, batch_slider = roofline_plot.sliders()
     assert set(gpu_slider.values) == {g.name for g in hardware.catalog()}
-    assert set(gpu_slider.static_values()) == set(roofline_plot.STATIC_GPUS) and "H100 SXM" in roofline_plot.STATIC_GPUS
+    assert (
+        set(gpu_slider.static_values()) == set(roofline_plot.STATIC_GPUS)
+        and "H100 SXM" in roofline_plot.STATIC_GPUS
+    )
     assert batch_slider.static_values() == roofline_plot.DECODE_BATCHES
     with pytest.raises(ValueError):
         roofline_plot.draw("Z9000")
@@ -265,5 +304,7 @@ def test_roofline_static_precomputes_the_decode_batch():
     assert len(f.frames) == len(roofline_plot.STATIC_GPUS) * len(roofline_plot.DECODE_BATCHES)
     h100 = [fr for fr in f.frames if fr.params["gpu_name"] == "H100 SXM"]
     assert [fr.params["batch"] for fr in h100] == list(roofline_plot.DECODE_BATCHES)
-    assert "decode step, batch 1<" in h100[0].readout_html and "decode step, batch 512<" in h100[-1].readout_html
-    assert len({fr.png for fr in h100}) == len(h100)   # batching moves the decode dot
+    assert (
+        "decode step, batch 1<" in h100[0].readout_html and "decode step, batch 512<" in h100[-1].readout_html
+    )
+    assert len({fr.png for fr in h100}) == len(h100)  # batching moves the decode dot

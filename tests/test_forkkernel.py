@@ -1,4 +1,5 @@
 """tools/forkkernel.py: the build's kernels, forked from a warm process, behave as fresh kernels."""
+
 from __future__ import annotations
 
 import sys
@@ -25,15 +26,26 @@ def zygote():
 
 def run(cells: list[str], cwd: Path) -> list[str]:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    client = NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
-                            kernel_manager_class=forkkernel.ForkKernelManager)
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        kernel_manager_class=forkkernel.ForkKernelManager,
+    )
     client.execute()
     return ["".join(o.get("text", "") for o in c.outputs).strip() for c in nb.cells]
 
 
 def test_page_imports_are_the_top_level_imports_once_each_magics_skipped():
-    cells = ["import numpy as np\nx = 1\nimport numpy as np", "%matplotlib inline", "from a.b import c\nimport os",
-             "def f():\n    import json", "from . import rel", "from matplotlib_inline import backend_inline"]
+    cells = [
+        "import numpy as np\nx = 1\nimport numpy as np",
+        "%matplotlib inline",
+        "from a.b import c\nimport os",
+        "def f():\n    import json",
+        "from . import rel",
+        "from matplotlib_inline import backend_inline",
+    ]
     assert forkkernel.page_imports(cells) == ["import numpy as np", "from a.b import c", "import os"]
 
 
@@ -41,17 +53,28 @@ def test_a_forked_kernel_is_a_new_process_in_the_notebooks_folder_with_no_earlie
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "mine.py").write_text("VALUE = 'from a'\n")
-    first = run(["import os, sys; print(os.getpid(), os.getppid())",
-                 "print(os.getcwd())",
-                 "import mine; print(mine.VALUE)",
-                 "secret = 42; print('json' in sys.modules)"], tmp_path / "a")
+    first = run(
+        [
+            "import os, sys; print(os.getpid(), os.getppid())",
+            "print(os.getcwd())",
+            "import mine; print(mine.VALUE)",
+            "secret = 42; print('json' in sys.modules)",
+        ],
+        tmp_path / "a",
+    )
     pid, parent = first[0].split()
     assert int(parent) == zygote.pid and int(pid) != zygote.pid
     assert first[1] == str(tmp_path / "a")
     assert first[2] == "from a"  # the notebook's folder is on the import path, as in a fresh kernel
     assert first[3] == "True"  # imported ahead, in the zygote
-    second = run(["import os; print(os.getpid())", "print('secret' in globals())",
-                  "try:\n    import mine\nexcept ImportError:\n    print('no mine')"], tmp_path / "b")
+    second = run(
+        [
+            "import os; print(os.getpid())",
+            "print('secret' in globals())",
+            "try:\n    import mine\nexcept ImportError:\n    print('no mine')",
+        ],
+        tmp_path / "b",
+    )
     assert second[0] != pid and second[1] == "False" and second[2] == "no mine"
 
 

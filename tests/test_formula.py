@@ -1,4 +1,5 @@
 """The formula decorator and the one validator (aiinfra.formula), the import discipline, the glue helper."""
+
 import json
 import math
 import subprocess
@@ -14,16 +15,20 @@ from aiinfra.formula import check, formula
 
 # --- the validator ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, good, bad, phrase", [
-    (">0", 1e-300, 0.0, "must be > 0"),
-    (">=0", 0.0, -1e-300, "must be >= 0"),
-    (">=1", 1.0, 0.999, "must be >= 1"),
-    ("(0,1]", 1.0, 0.0, "must lie in (0, 1]"),
-    ("[0,1)", 0.0, 1.0, "must lie in [0, 1)"),
-    ("[0,1]", 1.0, 1.5, "must lie in [0, 1]"),
-    ("int>=1", 3, 0, "must be a whole number >= 1"),
-    ("int>=0", 0, 2.5, "must be a whole number >= 0"),
-])
+
+@pytest.mark.parametrize(
+    "spec, good, bad, phrase",
+    [
+        (">0", 1e-300, 0.0, "must be > 0"),
+        (">=0", 0.0, -1e-300, "must be >= 0"),
+        (">=1", 1.0, 0.999, "must be >= 1"),
+        ("(0,1]", 1.0, 0.0, "must lie in (0, 1]"),
+        ("[0,1)", 0.0, 1.0, "must lie in [0, 1)"),
+        ("[0,1]", 1.0, 1.5, "must lie in [0, 1]"),
+        ("int>=1", 3, 0, "must be a whole number >= 1"),
+        ("int>=0", 0, 2.5, "must be a whole number >= 0"),
+    ],
+)
 def test_check_accepts_the_domain_and_names_argument_and_range(spec, good, bad, phrase):
     assert check("x", good, spec) == good
     with pytest.raises(ValueError) as err:
@@ -31,7 +36,9 @@ def test_check_accepts_the_domain_and_names_argument_and_range(spec, good, bad, 
     assert str(err.value).startswith(f"n_widgets {phrase}, got ")
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, True, False, "3", b"3", None, [1, "a"], {"a": 1}])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, True, False, "3", b"3", None, [1, "a"], {"a": 1}]
+)
 def test_check_refuses_nan_inf_bools_and_text_everywhere(value):
     with pytest.raises(ValueError, match="^x must"):
         check("x", value, "any")
@@ -65,7 +72,8 @@ def test_a_bad_spec_is_refused_when_declared():
 
 # --- the decorator ---------------------------------------------------------------------------
 
-@formula(None, a=">0", b="int>=1", c="(0,1]")   # no twin: kept out of TWINS, which test_twins walks
+
+@formula(None, a=">0", b="int>=1", c="(0,1]")  # no twin: kept out of TWINS, which test_twins walks
 def _demo(a, b, c=1.0):
     return a * b / c
 
@@ -113,19 +121,42 @@ def test_a_formula_must_declare_every_argument():
 
 # --- what importing costs ------------------------------------------------------------------
 
-_LIGHT = ["aiinfra", "aiinfra.formula", "aiinfra.units", "aiinfra.memory", "aiinfra.compute", "aiinfra.roofline",
-          "aiinfra.decode", "aiinfra.measure", "aiinfra.deployment", "aiinfra.catalog.hardware",
-          "aiinfra.catalog.models", "aiinfra.catalog.reference", "aiinfra.cluster.network", "aiinfra.cluster.scale",
-          "aiinfra.cluster.parallelism", "aiinfra.cluster.hierarchy", "aiinfra.serving.batching",
-          "aiinfra.serving.paging", "aiinfra.serving.speculation", "aiinfra.serving.moe",
-          "aiinfra.serving.prefix_cache", "aiinfra.serving.disaggregation", "aiinfra.serving.capacity",
-          "aiinfra.book.glue", "aiinfra.book.tables", "aiinfra.cli"]
+_LIGHT = [
+    "aiinfra",
+    "aiinfra.formula",
+    "aiinfra.units",
+    "aiinfra.memory",
+    "aiinfra.compute",
+    "aiinfra.roofline",
+    "aiinfra.decode",
+    "aiinfra.measure",
+    "aiinfra.deployment",
+    "aiinfra.catalog.hardware",
+    "aiinfra.catalog.models",
+    "aiinfra.catalog.reference",
+    "aiinfra.cluster.network",
+    "aiinfra.cluster.scale",
+    "aiinfra.cluster.parallelism",
+    "aiinfra.cluster.hierarchy",
+    "aiinfra.serving.batching",
+    "aiinfra.serving.paging",
+    "aiinfra.serving.speculation",
+    "aiinfra.serving.moe",
+    "aiinfra.serving.prefix_cache",
+    "aiinfra.serving.disaggregation",
+    "aiinfra.serving.capacity",
+    "aiinfra.book.glue",
+    "aiinfra.book.tables",
+    "aiinfra.cli",
+]
 
 
 def _imported_after(module: str) -> set[str]:
-    code = (f"import sys, json, {module}; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('sympy', 'matplotlib', 'ipywidgets', 'myst_nb', 'IPython'))))")
+    code = (
+        f"import sys, json, {module}; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('sympy', 'matplotlib', 'ipywidgets', 'myst_nb', 'IPython'))))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(json.loads(done.stdout))
 
@@ -137,8 +168,12 @@ def test_formula_modules_import_neither_sympy_nor_plotting(module):
 
 def test_import_aiinfra_imports_nothing_heavy():
     # the grader and the self-check import aiinfra; -X importtime lists every module the import loads
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import aiinfra"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import aiinfra"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "aiinfra" in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("numpy", "sympy", "matplotlib", "ipywidgets")}
@@ -150,16 +185,20 @@ def test_only_figure_code_imports_matplotlib():
 
 # --- the glue helper -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, spec, text", [
-    (3.35e12, "B/s", "3.35 TB/s"),
-    (16.06e9, "B", "16.06 GB"),
-    (288 * 2**20, "B MiB 0", "288 MiB"),
-    (0.0256, "s ms 1", "25.6 ms"),
-    (989.4e12, "FLOP/s", "989.4 TFLOP/s"),
-    (70_553_706_496, ",", "70,553,706,496"),
-    (0.2437, ".0%", "24%"),
-    (2.5, "$", "$2.50"),
-])
+
+@pytest.mark.parametrize(
+    "value, spec, text",
+    [
+        (3.35e12, "B/s", "3.35 TB/s"),
+        (16.06e9, "B", "16.06 GB"),
+        (288 * 2**20, "B MiB 0", "288 MiB"),
+        (0.0256, "s ms 1", "25.6 ms"),
+        (989.4e12, "FLOP/s", "989.4 TFLOP/s"),
+        (70_553_706_496, ",", "70,553,706,496"),
+        (0.2437, ".0%", "24%"),
+        (2.5, "$", "$2.50"),
+    ],
+)
 def test_fmt_goes_through_units(value, spec, text):
     assert fmt(value, spec) == text
 
@@ -189,6 +228,7 @@ def test_glue_names_each_value_after_the_prefix(monkeypatch):
 
 
 # --- the hypothesis profile ----------------------------------------------------------------
+
 
 def test_property_tests_are_derandomized_under_ci(monkeypatch):
     from hypothesis import settings

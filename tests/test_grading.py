@@ -1,4 +1,5 @@
 """The grader: pure scoring, the gradebook, exports, and the real CLI on the reference solutions."""
+
 from __future__ import annotations
 
 import csv
@@ -43,13 +44,16 @@ def test_score_submission_full_marks_and_stop_rule():
     assert s.auto_score == s.auto_max > 0
     assert {p.status for p in s.parts if p.kind == "free"} == {"manual"}
     # the same answers scored for another student: variant parts no longer match
-    other = score_submission({"status": "ok", "errors": [], "answers": answers, "reported_student": "alice"}, a, "bob")
+    other = score_submission(
+        {"status": "ok", "errors": [], "answers": answers, "reported_student": "alice"}, a, "bob"
+    )
     assert other.auto_score < other.auto_max
     assert "graded with the parameters of 'bob'" in other.reason
     # a run that stopped: the answers before the stop count, the rest are missing with a reason
     half = answers[:5]
-    s = score_submission({"status": "error", "errors": ["code cell 3 raised ZeroDivisionError"], "answers": half},
-                         a, "alice")
+    s = score_submission(
+        {"status": "error", "errors": ["code cell 3 raised ZeroDivisionError"], "answers": half}, a, "alice"
+    )
     assert s.auto_score == 5
     assert "ZeroDivisionError" in s.reason
     assert any(p.reason == "no answer recorded before the run stopped" for p in s.parts)
@@ -68,17 +72,19 @@ def test_assignment_and_limits_are_validated():
 
 
 def test_parse_answers_is_strict():
-    raw = (b'{"exercise": "1-2", "part": "a", "value": 1.0}\n'
-           b'{"exercise": "1-2", "part": "a", "value": NaN}\n'
-           b'not json\n'
-           b'{"student": "mallory"}\n'
-           b'{"exercise": "1-2", "part": "c", "value": ' + b"[" * 5000 + b"]" * 5000 + b'}\n'
-           b'{"exercise": "1-2", "part": "d", "value": "' + b"x" * 300_000 + b'"}\n'
-           b'\xff\xfe\n'
-           b'{"exercise": "1-1", "part": "g", "value": "caf\\udce9"}\n'
-           b'{"exercise": "1-2", "part": "b", "value": 2.0}\n')
+    raw = (
+        b'{"exercise": "1-2", "part": "a", "value": 1.0}\n'
+        b'{"exercise": "1-2", "part": "a", "value": NaN}\n'
+        b"not json\n"
+        b'{"student": "mallory"}\n'
+        b'{"exercise": "1-2", "part": "c", "value": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+        b'{"exercise": "1-2", "part": "d", "value": "' + b"x" * 300_000 + b'"}\n'
+        b"\xff\xfe\n"
+        b'{"exercise": "1-1", "part": "g", "value": "caf\\udce9"}\n'
+        b'{"exercise": "1-2", "part": "b", "value": 2.0}\n'
+    )
     records, student, problems = parse_answers(raw)
-    assert records[("1-2", "a")]["value"] == 1.0      # the NaN line was not accepted
+    assert records[("1-2", "a")]["value"] == 1.0  # the NaN line was not accepted
     assert records[("1-2", "b")]["value"] == 2.0
     assert records[("1-1", "g")]["value"] == "caf\ufffd"  # a lone surrogate is replaced
     assert ("1-2", "c") not in records and ("1-2", "d") not in records
@@ -100,21 +106,35 @@ def test_bounded_json_depth_and_size():
 
 def test_parse_notebook_keeps_code_cells_only(tmp_path):
     lim = Limits()
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "evil"}},
-          "cells": [{"cell_type": "markdown", "source": "# hi"},
-                    {"cell_type": "code", "source": ["x = 1\n", "y = 2"], "outputs": [{"junk": 1}]}]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "evil"}},
+        "cells": [
+            {"cell_type": "markdown", "source": "# hi"},
+            {"cell_type": "code", "source": ["x = 1\n", "y = 2"], "outputs": [{"junk": 1}]},
+        ],
+    }
     parsed, why = parse_notebook(json.dumps(nb).encode(), lim)
-    assert why is None and [c.source for c in parsed.cells] == ["x = 1\ny = 2"] and parsed.cells[0].outputs == []
+    assert (
+        why is None and [c.source for c in parsed.cells] == ["x = 1\ny = 2"] and parsed.cells[0].outputs == []
+    )
     assert "format 4" in parse_notebook(b'{"cells": [], "nbformat": 3}', lim)[1]
-    assert "no source text" in parse_notebook(b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": 7}]}', lim)[1]
-    assert "nested deeper" in parse_notebook(b'{"nbformat": 4, "cells": ' + b"[" * 100 + b"]" * 100 + b"}", lim)[1]
+    assert (
+        "no source text"
+        in parse_notebook(b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": 7}]}', lim)[1]
+    )
+    assert (
+        "nested deeper"
+        in parse_notebook(b'{"nbformat": 4, "cells": ' + b"[" * 100 + b"]" * 100 + b"}", lim)[1]
+    )
 
 
 def test_iterative_walk_and_remove_handle_deep_trees(tmp_path):
     root = tmp_path / "deep"
     root.mkdir()
     fd = os.open(root, os.O_RDONLY)
-    for _ in range(1500):                               # deeper than pathlib's own recursion allows
+    for _ in range(1500):  # deeper than pathlib's own recursion allows
         os.mkdir("d", dir_fd=fd)
         fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
         os.close(old)
@@ -124,15 +144,19 @@ def test_iterative_walk_and_remove_handle_deep_trees(tmp_path):
     (root / "link").symlink_to("/etc/passwd")
     tree = bounded.walk(str(root), max_depth=8, max_entries=100, max_bytes=10)
     assert [parts for parts, _ in tree.files] == [("top.txt",)]
-    assert tree.notes == ["1 item(s) deeper than 8 levels were left out", "1 item(s) links, devices or pipes were left out"]
+    assert tree.notes == [
+        "1 item(s) deeper than 8 levels were left out",
+        "1 item(s) links, devices or pipes were left out",
+    ]
     bounded.remove_tree(str(root))
     assert not root.exists()
 
 
 def _score(student="alice"):
     a = Assignment("ch01")
-    return a, score_submission({"status": "ok", "errors": [], "answers": _perfect_answers("ch01", student, False)},
-                               a, student)
+    return a, score_submission(
+        {"status": "ok", "errors": [], "answers": _perfect_answers("ch01", student, False)}, a, student
+    )
 
 
 def test_gradebook_skips_unchanged_and_survives_a_failed_transaction(tmp_path):
@@ -143,11 +167,11 @@ def test_gradebook_skips_unchanged_and_survives_a_failed_transaction(tmp_path):
         assert gb.is_current("ch01", "alice", "hash1", "fp")
         assert not gb.is_current("ch01", "alice", "hash2", "fp")
         assert not gb.is_current("ch01", "alice", "hash1", "other-fp")
-        with pytest.raises(sqlite3.IntegrityError):      # a crash in the middle of the next submission
+        with pytest.raises(sqlite3.IntegrityError):  # a crash in the middle of the next submission
             with gb.db:
                 gb.db.execute("DELETE FROM parts WHERE student='alice'")
                 gb.db.execute("INSERT INTO submissions (assignment) VALUES ('ch01')")
-    with Gradebook(path) as gb:                           # reopened: alice is intact
+    with Gradebook(path) as gb:  # reopened: alice is intact
         sub = gb.submission("ch01", "alice")
         assert sub["score"] == sub["auto_max"] and len(sub["parts"]) == 31
         assert sub["manual_pending"] == 4
@@ -179,21 +203,38 @@ def test_exports(tmp_path):
 
 def test_file_names_and_cells_are_safe_and_unique():
     assert export.safe_name("alice") == "alice" and export.safe_name("s-1.2_b") == "s-1.2_b"
-    names = {export.safe_name(s) for s in ("Alice", "alice", "ALICE", "../../etc/passwd", "学生一", "学生二", "con",
-                                           ".hidden", "a" * 200, "x~deadbeef0000")}
+    names = {
+        export.safe_name(s)
+        for s in (
+            "Alice",
+            "alice",
+            "ALICE",
+            "../../etc/passwd",
+            "学生一",
+            "学生二",
+            "con",
+            ".hidden",
+            "a" * 200,
+            "x~deadbeef0000",
+        )
+    }
     assert len(names) == 10
     for n in names:
         assert re.fullmatch(r"[a-z0-9._-]+(~[0-9a-f]{12})?", n) and not n.startswith(".") and len(n) <= 64
     assert export.safe_name("../../etc/passwd").startswith("etc_passwd~")
-    assert export.safe_name("Alice") == export.safe_name("Alice")       # stable
+    assert export.safe_name("Alice") == export.safe_name("Alice")  # stable
     for bad in ("=1+2", "+1", "-1", "@SUM(A1)", "\t=x", "\r=x"):
         assert export.csv_cell(bad) == "'" + bad
     assert export.csv_cell("fine") == "fine" and export.csv_cell("a\udcffb") == "a\ufffdb"
 
 
 def _run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow
@@ -212,8 +253,11 @@ def test_reference_solutions_score_100_percent_with_the_real_cli(tmp_path, chapt
         for student in ("alice", "bob"):
             sub = gb.submission(chapter, student)
             assert sub["status"] == "ok", sub["reason"]
-            wrong = [(p["exercise"], p["part"], p["reason"]) for p in sub["parts"]
-                     if p["kind"] != "free" and p["points"] != p["max_points"]]
+            wrong = [
+                (p["exercise"], p["part"], p["reason"])
+                for p in sub["parts"]
+                if p["kind"] != "free" and p["points"] != p["max_points"]
+            ]
             assert not wrong
             assert sub["auto_score"] == sub["auto_max"] > 0
     again = _run_cli(subs, "--assignment", chapter, "--variants", "--out", out, *FAST)
@@ -223,8 +267,11 @@ def test_reference_solutions_score_100_percent_with_the_real_cli(tmp_path, chapt
 @pytest.mark.slow
 def test_handout_metadata_sets_variants_and_a_changed_submission_is_regraded(tmp_path):
     handout = tmp_path / "handout"
-    subprocess.run([sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--out", handout],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--out", handout],
+        check=True,
+        capture_output=True,
+    )
     assert cli.load_assignment(str(handout / "exercises" / "ch01.ipynb"), None).variants is True
     # a student who answers with the default parameters' values gets variant parts wrong
     subs = tmp_path / "subs"
@@ -263,7 +310,7 @@ def test_the_gradebook_lock_refuses_a_second_holder(tmp_path):
     with Lock(path):
         with pytest.raises(RuntimeError, match=rf"another aiinfra-grade \(pid {os.getpid()}\) is using"):
             Lock(path)
-    with Lock(path):                                   # released with the first
+    with Lock(path):  # released with the first
         pass
 
 
@@ -306,10 +353,14 @@ def test_discover_gives_every_entry_a_row(tmp_path):
     by = {s["student"]: s for s in subs}
     assert set(passed) == {"._alice.ipynb", ".DS_Store"}
     assert len(subs) == 6
-    assert by["alice"]["notebook"].name == "ch01.ipynb" and by["alice"]["whole_folder"] and not by["alice"]["problem"]
+    assert (
+        by["alice"]["notebook"].name == "ch01.ipynb"
+        and by["alice"]["whole_folder"]
+        and not by["alice"]["problem"]
+    )
     assert by["carol"]["problem"] == "no .ipynb file in the submission folder"
     assert by["bob.txt"]["problem"] == "not an .ipynb file (bob.txt)"
-    assert by[".hidden"]["problem"] is None                      # a valid id, graded like any other
+    assert by[".hidden"]["problem"] is None  # a valid id, graded like any other
     dup = next(s for k, s in by.items() if k.startswith("alice~"))
     assert dup["problem"] == "a second submission for student 'alice' (alice is graded)"
     spaced = next(s for k, s in by.items() if k.startswith("_dan~"))
@@ -317,17 +368,35 @@ def test_discover_gives_every_entry_a_row(tmp_path):
 
 
 def test_sandbox_mounts_come_in_an_order_that_covers_what_is_forbidden():
-    plan = Plan(mode="bwrap", bwrap="bwrap", python=sys.executable, package="aiinfra", package_dir="/opt/x/aiinfra",
-                kernel_module="aiinfra.course.grading.kernel", root=True, drop_uid=True, userns=True, limits=Limits(),
-                binds=["/opt/x", "/opt/x/repo/deep/pkg"], masks=["/opt/x/repo"])
+    plan = Plan(
+        mode="bwrap",
+        bwrap="bwrap",
+        python=sys.executable,
+        package="aiinfra",
+        package_dir="/opt/x/aiinfra",
+        kernel_module="aiinfra.course.grading.kernel",
+        root=True,
+        drop_uid=True,
+        userns=True,
+        limits=Limits(),
+        binds=["/opt/x", "/opt/x/repo/deep/pkg"],
+        masks=["/opt/x/repo"],
+    )
     a = plan.bwrap_args("/stage", "/ipc", {"A": "1"})
-    at = {op: a.index(op[1], a.index(op[0])) for op in
-          [("--ro-bind", "/opt/x"), ("--tmpfs", "/opt/x/repo"), ("--dir", "/opt/x/repo/deep"),
-           ("--ro-bind", "/opt/x/repo/deep/pkg"), ("--remount-ro", "/opt/x/repo")]}
+    at = {
+        op: a.index(op[1], a.index(op[0]))
+        for op in [
+            ("--ro-bind", "/opt/x"),
+            ("--tmpfs", "/opt/x/repo"),
+            ("--dir", "/opt/x/repo/deep"),
+            ("--ro-bind", "/opt/x/repo/deep/pkg"),
+            ("--remount-ro", "/opt/x/repo"),
+        ]
+    }
     assert list(at.values()) == sorted(at.values())
-    assert a.index("/tmp", a.index("--tmpfs")) < a.index("/opt/x")        # /tmp first: binds may lie below it
+    assert a.index("/tmp", a.index("--tmpfs")) < a.index("/opt/x")  # /tmp first: binds may lie below it
     assert a[-4:] == ["--remount-ro", "/", "--chdir", "/"]
-    assert ["--cap-drop", "ALL"] == a[a.index("--cap-drop"):a.index("--cap-drop") + 2]
+    assert ["--cap-drop", "ALL"] == a[a.index("--cap-drop") : a.index("--cap-drop") + 2]
 
 
 @pytest.mark.slow
@@ -339,7 +408,7 @@ def test_a_forbidden_folder_inside_a_mounted_tree_is_covered_and_checked(tmp_pat
     run.mkdir(mode=0o700)
     plan = None
     try:
-        plan = make_plan(Limits(), [str(inside)], str(run), 1)   # raises if the kernel could see secret.txt
+        plan = make_plan(Limits(), [str(inside)], str(run), 1)  # raises if the kernel could see secret.txt
         assert plan.mode == "bwrap" and plan.masks == [str(inside)]
     finally:
         shutil.rmtree(inside)
@@ -354,7 +423,7 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
 
     bases = {"": tmp_path / "v2"} if version == 2 else {"memory": tmp_path / "mem", "pids": tmp_path / "pids"}
     for base in bases.values():
-        (base / "aiinfra-grade-999999999" / "slot-0").mkdir(parents=True)     # left by a grader that is gone
+        (base / "aiinfra-grade-999999999" / "slot-0").mkdir(parents=True)  # left by a grader that is gone
     cg = Cgroups(bases, version, workers=2)
     assert sorted(cg.cleaned) == sorted(str(b / "aiinfra-grade-999999999") for b in bases.values())
     slot = cg.slots[1]
@@ -362,7 +431,9 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
     d = {c: b / f"aiinfra-grade-{os.getpid()}" / "slot-1" for c, b in bases.items()}
     if version == 2:
         assert (d[""].parent / "cgroup.subtree_control").read_text() == "+memory +pids"
-        assert (d[""] / "memory.max").read_text() == str(512 * 2**20) and (d[""] / "pids.max").read_text() == "64"
+        assert (d[""] / "memory.max").read_text() == str(512 * 2**20) and (
+            d[""] / "pids.max"
+        ).read_text() == "64"
         (d[""] / "memory.peak").write_text("1234\n")
         (d[""] / "memory.events").write_text("low 0\noom_kill 2\n")
         (d[""] / "pids.events").write_text("max 3\n")
@@ -385,7 +456,12 @@ def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):
     for f in src.glob("*.py"):
         shutil.copy(f, tmp_path / f.name)
     with open(tmp_path / "runtime.py", "a", encoding="utf-8") as fh:
-        fh.write("\nfrom aiinfra.course.exercises.variants import references\nfrom . import render\n"
-                 "import aiinfra.course.exercises.sheet\n\n\ndef later():\n    from aiinfra.course.exercises import ch01\n")
-    assert _hidden_imports(str(tmp_path)) == ["runtime.py imports variants", "runtime.py imports render",
-                                              "runtime.py imports sheet"]
+        fh.write(
+            "\nfrom aiinfra.course.exercises.variants import references\nfrom . import render\n"
+            "import aiinfra.course.exercises.sheet\n\n\ndef later():\n    from aiinfra.course.exercises import ch01\n"
+        )
+    assert _hidden_imports(str(tmp_path)) == [
+        "runtime.py imports variants",
+        "runtime.py imports render",
+        "runtime.py imports sheet",
+    ]

@@ -8,6 +8,7 @@ row with a reason, nothing left behind, nothing read from outside the sandbox. F
 the CLI again: a grader killed mid-run, two graders on one gradebook, the package inside a
 private folder, and a machine without bubblewrap. The classes refer to issue 14.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,21 @@ sys.path.insert(0, str(HERE / "hostile"))
 from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402
 
 STATIC = sorted(p.stem for p in (HERE / "hostile").glob("*.ipynb"))
-LIMITS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "40", "--memory-mb", "512", "--output-kb", "256",
-          "--disk-mb", "64", "--quiet"]
+LIMITS = [
+    "--workers",
+    "2",
+    "--cell-timeout",
+    "15",
+    "--timeout",
+    "40",
+    "--memory-mb",
+    "512",
+    "--output-kb",
+    "256",
+    "--disk-mb",
+    "64",
+    "--quiet",
+]
 MEMORY_CAP = 512 * 2**20
 SECRET = "VICTIM-SECRET-7731"
 SHM_KEY = 0x41494E46
@@ -43,8 +57,13 @@ pytestmark = pytest.mark.slow
 
 
 def _cli(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def _write_nb(path: Path, sources: list[str]) -> None:
@@ -53,10 +72,15 @@ def _write_nb(path: Path, sources: list[str]) -> None:
 
 def _spy(subs: Path, out: Path) -> list[str]:
     """Looks everywhere a classmate's notebook, the gradebook or the answer key could be."""
-    paths = {"submissions": str(subs), "victim": str(subs / "!victim.ipynb"), "out": str(out),
-             "gradebook": str(out / "gradebook.sqlite"), "solutions": str(REPO / "solutions" / "ch01.ipynb"),
-             "repository": str(REPO / "pyproject.toml"),
-             "definitions": str(REPO / "src" / "aiinfra" / "exercises" / "ch01.py")}
+    paths = {
+        "submissions": str(subs),
+        "victim": str(subs / "!victim.ipynb"),
+        "out": str(out),
+        "gradebook": str(out / "gradebook.sqlite"),
+        "solutions": str(REPO / "solutions" / "ch01.ipynb"),
+        "repository": str(REPO / "pyproject.toml"),
+        "definitions": str(REPO / "src" / "aiinfra" / "exercises" / "ch01.py"),
+    }
     code = f"""import json, os, sys, time
 import aiinfra
 from aiinfra.course.exercises import registry
@@ -118,32 +142,48 @@ answer("1-1", "g", json.dumps(found))"""
     return [SETUP, code, GOOD_H]
 
 
-SHADOW = ("import os\n"
-          "for d in ({markers!r},):\n"
-          "    try:\n"
-          "        open(os.path.join(d, {name!r} + '-' + str(os.getuid())), 'w').write('ran')\n"
-          "    except OSError:\n"
-          "        pass\n"
-          "try:\n"
-          "    import sqlite3\n"
-          "    db = sqlite3.connect({gradebook!r})\n"
-          "    db.execute(\"INSERT INTO submissions VALUES ('ch01','intruder','x','x','x','ok','x',999,29,4,0,0,'{{}}','now')\")\n"
-          "    db.commit()\n"
-          "except Exception:\n"
-          "    pass\n")
+SHADOW = (
+    "import os\n"
+    "for d in ({markers!r},):\n"
+    "    try:\n"
+    "        open(os.path.join(d, {name!r} + '-' + str(os.getuid())), 'w').write('ran')\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "try:\n"
+    "    import sqlite3\n"
+    "    db = sqlite3.connect({gradebook!r})\n"
+    "    db.execute(\"INSERT INTO submissions VALUES ('ch01','intruder','x','x','x','ok','x',999,29,4,0,0,'{{}}','now')\")\n"
+    "    db.commit()\n"
+    "except Exception:\n"
+    "    pass\n"
+)
 
 
 def _shadow_folder(folder: Path, markers: Path, gradebook: Path) -> None:
     """Class 1: a folder submission shipping modules named like what a launcher or kernel imports."""
     folder.mkdir()
-    for rel in ("aiinfra/__init__.py", "aiinfra/course/grading/__init__.py", "aiinfra/course/grading/kernel.py",
-                "aiinfra/course/grading/sandbox.py", "sitecustomize.py", "usercustomize.py", "ipykernel_launcher.py",
-                "ipykernel/__init__.py", "jupyter_client/__init__.py", "nbformat.py", "zmq.py"):
+    for rel in (
+        "aiinfra/__init__.py",
+        "aiinfra/course/grading/__init__.py",
+        "aiinfra/course/grading/kernel.py",
+        "aiinfra/course/grading/sandbox.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "ipykernel_launcher.py",
+        "ipykernel/__init__.py",
+        "jupyter_client/__init__.py",
+        "nbformat.py",
+        "zmq.py",
+    ):
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(SHADOW.format(markers=str(markers), name=rel.replace("/", "."), gradebook=str(gradebook)))
-    (folder / "helper.py").write_text("from aiinfra import units\n\n\ndef rate():\n"
-                                      "    return units.bytes_per_s_from_gbit_per_s(400) / units.GB\n")
+        path.write_text(
+            SHADOW.format(markers=str(markers), name=rel.replace("/", "."), gradebook=str(gradebook))
+        )
+    (folder / "helper.py").write_text(
+        "from aiinfra import units\n\n\ndef rate():\n"
+        "    return units.bytes_per_s_from_gbit_per_s(400) / units.GB\n"
+    )
     _write_nb(folder / "ch01.ipynb", [SETUP, 'from helper import rate\nanswer("1-2", "h", rate())'])
 
 
@@ -159,8 +199,15 @@ def graded(tmp_path_factory):
     good_h = [SETUP, GOOD_H]
     # class 3: a spy and a victim, graded at the same time (their names sort first)
     _write_nb(subs / "!spy.ipynb", _spy(subs, out))
-    _write_nb(subs / "!victim.ipynb", [SETUP, f"SECRET = {SECRET!r}\nimport json, time\nt0 = time.time()\n"
-                                       "time.sleep(7)\nanswer('1-1', 'g', json.dumps([t0, time.time()]))", GOOD_H])
+    _write_nb(
+        subs / "!victim.ipynb",
+        [
+            SETUP,
+            f"SECRET = {SECRET!r}\nimport json, time\nt0 = time.time()\n"
+            "time.sleep(7)\nanswer('1-1', 'g', json.dumps([t0, time.time()]))",
+            GOOD_H,
+        ],
+    )
     # class 1
     _shadow_folder(subs / "shadow_modules", markers, out / "gradebook.sqlite")
     # class 2: a folder nested 1,200 levels deep, a name that is not UTF-8
@@ -174,8 +221,14 @@ def graded(tmp_path_factory):
     os.close(os.open("bottom.txt", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
     os.close(fd)
     (subs / "fancy_files").mkdir()
-    _write_nb(subs / "fancy_files" / "ch01.ipynb",
-              [SETUP, "import os\nnames = sorted(os.listdir(b'.'))\nassert b'data\\xff.txt' in names, names", GOOD_H])
+    _write_nb(
+        subs / "fancy_files" / "ch01.ipynb",
+        [
+            SETUP,
+            "import os\nnames = sorted(os.listdir(b'.'))\nassert b'data\\xff.txt' in names, names",
+            GOOD_H,
+        ],
+    )
     (subs / "fancy_files" / os.fsdecode(b"data\xff.txt")).write_text("bytes in the name")
     _write_nb(subs / os.fsdecode(b"caf\xe9.ipynb"), good_h)
     # class 6: ids that collide as slugs or start formulas, and entries that are not submissions
@@ -196,8 +249,15 @@ def graded(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         rows = {s: gb.submission("ch01", s) for s in gb.students("ch01")}
-    yield {"rows": rows, "elapsed": elapsed, "stdout": done.stdout, "stderr": done.stderr, "out": out,
-           "subs": subs, "markers": markers}
+    yield {
+        "rows": rows,
+        "elapsed": elapsed,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "out": out,
+        "subs": subs,
+        "markers": markers,
+    }
     bounded.remove_tree(str(subs / "nested_folder"))  # deeper than pytest's own clean-up can recurse
 
 
@@ -215,15 +275,36 @@ def _row_by_name(rows, prefix):
 
 # --- every row, and the rows of the original hostile notebooks ------------------------------
 
+
 def test_every_entry_has_exactly_one_row_with_a_reason(graded):
     rows = graded["rows"]
-    named = set(STATIC) | {"good_student", "!spy", "!victim", "shadow_modules", "nested_folder", "fancy_files",
-                           "学生一", "学生二", "=1+2", "@SUM(A1)", "-x", "+cmd", "linked", "dup", "pipe", "notes.txt",
-                           "nobody", "huge"}
+    named = set(STATIC) | {
+        "good_student",
+        "!spy",
+        "!victim",
+        "shadow_modules",
+        "nested_folder",
+        "fancy_files",
+        "学生一",
+        "学生二",
+        "=1+2",
+        "@SUM(A1)",
+        "-x",
+        "+cmd",
+        "linked",
+        "dup",
+        "pipe",
+        "notes.txt",
+        "nobody",
+        "huge",
+    }
     assert named <= set(rows)
     odd = set(rows) - named
-    assert len(odd) == 2 and any(re.fullmatch(r"caf_~[0-9a-f]{12}", s) for s in odd) \
+    assert (
+        len(odd) == 2
+        and any(re.fullmatch(r"caf_~[0-9a-f]{12}", s) for s in odd)
         and any(re.fullmatch(r"dup~[0-9a-f]{12}", s) for s in odd)
+    )
     for name, row in rows.items():
         assert row["reason"] and row["max_score"] == 33, name
     assert "passed over '.DS_Store'" in graded["stderr"]
@@ -234,15 +315,18 @@ def test_the_good_submission_is_graded_normally(graded):
     assert row["status"] == "ok" and row["auto_score"] == row["auto_max"] == 29
 
 
-@pytest.mark.parametrize("name,why", [
-    ("malformed", "malformed"),
-    ("not_a_notebook", "not UTF-8"),
-    ("huge", "above the 20971520-byte limit"),
-    ("linked", "symbolic link"),
-    ("pipe", "not a regular file or folder"),
-    ("notes.txt", "not an .ipynb file"),
-    ("nobody", "no .ipynb file"),
-])
+@pytest.mark.parametrize(
+    "name,why",
+    [
+        ("malformed", "malformed"),
+        ("not_a_notebook", "not UTF-8"),
+        ("huge", "above the 20971520-byte limit"),
+        ("linked", "symbolic link"),
+        ("pipe", "not a regular file or folder"),
+        ("notes.txt", "not an .ipynb file"),
+        ("nobody", "no .ipynb file"),
+    ],
+)
 def test_entries_that_cannot_be_graded_get_zero_and_a_reason(graded, name, why):
     row = graded["rows"][name]
     assert row["status"] == "invalid" and why in row["reason"] and row["score"] == 0
@@ -253,12 +337,15 @@ def test_empty_notebook(graded):
     assert row["status"] == "ok" and row["score"] == 0 and "0 of 31 parts answered" in row["reason"]
 
 
-@pytest.mark.parametrize("name,status,why", [
-    ("raises_midway", "error", "ZeroDivisionError"),
-    ("infinite_loop", "timeout", "cell time limit"),
-    ("os_exit", "dead", "kernel died"),
-    ("memory_bomb", "error", "MemoryError"),
-])
+@pytest.mark.parametrize(
+    "name,status,why",
+    [
+        ("raises_midway", "error", "ZeroDivisionError"),
+        ("infinite_loop", "timeout", "cell time limit"),
+        ("os_exit", "dead", "kernel died"),
+        ("memory_bomb", "error", "MemoryError"),
+    ],
+)
 def test_answers_before_the_stop_still_count(graded, name, status, why):
     """The rule: the first error, timeout or kernel death stops the run; earlier answers count."""
     row = graded["rows"][name]
@@ -275,9 +362,17 @@ def test_always_equal_objects_are_rejected(graded):
     assert row["score"] == 0
 
 
-@pytest.mark.parametrize("part,why", [
-    ("a", "NaN"), ("b", "infinity"), ("h", "string"), ("i", "numpy"), ("d", "True/False"), ("e", "not a list"),
-])
+@pytest.mark.parametrize(
+    "part,why",
+    [
+        ("a", "NaN"),
+        ("b", "infinity"),
+        ("h", "string"),
+        ("i", "numpy"),
+        ("d", "True/False"),
+        ("e", "not a list"),
+    ],
+)
 def test_wrong_types_are_rejected_per_part_with_a_reason(graded, part, why):
     p = _part(graded["rows"]["wrong_types"], "1-2", part)
     assert p["status"] == "rejected" and why in p["reason"] and p["points"] == 0
@@ -293,12 +388,13 @@ def test_patching_numpy_check_or_aiinfra_in_the_kernel_changes_nothing(graded, n
 
 # --- class 1: no code of a submission outside its sandbox -----------------------------------
 
+
 def test_modules_shipped_in_a_submission_never_run_outside_its_sandbox(graded):
-    assert list(graded["markers"].iterdir()) == []          # no shadow module ran where it could write this
+    assert list(graded["markers"].iterdir()) == []  # no shadow module ran where it could write this
     rows = graded["rows"]
     assert "intruder" not in rows
     row = rows["shadow_modules"]
-    assert row["status"] == "ok" and row["auto_score"] == 1   # its own helper.py works inside the sandbox
+    assert row["status"] == "ok" and row["auto_score"] == 1  # its own helper.py works inside the sandbox
 
 
 def test_the_gradebook_cannot_be_written_from_a_notebook(graded):
@@ -310,6 +406,7 @@ def test_the_gradebook_cannot_be_written_from_a_notebook(graded):
 
 
 # --- class 2: nothing crashes the batch -------------------------------------------------------
+
 
 def test_a_deeply_nested_answer_line_is_dropped_and_the_rest_counts(graded):
     row = graded["rows"]["nested_answer_line"]
@@ -329,7 +426,7 @@ def test_a_submission_folder_1200_levels_deep_is_graded_within_bounds(graded):
 def test_names_that_are_not_utf8(graded):
     row = _row_by_name(graded["rows"], "caf_~")
     assert row["status"] == "invalid" and "not a usable student id" in row["reason"] and row["score"] == 0
-    row = graded["rows"]["fancy_files"]                      # a non-UTF-8 name inside a folder is staged as is
+    row = graded["rows"]["fancy_files"]  # a non-UTF-8 name inside a folder is staged as is
     assert row["status"] == "ok" and row["auto_score"] == 1
 
 
@@ -343,7 +440,9 @@ def test_lone_surrogates_are_stored_and_exported_as_replacement_characters(grade
 def test_exports_cover_every_row_and_can_be_rewritten(graded):
     out, rows = graded["out"], graded["rows"]
     assert {p.stem for p in (out / "feedback").glob("*.md")} == {safe_name(s) for s in rows}
-    assert {p.parent.name for p in (out / "gradescope").glob("*/results.json")} == {safe_name(s) for s in rows}
+    assert {p.parent.name for p in (out / "gradescope").glob("*/results.json")} == {
+        safe_name(s) for s in rows
+    }
     for p in (out / "gradescope").glob("*/results.json"):
         json.loads(p.read_text(encoding="utf-8"))
     with open(out / "grades.csv", encoding="utf-8", newline="") as fh:
@@ -354,15 +453,18 @@ def test_exports_cover_every_row_and_can_be_rewritten(graded):
 
 # --- class 3: no student reads another, the gradebook or the answer key --------------------------
 
+
 def test_a_kernel_reads_nothing_outside_its_sandbox(graded):
     rows = graded["rows"]
     found = json.loads(_part(rows["!spy"], "1-1", "g")["answer"])
     victim = json.loads(_part(rows["!victim"], "1-1", "g")["answer"])
-    assert found["window"][0] < victim[1] and victim[0] < found["window"][1]   # they ran at the same time
+    assert found["window"][0] < victim[1] and victim[0] < found["window"][1]  # they ran at the same time
     assert found["paths"] == {k: "FileNotFoundError" for k in found["paths"]}
     assert found["secret"] == [] and found["cmdline"] == [] and found["walk_up"] == []
-    assert all(p.startswith("/tmp/work/") for p in found["notebooks"])        # its own copy only
-    assert found["imports"] == {m: "ModuleNotFoundError" for m in ("ch01", "variants", "render", "sheet", "notebooks")}
+    assert all(p.startswith("/tmp/work/") for p in found["notebooks"])  # its own copy only
+    assert found["imports"] == {
+        m: "ModuleNotFoundError" for m in ("ch01", "variants", "render", "sheet", "notebooks")
+    }
     assert found["chapters"] == [] and found["verdicts"] == 0
     assert rows["!spy"]["auto_score"] == 1 and rows["!victim"]["auto_score"] == 1
 
@@ -376,6 +478,7 @@ def test_the_sandbox_reports_what_it_enforced(graded):
 
 
 # --- class 4: nothing outlives the sandbox ---------------------------------------------------------
+
 
 def _processes_with(text: str) -> list[int]:
     out = []
@@ -419,12 +522,21 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     _write_nb(subs / "a_fast.ipynb", [SETUP, GOOD_H])
-    _write_nb(subs / "b_slow.ipynb", [SETUP, GOOD_H, "import subprocess\n"
-                                      "subprocess.Popen(['sleep', '27182'], start_new_session=True)",
-                                      "while True:\n    pass"])
+    _write_nb(
+        subs / "b_slow.ipynb",
+        [
+            SETUP,
+            GOOD_H,
+            "import subprocess\nsubprocess.Popen(['sleep', '27182'], start_new_session=True)",
+            "while True:\n    pass",
+        ],
+    )
     args = ["--assignment", "ch01", "--out", out, "--workers", "1", "--cell-timeout", "60", "--quiet"]
-    grader = subprocess.Popen([sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), *map(str, args)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not _processes_with("27182"):
         assert time.monotonic() < deadline and grader.poll() is None
@@ -437,7 +549,7 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
     while _processes_with("27182") or _processes_with(str(subs)):
         assert time.monotonic() < deadline, "processes of the killed grader are still running"
         time.sleep(0.1)
-    assert (out / ".aiinfra-run").exists()                    # left behind; the next run removes it
+    assert (out / ".aiinfra-run").exists()  # left behind; the next run removes it
     again = _cli(subs, *args[:6], "--cell-timeout", "5", "--quiet")
     assert again.returncode == 0, again.stderr
     assert "cleaned up after an earlier run" in again.stderr and "skipped 1 unchanged" in again.stdout
@@ -449,6 +561,7 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
 
 
 # --- class 5: limits that limit --------------------------------------------------------------------
+
 
 def test_memory_is_capped_for_all_processes_together(graded):
     row = graded["rows"]["forked_memory"]
@@ -469,8 +582,9 @@ def test_disk_is_capped(graded):
     assert row["status"] == "error" and "No space left on device" in row["reason"] and row["auto_score"] == 1
 
 
-@pytest.mark.parametrize("name,why", [("huge_message", "above 327680 bytes were discarded unread"),
-                                      ("print_10mb", "discarded")])
+@pytest.mark.parametrize(
+    "name,why", [("huge_message", "above 327680 bytes were discarded unread"), ("print_10mb", "discarded")]
+)
 def test_oversized_output_is_discarded_and_the_run_continues(graded, name, why):
     """One 40 MB message is refused before it is decoded; 10 MB of prints are capped, however they arrive."""
     row = graded["rows"][name]
@@ -486,6 +600,7 @@ def test_answers_sent_after_the_run_stopped_do_not_count(graded, name, status):
 
 
 # --- class 6: bookkeeping ------------------------------------------------------------------------------
+
 
 def test_ids_that_share_a_slug_get_their_own_files(graded):
     out = graded["out"]
@@ -506,7 +621,7 @@ def test_csv_cells_never_start_a_formula(graded):
 
 def test_a_duplicate_gets_its_own_row(graded):
     rows = graded["rows"]
-    assert rows["dup"]["auto_score"] == 1 and rows["dup"]["status"] == "ok"   # the folder, first in order
+    assert rows["dup"]["auto_score"] == 1 and rows["dup"]["status"] == "ok"  # the folder, first in order
     row = _row_by_name(rows, "dup~")
     assert row["status"] == "invalid" and "a second submission for student 'dup'" in row["reason"]
 
@@ -515,17 +630,28 @@ def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(15)", GOOD_H])
-    args = [sys.executable, "-m", "aiinfra.course.grading.cli", subs, "--assignment", "ch01", "--out", out, "--quiet"]
+    args = [
+        sys.executable,
+        "-m",
+        "aiinfra.course.grading.cli",
+        subs,
+        "--assignment",
+        "ch01",
+        "--out",
+        out,
+        "--quiet",
+    ]
     first = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = out / "gradebook.sqlite.lock"
     deadline = time.monotonic() + 60
     while not (lock.exists() and lock.read_text().strip() == str(first.pid)):
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    waiting = subprocess.Popen(list(map(str, args + ["--wait"])), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    waiting = subprocess.Popen(
+        list(map(str, args + ["--wait"])), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     refused = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=120)
-    assert first.poll() is None                                   # all of this happened while it graded
+    assert first.poll() is None  # all of this happened while it graded
     assert refused.returncode == 75 and f"another aiinfra-grade (pid {first.pid})" in refused.stderr
     assert first.wait(timeout=120) == 0
     out_w, err_w = waiting.communicate(timeout=120)
@@ -535,10 +661,12 @@ def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
 
 # --- class 7: wherever the project lives --------------------------------------------------------------
 
+
 def test_a_package_inside_a_private_folder_still_grades(tmp_path):
     private = tmp_path / "private"
-    shutil.copytree(REPO / "src" / "aiinfra", private / "src" / "aiinfra",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "src" / "aiinfra", private / "src" / "aiinfra", ignore=shutil.ignore_patterns("__pycache__")
+    )
     private.chmod(0o700)
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
@@ -557,6 +685,7 @@ def test_a_package_inside_a_private_folder_still_grades(tmp_path):
 
 
 # --- without namespaces, loudly ----------------------------------------------------------------------
+
 
 def test_without_bubblewrap_the_grader_says_so_loudly(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"

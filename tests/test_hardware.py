@@ -10,19 +10,32 @@ from aiinfra.units import GB, TB
 
 def test_catalog_covers_volta_to_blackwell():
     names = {g.name for g in hardware.catalog()}
-    assert {"RTX 4090", "RTX A6000", "A100 80GB SXM", "H100 SXM", "H200 SXM", "B200",
-            "RTX PRO 6000 Blackwell Workstation", "L40S", "MI300X", "V100 SXM2 32GB"} <= names
+    assert {
+        "RTX 4090",
+        "RTX A6000",
+        "A100 80GB SXM",
+        "H100 SXM",
+        "H200 SXM",
+        "B200",
+        "RTX PRO 6000 Blackwell Workstation",
+        "L40S",
+        "MI300X",
+        "V100 SXM2 32GB",
+    } <= names
     years = [g.year for g in hardware.catalog()]
     assert years == sorted(years)
     assert {g.architecture for g in hardware.catalog()} >= {"Volta", "Ampere", "Hopper", "Blackwell"}
 
 
-@pytest.mark.parametrize("name,mem_gb,bw_tb,bf16_tflops", [
-    ("H100 SXM", 80, 3.35, 989.4),
-    ("A100 80GB SXM", 80, 2.039, 312),
-    ("RTX 4090", 24, 1.008, 165.2),
-    ("RTX PRO 6000 Blackwell Workstation", 96, 1.792, 503.8),
-])
+@pytest.mark.parametrize(
+    "name,mem_gb,bw_tb,bf16_tflops",
+    [
+        ("H100 SXM", 80, 3.35, 989.4),
+        ("A100 80GB SXM", 80, 2.039, 312),
+        ("RTX 4090", 24, 1.008, 165.2),
+        ("RTX PRO 6000 Blackwell Workstation", 96, 1.792, 503.8),
+    ],
+)
 def test_source_text_values(name, mem_gb, bw_tb, bf16_tflops):
     g = hardware.gpu(name)
     assert g.memory_bytes == mem_gb * GB
@@ -40,7 +53,12 @@ def test_h100_is_dense_not_sparse_and_has_the_right_ridge():
 
 @pytest.mark.parametrize("g", hardware.catalog(), ids=lambda g: g.name)
 def test_every_spec_is_sourced_and_sane(g):
-    for f in ("memory_bytes", "memory_bandwidth_bytes_per_s", "scaleup_bytes_per_s_per_direction", "tdp_watts"):
+    for f in (
+        "memory_bytes",
+        "memory_bandwidth_bytes_per_s",
+        "scaleup_bytes_per_s_per_direction",
+        "tdp_watts",
+    ):
         assert g.sources.get(f), f"{g.name}: no source for {f}"
     peak = g.bf16_dense_flops_per_s or g.fp16_dense_flops_per_s
     assert 1e13 < peak < 1e16
@@ -67,7 +85,10 @@ def test_unsupported_formats_are_none_and_refused():
 
 def test_pcie_cards_scale_up_over_pcie():
     assert hardware.gpu("rtx 4090").scaleup_link.startswith("PCIe")
-    assert hardware.gpu("RTX-PRO-6000").scaleup_bytes_per_s_per_direction == hardware.link("pcie5").bytes_per_s_per_direction
+    assert (
+        hardware.gpu("RTX-PRO-6000").scaleup_bytes_per_s_per_direction
+        == hardware.link("pcie5").bytes_per_s_per_direction
+    )
 
 
 @pytest.mark.parametrize("spelling", ["H100 SXM", "h100", "H100-SXM", "h100_sxm", "  H100sxm  "])
@@ -134,9 +155,17 @@ def test_dgx_h100():
 
 def test_custom_gpu():
     g = hardware.custom_gpu(
-        name="Toy", vendor="Acme", architecture="Test", year=2030, memory_bytes=10 * GB,
-        memory_bandwidth_bytes_per_s=1 * TB, bf16_dense_flops_per_s=1e14, fp8_dense_flops_per_s=None,
-        scaleup_link="PCIe Gen5 x16", scaleup_bytes_per_s_per_direction=64e9, tdp_watts=100,
+        name="Toy",
+        vendor="Acme",
+        architecture="Test",
+        year=2030,
+        memory_bytes=10 * GB,
+        memory_bandwidth_bytes_per_s=1 * TB,
+        bf16_dense_flops_per_s=1e14,
+        fp8_dense_flops_per_s=None,
+        scaleup_link="PCIe Gen5 x16",
+        scaleup_bytes_per_s_per_direction=64e9,
+        tdp_watts=100,
         form_factor="card",
     )
     assert g.sources["memory_bytes"] == "user-supplied"
@@ -146,14 +175,22 @@ def test_custom_gpu():
     assert "whitepaper" in h.sources["memory_bandwidth_bytes_per_s"]
 
 
-@pytest.mark.parametrize("change,name", [
-    ({"memory_bytes": -1}, "memory_bytes"), ({"memory_bytes": 0}, "memory_bytes"),
-    ({"memory_bandwidth_bytes_per_s": float("nan")}, "memory_bandwidth_bytes_per_s"),
-    ({"tdp_watts": float("inf")}, "tdp_watts"), ({"tdp_watts": True}, "tdp_watts"),
-    ({"bf16_dense_flops_per_s": "989"}, "bf16_dense_flops_per_s"), ({"year": 1800}, "year"),
-    ({"year": 2022.5}, "year"), ({"name": ""}, "name"), ({"sources": {"colour": "x"}}, "sources"),
-    ({"fp8_dense_flops_per_s": -1}, "fp8_dense_flops_per_s"),
-])
+@pytest.mark.parametrize(
+    "change,name",
+    [
+        ({"memory_bytes": -1}, "memory_bytes"),
+        ({"memory_bytes": 0}, "memory_bytes"),
+        ({"memory_bandwidth_bytes_per_s": float("nan")}, "memory_bandwidth_bytes_per_s"),
+        ({"tdp_watts": float("inf")}, "tdp_watts"),
+        ({"tdp_watts": True}, "tdp_watts"),
+        ({"bf16_dense_flops_per_s": "989"}, "bf16_dense_flops_per_s"),
+        ({"year": 1800}, "year"),
+        ({"year": 2022.5}, "year"),
+        ({"name": ""}, "name"),
+        ({"sources": {"colour": "x"}}, "sources"),
+        ({"fp8_dense_flops_per_s": -1}, "fp8_dense_flops_per_s"),
+    ],
+)
 def test_custom_gpu_validates(change, name):
     with pytest.raises(ValueError, match=name):
         hardware.custom_gpu(base="h100", **change)

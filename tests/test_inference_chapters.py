@@ -4,6 +4,7 @@ the price of a token, trace statistics, and the tables the pages show.
 Expected values come from the public model configs and the spec sheets (the exact counts in
 ``../shared/seeds/NOTES.md``), or are worked by hand below; none is read back from the code under test.
 """
+
 import math
 
 import numpy as np
@@ -18,8 +19,8 @@ from aiinfra.serving import batching, paging
 H100_BW, H100_MEM, H100_BF16 = 3.35e12, 80e9, 989.4e12
 # Llama-3.1-70B (NOTES): 70,553,706,496 parameters, vocab 128,256, hidden 8,192, untied, BF16
 N70, V70, D70 = 70_553_706_496, 128_256, 8_192
-READ70 = (N70 - V70 * D70 + D70) * 2          # a step reads one row of the embedding table
-KV70 = 2 * 80 * 8 * 128 * 2                     # 320 KiB per token
+READ70 = (N70 - V70 * D70 + D70) * 2  # a step reads one row of the embedding table
+KV70 = 2 * 80 * 8 * 128 * 2  # 320 KiB per token
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +35,17 @@ def qwen():
 
 # --- capacity first ------------------------------------------------------------------------
 
+
 def test_the_70b_needs_two_h100s_in_bf16_and_one_in_8_bit(d70):
     assert d70.weight_bytes == pytest.approx(N70 * 2)
     assert d70.usable_bytes == pytest.approx(0.9 * H100_MEM)
-    assert d70.min_gpus == 2                                    # 141.11 GB > 72 GB, < 144 GB
-    assert d70.replace(weight_precision="int8").min_gpus == 1   # 70.55 GB <= 72 GB
-    assert d70.replace(n_gpus=8).min_gpus == 2                  # a property of the model and the GPU, not of n_gpus
+    assert d70.min_gpus == 2  # 141.11 GB > 72 GB, < 144 GB
+    assert d70.replace(weight_precision="int8").min_gpus == 1  # 70.55 GB <= 72 GB
+    assert d70.replace(n_gpus=8).min_gpus == 2  # a property of the model and the GPU, not of n_gpus
     assert Deployment(RoundModel(405e9, 0), "H100 SXM").min_gpus == math.ceil(810e9 / 72e9)
-    assert Deployment(RoundModel(405e9, 0), "H100 SXM", memory_reserve=0.0).min_gpus == math.ceil(810e9 / 80e9)
+    assert Deployment(RoundModel(405e9, 0), "H100 SXM", memory_reserve=0.0).min_gpus == math.ceil(
+        810e9 / 80e9
+    )
 
 
 def test_the_ceiling_divides_by_the_bytes_a_step_reads(d70):
@@ -52,8 +56,9 @@ def test_the_ceiling_divides_by_the_bytes_a_step_reads(d70):
     assert d70.replace(eta_b=0.5).ceiling_tokens_per_s() == pytest.approx(0.5 * H100_BW / READ70)
     # the KV of the context joins the weights
     assert d70.ceiling_tokens_per_s(8192) == pytest.approx(H100_BW / (READ70 + 8192 * KV70))
-    np.testing.assert_allclose(d70.ceiling_tokens_per_s(np.array([0, 8192])),
-                               [H100_BW / READ70, H100_BW / (READ70 + 8192 * KV70)])
+    np.testing.assert_allclose(
+        d70.ceiling_tokens_per_s(np.array([0, 8192])), [H100_BW / READ70, H100_BW / (READ70 + 8192 * KV70)]
+    )
     # the two other conventions the chapter explains once
     assert round(H100_BW / (N70 * 2), 1) == 23.7
     assert round(Deployment(RoundModel(70e9, 0), "H100 SXM").ceiling_tokens_per_s(), 1) == 23.9
@@ -63,7 +68,7 @@ def test_crossover_batch_is_infinite_when_one_cache_outlasts_its_arithmetic(qwen
     assert math.isinf(qwen.crossover_batch(4096))
     b = qwen.crossover_batch(64)
     assert 0 < b < math.inf
-    step = qwen.step(b, 64)                      # at the crossover both times agree
+    step = qwen.step(b, 64)  # at the crossover both times agree
     assert step.compute_s == pytest.approx(step.memory_s, rel=1e-9)
 
 
@@ -78,13 +83,14 @@ def test_cost_per_million_tokens_divides_the_replica_rate_by_its_gpus():
 
 # --- traces and the load a policy can carry ----------------------------------------------------
 
+
 def _trace(arrivals, prompts, outputs):
     return batching.Trace(np.array(arrivals), np.array(prompts), np.array(outputs))
 
 
 def test_trace_statistics_by_hand():
     tr = _trace([0, 4, 8], [100, 200, 300], [10, 20, 30])
-    assert tr.mid_reply_context_tokens == 210          # mean of 105, 210, 315
+    assert tr.mid_reply_context_tokens == 210  # mean of 105, 210, 315
     assert tr.arrival_rate_per_step == pytest.approx(2 / 8)
     assert math.isinf(_trace([3, 3], [1, 1], [1, 1]).arrival_rate_per_step)
 
@@ -108,6 +114,7 @@ def test_mid_reply_context_of_the_measurement():
 
 # --- the tables of the pages ---------------------------------------------------------------------
 
+
 def _rows(md):
     return [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()[2:]]
 
@@ -115,7 +122,7 @@ def _rows(md):
 def test_request_phases_pin_the_notes(qwen):
     md = tables.request_phases_markdown(qwen.request(2048, 256))
     rows = {r[0]: r[1:] for r in _rows(md)}
-    assert rows["forward passes"] == ["1", "255"]          # the prefill emits the first of the 256 tokens
+    assert rows["forward passes"] == ["1", "255"]  # the prefill emits the first of the 256 tokens
     assert rows["FLOPs"][0] == "29.69 TFLOPs"
     assert rows["bytes read from HBM"][0] == "15.14 GB"
     assert rows["bound"] == ["compute-bound", "memory-bound"]
@@ -137,7 +144,7 @@ def test_decode_ceiling_table_checks_capacity_first():
     rows = {r[0]: r[1:] for r in _rows(tables.decode_ceiling_markdown(("Llama-3.1-8B", "Llama-3.1-70B")))}
     assert rows["Llama-3.1-70B"][0] == "70.55"
     assert rows["Llama-3.1-70B"][1] == f"does not fit: 2 GPUs, {2 * H100_BW / READ70:,.1f}"
-    assert rows["Llama-3.1-70B"][2] == f"{H100_BW / (READ70 / 2):,.1f}"       # 8-bit fits on one
+    assert rows["Llama-3.1-70B"][2] == f"{H100_BW / (READ70 / 2):,.1f}"  # 8-bit fits on one
     assert "does not fit" not in " ".join(rows["Llama-3.1-8B"])
     with pytest.raises(ValueError, match="model_names"):
         tables.decode_ceiling_markdown(())
@@ -147,7 +154,7 @@ def test_decode_ceiling_table_checks_capacity_first():
 
 def test_kv_share_table_uses_one_unit(qwen, d70):
     rows = _rows(tables.kv_share_markdown([("Qwen3-8B", qwen, 2048), ("70B", d70, 131072)]))
-    assert rows[0][2:] == ["15.14 GB", "0.30 GB", "2%"]          # 288 MiB = 0.30 GB
+    assert rows[0][2:] == ["15.14 GB", "0.30 GB", "2%"]  # 288 MiB = 0.30 GB
     assert rows[1][3] == f"{131072 * KV70 / 1e9:.2f} GB"
     with pytest.raises(ValueError, match="cases"):
         tables.kv_share_markdown([("70B", d70)])
@@ -212,7 +219,7 @@ def test_trace_and_scheduling_tables():
     runs = {s: paging.simulate_with_kv_budget(tr, 2, 1e6, 1.0, s, 16, 64) for s in paging.SCHEMES}
     assert [r[0] for r in _rows(tables.kv_schemes_markdown(runs))] == list(paging.SCHEMES)
     pages = _rows(tables.page_size_markdown(tr.final_context_tokens, 64, 64.0, 1.0, (1, 16)))
-    assert pages[0] == ["1", "0.0%", "2"]        # 11 + 24 = 35 tokens fit in 64; with the third (31) they would not
+    assert pages[0] == ["1", "0.0%", "2"]  # 11 + 24 = 35 tokens fit in 64; with the third (31) they would not
     with pytest.raises(ValueError, match="trace"):
         tables.trace_markdown([1, 2, 3])
     with pytest.raises(ValueError, match="runs"):

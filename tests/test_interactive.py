@@ -1,4 +1,5 @@
 """The interactive-figure helper: sliders, static frames and links, live redraw, budgets."""
+
 from __future__ import annotations
 
 import io
@@ -31,17 +32,21 @@ def _png_size(png: bytes):
 
 # ----- Slider ---------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"name": "not an id", "values": [1, 2]}, "name"),
-    ({"name": "x", "values": [1]}, "at least 2"),
-    ({"name": "x", "values": [1, 1, 2]}, "distinct"),
-    ({"name": "x", "values": [1, 2], "default": 3}, "default"),
-    ({"name": "x", "values": [1, 2, 3], "max_static": 1}, "max_static"),
-    ({"name": "x", "values": [1, 2, 3], "static": [1, 4]}, "static"),
-    ({"name": "x", "values": [1, 2, 3], "static": [1]}, "static"),
-    ({"name": "x", "values": [1, 2, 3], "static": [1, 3], "default": 2}, "default"),
-    ({"name": "x", "values": [1, 2], "fmt": 5}, "fmt"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"name": "not an id", "values": [1, 2]}, "name"),
+        ({"name": "x", "values": [1]}, "at least 2"),
+        ({"name": "x", "values": [1, 1, 2]}, "distinct"),
+        ({"name": "x", "values": [1, 2], "default": 3}, "default"),
+        ({"name": "x", "values": [1, 2, 3], "max_static": 1}, "max_static"),
+        ({"name": "x", "values": [1, 2, 3], "static": [1, 4]}, "static"),
+        ({"name": "x", "values": [1, 2, 3], "static": [1]}, "static"),
+        ({"name": "x", "values": [1, 2, 3], "static": [1, 3], "default": 2}, "default"),
+        ({"name": "x", "values": [1, 2], "fmt": 5}, "fmt"),
+    ],
+)
 def test_slider_rejects_bad_definitions(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Slider(**kwargs)
@@ -76,6 +81,7 @@ def test_slider_text_uses_format_string_or_callable():
 
 
 # ----- mode, readouts, rendering ---------------------------------------------
+
 
 def test_build_mode_follows_environment(monkeypatch):
     monkeypatch.delenv(ia.BUILD_ENV_VAR, raising=False)
@@ -123,17 +129,21 @@ def test_b64_len():
 
 # ----- interactive_figure: validation ----------------------------------------
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    (("nope", [Slider("freq", [1, 2])]), {}, "fn"),
-    ((wave, []), {}, "sliders"),
-    ((wave, [("freq", [1, 2])]), {}, "sliders"),
-    ((wave, [Slider("freq", [1, 2]), Slider("freq", [3, 4])]), {}, "distinct"),
-    ((wave, [Slider("freq", [1, 2])]), {"fixed": {"freq": 3}}, "fixed"),
-    ((wave, [Slider("freq", [1, 2])]), {"max_bytes": 100}, "max_bytes"),
-    ((wave, [Slider("freq", [1, 2])]), {"max_frames": 1}, "max_frames"),
-    ((wave, [Slider("freq", [1, 2])]), {"live_density": -1}, "live_density"),
-    ((wave, [Slider("freq", [1, 2])]), {"mode": "movie"}, "mode"),
-])
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        (("nope", [Slider("freq", [1, 2])]), {}, "fn"),
+        ((wave, []), {}, "sliders"),
+        ((wave, [("freq", [1, 2])]), {}, "sliders"),
+        ((wave, [Slider("freq", [1, 2]), Slider("freq", [3, 4])]), {}, "distinct"),
+        ((wave, [Slider("freq", [1, 2])]), {"fixed": {"freq": 3}}, "fixed"),
+        ((wave, [Slider("freq", [1, 2])]), {"max_bytes": 100}, "max_bytes"),
+        ((wave, [Slider("freq", [1, 2])]), {"max_frames": 1}, "max_frames"),
+        ((wave, [Slider("freq", [1, 2])]), {"live_density": -1}, "live_density"),
+        ((wave, [Slider("freq", [1, 2])]), {"mode": "movie"}, "mode"),
+    ],
+)
 def test_interactive_figure_rejects_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         interactive_figure(*args, **kwargs)
@@ -147,6 +157,7 @@ def test_fn_must_return_figure_and_readouts():
 
 
 # ----- static mode -----------------------------------------------------------
+
 
 def test_static_one_slider_frames_follow_grid_and_link_index():
     import ipywidgets as w
@@ -184,9 +195,13 @@ def test_static_two_small_sliders_nest_stacks():
     assert len(f.frames) == 6 and f.live_only == []
     assert [fr.params for fr in f.frames][:2] == [{"freq": 1, "amp": 0.5}, {"freq": 1, "amp": 1.0}]
     outer = next(c for c in f.widget.children if isinstance(c, w.Stack))
-    assert len(outer.children) == 3 and all(isinstance(c, w.Stack) and len(c.children) == 2 for c in outer.children)
+    assert len(outer.children) == 3 and all(
+        isinstance(c, w.Stack) and len(c.children) == 2 for c in outer.children
+    )
     s1, s2 = [c for c in f.widget.children if isinstance(c, w.SelectionSlider)]
-    assert sorted(id(x.target[0]) for x in f.links if x.source == (s2, "index")) == sorted(map(id, outer.children))
+    assert sorted(id(x.target[0]) for x in f.links if x.source == (s2, "index")) == sorted(
+        map(id, outer.children)
+    )
     assert sum(x.source == (s1, "index") and x.target == (outer, "selected_index") for x in f.links) == 1
     assert len(f.links) == 4
 
@@ -194,8 +209,12 @@ def test_static_two_small_sliders_nest_stacks():
 def test_static_large_grid_makes_second_slider_live_only():
     import ipywidgets as w
 
-    f = interactive_figure(wave, [Slider("freq", list(range(1, 11))), Slider("amp", [0.5, 1.0, 2.0])],
-                           mode="static", max_frames=12)
+    f = interactive_figure(
+        wave,
+        [Slider("freq", list(range(1, 11))), Slider("amp", [0.5, 1.0, 2.0])],
+        mode="static",
+        max_frames=12,
+    )
     assert f.live_only == ["amp"]
     assert len(f.frames) == 10
     disabled = [c for c in f.widget.children if isinstance(c, w.SelectionSlider) and c.disabled]
@@ -224,6 +243,7 @@ def test_static_budget_steps_dpi_down_then_refuses():
 
 
 # ----- live mode -------------------------------------------------------------
+
 
 def test_live_mode_redraws_on_change():
     import ipywidgets as w
@@ -271,7 +291,7 @@ def wave_view(freq=1, amp=1.0):
     ax = fig.add_subplot()
     x = np.linspace(0, 6.3, 120)
     ax.set_ylim(-2, 2)
-    line, = ax.plot(x, 0 * x)
+    (line,) = ax.plot(x, 0 * x)
     title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center")
 
     def update(freq):
@@ -315,7 +335,9 @@ def test_live_step_reuses_the_figure_and_its_artists():
     assert img.value != first
     # the live image is the figure drawn afresh at the same parameters
     live = np.asarray(Image.open(io.BytesIO(img.value)).convert("RGB")).astype(int)
-    fresh = np.asarray(Image.open(io.BytesIO(ia._render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB"))
+    fresh = np.asarray(
+        Image.open(io.BytesIO(ia._render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB")
+    )
     assert live.shape == fresh.shape
     assert (np.abs(live - fresh.astype(int)).max(axis=-1) > 48).mean() < 0.002
 

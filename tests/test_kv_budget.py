@@ -1,4 +1,5 @@
 """The KV budget: naive vs consistent batching bounds, cost vs context (chapter 5)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -53,13 +54,21 @@ def test_bound_laws(b, w, s, n):
 
 def test_cost_rises_with_context():
     k = 327_680.0  # GQA 70B, BF16
-    c = capacity.cost_vs_context([1024, 8192, 65536], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8)
-    assert c.max_batch.tolist() == [int(450e9 // (1024 * k)), int(450e9 // (8192 * k)), int(450e9 // (65536 * k))]
+    c = capacity.cost_vs_context(
+        [1024, 8192, 65536], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8
+    )
+    assert c.max_batch.tolist() == [
+        int(450e9 // (1024 * k)),
+        int(450e9 // (8192 * k)),
+        int(450e9 // (65536 * k)),
+    ]
     assert np.all(np.diff(c.usd_per_million_tokens) > 0)
     assert np.all(np.diff(c.tokens_per_s_per_gpu) < 0)
     # price = $/s divided by tokens/s per GPU
     assert c.usd_per_million_tokens[1] == pytest.approx(2.0 / 3600 / c.tokens_per_s_per_gpu[1] * 1e6)
-    capped = capacity.cost_vs_context([1024], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8, batch_cap=64)
+    capped = capacity.cost_vs_context(
+        [1024], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8, batch_cap=64
+    )
     assert capped.max_batch.tolist() == [64]
 
 

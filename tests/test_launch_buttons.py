@@ -4,6 +4,7 @@ Colab and Binder open the committed copy in `notebooks/` (from the configured re
 and branch); the `.ipynb` download serves the notebook this build generated, which
 `tools/notebooks.py --check` (test_notebooks) holds equal to the committed copy.
 """
+
 import html
 import re
 import sys

@@ -1,4 +1,5 @@
 """Chapter 2's hardware arithmetic: spec-sheet conversions, one server's links, the memory bus, generations, domains."""
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -12,6 +13,7 @@ from aiinfra.cluster import network
 
 # --- spec sheets ---------------------------------------------------------------
 
+
 def test_per_direction_pins_the_dgx_links():
     assert network.per_direction_bytes_per_s(900, "GB/s", True) == pytest.approx(450e9)
     assert network.per_direction_bytes_per_s(400, "Gbit/s", False) == pytest.approx(50e9)
@@ -21,10 +23,15 @@ def test_per_direction_pins_the_dgx_links():
 
 
 def test_per_direction_matches_the_catalog():
-    for name, value, unit, both in (("nvlink4", 900, "GB/s", True), ("cx7", 400, "Gbit/s", False),
-                                     ("pcie5", 128, "GB/s", True), ("nvlink5", 1.8, "TB/s", True)):
+    for name, value, unit, both in (
+        ("nvlink4", 900, "GB/s", True),
+        ("cx7", 400, "Gbit/s", False),
+        ("pcie5", 128, "GB/s", True),
+        ("nvlink5", 1.8, "TB/s", True),
+    ):
         assert network.per_direction_bytes_per_s(value, unit, both) == pytest.approx(
-            hardware.link(name).bytes_per_s_per_direction)
+            hardware.link(name).bytes_per_s_per_direction
+        )
 
 
 def test_per_direction_arrays():
@@ -32,12 +39,15 @@ def test_per_direction_arrays():
     assert out == pytest.approx([12.5e9, 25e9, 50e9])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(value=0, unit="GB/s", both_directions=True), "value"),
-    (dict(value=-1, unit="GB/s", both_directions=True), "value"),
-    (dict(value=1, unit="Gb/s", both_directions=True), "unit"),
-    (dict(value=1, unit="GB/s", both_directions="yes"), "both_directions"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(value=0, unit="GB/s", both_directions=True), "value"),
+        (dict(value=-1, unit="GB/s", both_directions=True), "value"),
+        (dict(value=1, unit="Gb/s", both_directions=True), "unit"),
+        (dict(value=1, unit="GB/s", both_directions="yes"), "both_directions"),
+    ],
+)
 def test_per_direction_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         network.per_direction_bytes_per_s(**kwargs)
@@ -63,6 +73,7 @@ def test_misread_factor_is_the_conversion_error(value, bits, both):
 
 
 # --- one server ----------------------------------------------------------------
+
 
 def test_server_links_fastest_first_and_hbm_to_nic():
     links = hardware.server_links()
@@ -105,7 +116,9 @@ def test_hbm_bus_arithmetic():
     rate = memory.bus_transfer_rate_per_s(hardware.gpu("h100").memory_bandwidth_bytes_per_s, bus)
     assert rate == pytest.approx(5.234375e9)
     assert memory.bus_bandwidth_bytes_per_s(bus, rate) == pytest.approx(3.35e12)
-    assert memory.bus_bandwidth_bytes_per_s(np.array([1024, 2048]), 8e9) == pytest.approx([1.024e12, 2.048e12])
+    assert memory.bus_bandwidth_bytes_per_s(np.array([1024, 2048]), 8e9) == pytest.approx(
+        [1.024e12, 2.048e12]
+    )
     with pytest.raises(ValueError, match="bus_width_bits"):
         memory.bus_bandwidth_bytes_per_s(5120.5, 5e9)
     with pytest.raises(ValueError, match="transfers_per_s"):
@@ -115,6 +128,7 @@ def test_hbm_bus_arithmetic():
 
 
 # --- generations ---------------------------------------------------------------
+
 
 def test_generations_table():
     gens = hardware.generations()
@@ -129,7 +143,9 @@ def test_generations_table():
 
 
 def test_scale_up_domains():
-    assert network.domain_bandwidth_bytes_per_s(hardware.GB200_NVL72, both_directions=True) == pytest.approx(129.6e12)
+    assert network.domain_bandwidth_bytes_per_s(hardware.GB200_NVL72, both_directions=True) == pytest.approx(
+        129.6e12
+    )
     assert network.domain_bandwidth_bytes_per_s(hardware.GB200_NVL72) == pytest.approx(64.8e12)
     assert network.domain_bandwidth_bytes_per_s(hardware.DGX_H100_DOMAIN) == pytest.approx(8 * 450e9)
     assert hardware.DGX_H100_DOMAIN.n_gpus == hardware.DGX_H100.n_gpus
@@ -147,4 +163,5 @@ def test_ddr_channels_on_the_same_bus_formula():
     # DDR5-4800: 64 bits x 4.8e9 transfers/s = 38.4 GB/s per channel, 307.2 GB/s for a Xeon 8480C's eight
     assert memory.bus_bandwidth_bytes_per_s(memory.DDR_BITS_PER_CHANNEL, 4.8e9) == pytest.approx(38.4e9)
     assert memory.bus_bandwidth_bytes_per_s(8 * memory.DDR_BITS_PER_CHANNEL, 4.8e9) == pytest.approx(
-        hardware.link("ddr5").bytes_per_s_per_direction)
+        hardware.link("ddr5").bytes_per_s_per_direction
+    )

@@ -5,6 +5,7 @@ positive and finite and consistent with each other (two bandwidth methods
 within a sane factor); the prediction code is checked against the roofline
 and decode functions it must call.
 """
+
 import importlib.util
 import math
 
@@ -30,11 +31,13 @@ class FakeClock:
 
 # --------------------------------------------------------------------- timing
 
+
 def test_time_call_warmup_repeats_and_budget_with_a_fake_clock():
     calls = []
     clock = FakeClock(0.01)
-    t = measure.time_call(lambda: calls.append(1), budget_s=0.1, warmup=2, min_repeats=3, max_repeats=100,
-                          clock=clock)
+    t = measure.time_call(
+        lambda: calls.append(1), budget_s=0.1, warmup=2, min_repeats=3, max_repeats=100, clock=clock
+    )
     # each sample reads the clock twice (0.01 s apart); the budget check reads it once more per round
     assert all(s == pytest.approx(0.01) for s in t.samples_s)
     assert t.warmup == 2 and t.first_s == pytest.approx(0.01)
@@ -55,8 +58,14 @@ def test_time_call_max_repeats_caps_the_loop():
 
 def test_time_call_inner_divides_and_sync_runs_per_sample():
     syncs = []
-    t = measure.time_call(lambda: None, budget_s=1e-9, min_repeats=3, inner=10, sync=lambda: syncs.append(1),
-                          clock=FakeClock(0.5))
+    t = measure.time_call(
+        lambda: None,
+        budget_s=1e-9,
+        min_repeats=3,
+        inner=10,
+        sync=lambda: syncs.append(1),
+        clock=FakeClock(0.5),
+    )
     assert t.inner == 10
     assert all(s == pytest.approx(0.05) for s in t.samples_s)  # one 0.5 s clock step spread over 10 calls
     assert len(syncs) == 1 + t.repeats  # the warm-up sample and every timed sample
@@ -105,13 +114,16 @@ def test_time_interleaved_rejections():
 
 # ---------------------------------------------------------------- work counts
 
+
 def test_matmul_counts():
     assert measure.matmul_flops(4096, 4096, 1) == 2 * 4096 * 4096
     assert measure.matmul_min_bytes(3, 5, 7, 4) == (15 + 35 + 21) * 4
     np.testing.assert_allclose(measure.matmul_flops(10, 10, np.array([1, 2, 4])), [200, 400, 800])
-    for call, name in [(lambda: measure.matmul_flops(0, 1, 1), "m"),
-                       (lambda: measure.matmul_flops(1, 1.5, 1), "k"),
-                       (lambda: measure.matmul_min_bytes(1, 1, 1, 0), "bytes_per_element")]:
+    for call, name in [
+        (lambda: measure.matmul_flops(0, 1, 1), "m"),
+        (lambda: measure.matmul_flops(1, 1.5, 1), "k"),
+        (lambda: measure.matmul_min_bytes(1, 1, 1, 0), "bytes_per_element"),
+    ]:
         with pytest.raises(ValueError, match=name):
             call()
 
@@ -135,7 +147,9 @@ def test_cache_and_stream_sizes():
 
 # ---------------------------------------------------------------- predictions
 
-CEIL = Ceilings(flops_per_s=50e9, bandwidth_bytes_per_s=10e9, dtype="float32", backend="test", source="made up")
+CEIL = Ceilings(
+    flops_per_s=50e9, bandwidth_bytes_per_s=10e9, dtype="float32", backend="test", source="made up"
+)
 
 
 def test_predictions_call_the_roofline():
@@ -144,8 +158,9 @@ def test_predictions_call_the_roofline():
     n = 2**24
     rows, cols = measure.toy_decode_shape(n)
     for b in (1, 8, 64):
-        expect = roofline.step_time_overlapped_s(2.0 * rows * cols * b, (rows * cols + (rows + cols) * b) * 4,
-                                                 50e9, 10e9)
+        expect = roofline.step_time_overlapped_s(
+            2.0 * rows * cols * b, (rows * cols + (rows + cols) * b) * 4, 50e9, 10e9
+        )
         assert measure.predict_decode_step_s(n, b, 4, CEIL) == pytest.approx(expect, rel=1e-12)
     sweep = measure.predict_decode_step_s(n, np.array([1, 8, 64]), 4, CEIL)
     assert sweep.shape == (3,) and np.all(np.diff(sweep) >= 0)
@@ -175,8 +190,13 @@ def test_measured_knee_recovers_a_two_regime_sweep():
 
 @pytest.mark.parametrize(
     "bs, ts, name",
-    [([1], [1.0], "batches"), ([1, 2], [1.0], "batches"), ([2, 1], [1.0, 1.0], "batches"),
-     ([1, 2], [1.0, 0.0], "times_s"), ([0, 2], [1.0, 1.0], "batches")],
+    [
+        ([1], [1.0], "batches"),
+        ([1, 2], [1.0], "batches"),
+        ([2, 1], [1.0, 1.0], "batches"),
+        ([1, 2], [1.0, 0.0], "times_s"),
+        ([0, 2], [1.0, 1.0], "batches"),
+    ],
 )
 def test_sweep_rejections(bs, ts, name):
     with pytest.raises(ValueError, match=name):
@@ -189,9 +209,11 @@ def test_step_time_with_calls_and_fit():
     ts = measure.step_time_with_calls_s(0.01, ks, 2e-6)
     assert measure.fit_per_call_s(ks, ts) == pytest.approx(2e-6)
     assert measure.fit_per_call_s([1, 2, 3], [3.0, 2.0, 1.0]) == 0.0  # a falling sweep is noise, not a gain
-    for call, name in [(lambda: measure.step_time_with_calls_s(-1, 1, 1), "bound_s"),
-                       (lambda: measure.step_time_with_calls_s(1, 1.5, 1), "n_calls"),
-                       (lambda: measure.step_time_with_calls_s(1, 1, -1), "per_call_s")]:
+    for call, name in [
+        (lambda: measure.step_time_with_calls_s(-1, 1, 1), "bound_s"),
+        (lambda: measure.step_time_with_calls_s(1, 1.5, 1), "n_calls"),
+        (lambda: measure.step_time_with_calls_s(1, 1, -1), "per_call_s"),
+    ]:
         with pytest.raises(ValueError, match=name):
             call()
 
@@ -228,6 +250,7 @@ def test_ceilings_validation_and_from_measurements():
 
 
 # ------------------------------------------------------------------- backends
+
 
 def test_backends():
     be = measure.get_backend("numpy")
@@ -331,13 +354,15 @@ def test_datasheet_ceilings_of_a_cpu():
     assert measure.cpu_peak_flops_per_s(8, 3e9, 2, 256, 32) == pytest.approx(768e9)
     np.testing.assert_allclose(measure.cpu_peak_flops_per_s(np.array([1, 2]), 1e9, 1, 128, 32), [8e9, 16e9])
     assert measure.achieved_rate_per_s(16e9, 0.005) == pytest.approx(3.2e12)
-    for call, name in [(lambda: measure.cpu_flops_per_cycle(0, 256, 32), "fma_units"),
-                       (lambda: measure.cpu_flops_per_cycle(2, 256.5, 32), "simd_bits"),
-                       (lambda: measure.cpu_flops_per_cycle(2, 256, 0), "bits_per_element"),
-                       (lambda: measure.cpu_peak_flops_per_s(0, 1e9, 2, 256, 32), "cores"),
-                       (lambda: measure.cpu_peak_flops_per_s(1, 0, 2, 256, 32), "clock_hz"),
-                       (lambda: measure.achieved_rate_per_s(-1, 1), "amount"),
-                       (lambda: measure.achieved_rate_per_s(1, 0), "elapsed_s")]:
+    for call, name in [
+        (lambda: measure.cpu_flops_per_cycle(0, 256, 32), "fma_units"),
+        (lambda: measure.cpu_flops_per_cycle(2, 256.5, 32), "simd_bits"),
+        (lambda: measure.cpu_flops_per_cycle(2, 256, 0), "bits_per_element"),
+        (lambda: measure.cpu_peak_flops_per_s(0, 1e9, 2, 256, 32), "cores"),
+        (lambda: measure.cpu_peak_flops_per_s(1, 0, 2, 256, 32), "clock_hz"),
+        (lambda: measure.achieved_rate_per_s(-1, 1), "amount"),
+        (lambda: measure.achieved_rate_per_s(1, 0), "elapsed_s"),
+    ]:
         with pytest.raises(ValueError, match=name):
             call()
 
@@ -347,9 +372,11 @@ def test_split_read_keeps_the_bytes_and_changes_only_the_calls():
     assert [m.params["pieces"] for m in split] == [1, 8, 512]
     assert len({m.bytes_moved for m in split}) == 1 and split[0].bytes_moved == 2**20
     assert all(_finite_positive(m.seconds) for m in split)
-    for call, name in [(lambda: measure.measure_split_read([], 2**20, backend=NP), "pieces"),
-                       (lambda: measure.measure_split_read([0], 2**20, backend=NP), "pieces"),
-                       (lambda: measure.measure_split_read([10**9], 2**12, backend=NP), "pieces"),
-                       (lambda: measure.measure_split_read([1], 2**20, budget_s=-1, backend=NP), "budget_s")]:
+    for call, name in [
+        (lambda: measure.measure_split_read([], 2**20, backend=NP), "pieces"),
+        (lambda: measure.measure_split_read([0], 2**20, backend=NP), "pieces"),
+        (lambda: measure.measure_split_read([10**9], 2**12, backend=NP), "pieces"),
+        (lambda: measure.measure_split_read([1], 2**20, budget_s=-1, backend=NP), "budget_s"),
+    ]:
         with pytest.raises(ValueError, match=name):
             call()

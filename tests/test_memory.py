@@ -12,6 +12,7 @@ from aiinfra.units import GB, GiB, KiB, MiB
 
 # --- weights ----------------------------------------------------------------------------
 
+
 def test_r1_70b_bf16_weights(r1_70b):
     w = memory.weight_bytes(r1_70b)
     assert w == 141_107_412_992
@@ -43,8 +44,17 @@ def test_grouped_quant_options(r1_70b):
 
 
 def test_grouped_quant_counts_a_short_last_group():
-    m = models.load({"model_type": "llama", "hidden_size": 100, "intermediate_size": 60, "num_attention_heads": 4,
-                     "num_key_value_heads": 4, "num_hidden_layers": 1, "vocab_size": 10})
+    m = models.load(
+        {
+            "model_type": "llama",
+            "hidden_size": 100,
+            "intermediate_size": 60,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "num_hidden_layers": 1,
+            "vocab_size": 10,
+        }
+    )
     got = memory.grouped_quant_weight_bytes(m, bits=8, group_size=64, scale_bytes=2)
     # rows of 100 inputs need 2 groups, rows of 60 inputs (down_proj) need 1
     groups = 100 * 2 * 4 + 60 * 2 * 2 + 100 * 1
@@ -60,6 +70,7 @@ def test_router_kept_in_bf16(mixtral):
 
 
 # --- KV cache ---------------------------------------------------------------------------
+
 
 def test_r1_70b_kv(r1_70b):
     assert memory.kv_bytes_per_token(r1_70b) == 327_680 == 320 * KiB
@@ -100,8 +111,11 @@ def test_sliding_window_caps_the_request():
     assert per_token == 2 * 32 * 8 * 128 * 2
     assert memory.kv_bytes_per_request(m, 1000) == 1000 * per_token
     assert memory.kv_bytes_per_request(m, 32_768) == 4096 * per_token
-    cfg = dict(models.shipped_config("Mistral-7B-v0.1"), sliding_window=1024,
-               layer_types=["sliding_attention", "full_attention"] * 16)
+    cfg = dict(
+        models.shipped_config("Mistral-7B-v0.1"),
+        sliding_window=1024,
+        layer_types=["sliding_attention", "full_attention"] * 16,
+    )
     mixed = models.load(cfg)
     assert mixed.sliding_window_layers == tuple(range(0, 32, 2))
     assert memory.kv_bytes_per_request(mixed, 4096) == (16 * 4096 + 16 * 1024) * per_token / 32
@@ -124,6 +138,7 @@ def test_kv_sweeps_arrays(qwen3_8b):
 
 
 # --- fitting and splitting --------------------------------------------------------------
+
 
 def test_fit_checks_from_the_source_texts(r1_70b):
     h100 = hardware.gpu("H100 SXM").memory_bytes
@@ -155,8 +170,9 @@ def test_any_positive_size_needs_a_card():
     # 5e-324 / 80e9 rounds to 0.0 in floating point; a card is still needed
     assert memory.min_cards(5e-324, 80 * GB) == 1
     assert memory.min_cards(1.0, 80 * GB) == 1
-    np.testing.assert_array_equal(memory.min_cards(np.array([0.0, 5e-324, 80 * GB, 80 * GB + 1]), 80 * GB),
-                                  [0, 1, 1, 2])
+    np.testing.assert_array_equal(
+        memory.min_cards(np.array([0.0, 5e-324, 80 * GB, 80 * GB + 1]), 80 * GB), [0, 1, 1, 2]
+    )
 
 
 def test_split_by_capacity_mixed_cards():
@@ -177,7 +193,9 @@ def test_a_card_filled_exactly_fits():
     assert s.fits_each == (True, True) and s.all_fit
     assert s.free_bytes == (0.0, 0.0)
     # one byte more does not fit
-    assert not memory.split_by_capacity(115 * GB + 1, [24 * GB, 96 * GB], reserve_bytes_per_card=2.5 * GB).all_fit
+    assert not memory.split_by_capacity(
+        115 * GB + 1, [24 * GB, 96 * GB], reserve_bytes_per_card=2.5 * GB
+    ).all_fit
 
 
 def test_fits_and_free_take_arrays():
@@ -223,19 +241,30 @@ def test_kv_rejects_bad_numbers(bad, qwen3_8b):
         memory.kv_bytes_per_request(qwen3_8b, 10, bytes_per_element=bad)
 
 
-@pytest.mark.parametrize("args,name", [
-    ((0, 8, 128, 2), "n_layers"), ((80, -8, 128, 2), "n_kv_heads"), ((80, 8, float("nan"), 2), "head_dim"),
-    ((80, 8, 128, 0), "bytes_per_element"), ((80, 8, 128, True), "bytes_per_element"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((0, 8, 128, 2), "n_layers"),
+        ((80, -8, 128, 2), "n_kv_heads"),
+        ((80, 8, float("nan"), 2), "head_dim"),
+        ((80, 8, 128, 0), "bytes_per_element"),
+        ((80, 8, 128, True), "bytes_per_element"),
+    ],
+)
 def test_kv_formula_rejections(args, name):
     with pytest.raises(ValueError, match=name):
         memory.kv_bytes_per_token_formula(*args)
 
 
-@pytest.mark.parametrize("args,name", [
-    ((0, 512, 64, 2), "n_layers"), ((61, 0, 64, 2), "kv_lora_rank"), ((61, 512, -1, 2), "qk_rope_head_dim"),
-    ((61, 512, 64, float("inf")), "bytes_per_element"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((0, 512, 64, 2), "n_layers"),
+        ((61, 0, 64, 2), "kv_lora_rank"),
+        ((61, 512, -1, 2), "qk_rope_head_dim"),
+        ((61, 512, 64, float("inf")), "bytes_per_element"),
+    ],
+)
 def test_mla_formula_rejections(args, name):
     with pytest.raises(ValueError, match=name):
         memory.mla_kv_bytes_per_token_formula(*args)
@@ -246,22 +275,36 @@ def test_request_kv_rejects_negative_context(r1_70b):
         memory.kv_bytes_per_request(r1_70b, -1)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"bits": 0}, "bits"), ({"bits": 17}, "bits"), ({"bits": 4.5}, "bits"), ({"bits": True}, "bits"),
-    ({"group_size": 0}, "group_size"), ({"group_size": "128"}, "group_size"),
-    ({"scale_bytes": -2}, "scale_bytes"), ({"scale_bytes": float("nan")}, "scale_bytes"),
-    ({"keep_bf16": ("embedding",)}, "keep_bf16"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"bits": 0}, "bits"),
+        ({"bits": 17}, "bits"),
+        ({"bits": 4.5}, "bits"),
+        ({"bits": True}, "bits"),
+        ({"group_size": 0}, "group_size"),
+        ({"group_size": "128"}, "group_size"),
+        ({"scale_bytes": -2}, "scale_bytes"),
+        ({"scale_bytes": float("nan")}, "scale_bytes"),
+        ({"keep_bf16": ("embedding",)}, "keep_bf16"),
+    ],
+)
 def test_grouped_quant_rejections(kwargs, name, r1_70b):
     with pytest.raises(ValueError, match=name):
         memory.grouped_quant_weight_bytes(r1_70b, **kwargs)
 
 
-@pytest.mark.parametrize("args,name", [
-    ((-1, 0, 8, 128, 2, 2), "n_quant_params"), ((1, -1, 8, 128, 2, 2), "n_other_params"),
-    ((1, 1, 0, 128, 2, 2), "bits"), ((1, 1, 8, 0, 2, 2), "group_size"), ((1, 1, 8, 128, -2, 2), "scale_bytes"),
-    ((1, 1, 8, 128, 2, 0), "other_bytes_per_param"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((-1, 0, 8, 128, 2, 2), "n_quant_params"),
+        ((1, -1, 8, 128, 2, 2), "n_other_params"),
+        ((1, 1, 0, 128, 2, 2), "bits"),
+        ((1, 1, 8, 0, 2, 2), "group_size"),
+        ((1, 1, 8, 128, -2, 2), "scale_bytes"),
+        ((1, 1, 8, 128, 2, 0), "other_bytes_per_param"),
+    ],
+)
 def test_grouped_formula_rejections(args, name):
     with pytest.raises(ValueError, match=name):
         memory._grouped_quant_bytes_formula(*args)
@@ -278,9 +321,15 @@ def test_weight_rejections(r1_70b):
         memory.weight_bytes("unknown-model")
 
 
-@pytest.mark.parametrize("position,name", [
-    (0, "weights_bytes"), (1, "state_bytes"), (2, "workspace_bytes"), (3, "capacity_bytes"),
-])
+@pytest.mark.parametrize(
+    "position,name",
+    [
+        (0, "weights_bytes"),
+        (1, "state_bytes"),
+        (2, "workspace_bytes"),
+        (3, "capacity_bytes"),
+    ],
+)
 @pytest.mark.parametrize("bad", BAD)
 def test_fits_and_free_rejections(position, name, bad):
     args = [1.0, 1.0, 1.0, 10.0]
@@ -296,30 +345,50 @@ def test_capacity_zero_is_refused():
         memory.fits(1, 0, 0, 0)
 
 
-@pytest.mark.parametrize("args,name", [
-    ((-1, 2), "total_bytes"), ((1, 0), "n_cards"), ((1, 1.5), "n_cards"), ((1, True), "n_cards"),
-    ((float("nan"), 2), "total_bytes"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((-1, 2), "total_bytes"),
+        ((1, 0), "n_cards"),
+        ((1, 1.5), "n_cards"),
+        ((1, True), "n_cards"),
+        ((float("nan"), 2), "total_bytes"),
+    ],
+)
 def test_split_even_rejections(args, name):
     with pytest.raises(ValueError, match=name):
         memory.split_even(*args)
 
 
-@pytest.mark.parametrize("args,kwargs,name", [
-    ((-1, [1.0]), {}, "total_bytes"), ((1, []), {}, "capacities_bytes"), ((1, 5.0), {}, "capacities_bytes"),
-    ((1, [1.0, -2.0]), {}, "capacities_bytes"), ((1, [1.0, float("nan")]), {}, "capacities_bytes"),
-    ((1, "80"), {}, "capacities_bytes"), ((1, [10.0, 20.0]), {"reserve_bytes_per_card": 10.0}, "reserve"),
-    ((1, [10.0]), {"reserve_bytes_per_card": -1}, "reserve"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,name",
+    [
+        ((-1, [1.0]), {}, "total_bytes"),
+        ((1, []), {}, "capacities_bytes"),
+        ((1, 5.0), {}, "capacities_bytes"),
+        ((1, [1.0, -2.0]), {}, "capacities_bytes"),
+        ((1, [1.0, float("nan")]), {}, "capacities_bytes"),
+        ((1, "80"), {}, "capacities_bytes"),
+        ((1, [10.0, 20.0]), {"reserve_bytes_per_card": 10.0}, "reserve"),
+        ((1, [10.0]), {"reserve_bytes_per_card": -1}, "reserve"),
+    ],
+)
 def test_split_by_capacity_rejections(args, kwargs, name):
     with pytest.raises(ValueError, match=name):
         memory.split_by_capacity(*args, **kwargs)
 
 
-@pytest.mark.parametrize("args,name", [
-    ((-1, 10), "total_bytes"), ((1, 0), "capacity_bytes_per_card"), ((1, float("inf")), "capacity_bytes_per_card"),
-    ((1, 10, 10), "reserve_bytes_per_card"), ((1, 10, -1), "reserve_bytes_per_card"), ((True, 10), "total_bytes"),
-])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((-1, 10), "total_bytes"),
+        ((1, 0), "capacity_bytes_per_card"),
+        ((1, float("inf")), "capacity_bytes_per_card"),
+        ((1, 10, 10), "reserve_bytes_per_card"),
+        ((1, 10, -1), "reserve_bytes_per_card"),
+        ((True, 10), "total_bytes"),
+    ],
+)
 def test_min_cards_rejections(args, name):
     with pytest.raises(ValueError, match=name):
         memory.min_cards(*args)

@@ -74,8 +74,15 @@ def test_breakdown_adds_up(name):
 
 def test_r1_distill_70b_pieces(r1_70b):
     m = r1_70b
-    assert (m.n_layers, m.hidden_size, m.intermediate_size, m.n_heads, m.n_kv_heads, m.head_dim, m.vocab_size) == (
-        80, 8192, 28672, 64, 8, 128, 128256)
+    assert (
+        m.n_layers,
+        m.hidden_size,
+        m.intermediate_size,
+        m.n_heads,
+        m.n_kv_heads,
+        m.head_dim,
+        m.vocab_size,
+    ) == (80, 8192, 28672, 64, 8, 128, 128256)
     assert m.attention_kind == "gqa"
     assert models.embedding_params(m) == 1_050_673_152
     assert models.lm_head_params(m) == models._stored_lm_head_params(m) == 1_050_673_152
@@ -135,16 +142,34 @@ def test_tied_head_is_a_matmul_but_not_stored():
 
 
 QWEN3_4B = {  # Qwen/Qwen3-4B config.json (tied, head_dim 128 != 2560 / 32)
-    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "head_dim": 128, "hidden_size": 2560,
-    "intermediate_size": 9728, "max_window_layers": 36, "model_type": "qwen3", "num_attention_heads": 32,
-    "num_hidden_layers": 36, "num_key_value_heads": 8, "sliding_window": None, "tie_word_embeddings": True,
-    "use_sliding_window": False, "vocab_size": 151936,
+    "architectures": ["Qwen3ForCausalLM"],
+    "attention_bias": False,
+    "head_dim": 128,
+    "hidden_size": 2560,
+    "intermediate_size": 9728,
+    "max_window_layers": 36,
+    "model_type": "qwen3",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "sliding_window": None,
+    "tie_word_embeddings": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
 }
 QWEN25_7B = {  # Qwen/Qwen2.5-7B config.json: Qwen2 always has q/k/v biases
-    "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944,
-    "max_window_layers": 28, "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28,
-    "num_key_value_heads": 4, "sliding_window": 131072, "tie_word_embeddings": False,
-    "use_sliding_window": False, "vocab_size": 152064,
+    "architectures": ["Qwen2ForCausalLM"],
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "max_window_layers": 28,
+    "model_type": "qwen2",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "use_sliding_window": False,
+    "vocab_size": 152064,
 }
 
 
@@ -179,9 +204,17 @@ def test_mistral_slides_on_every_layer():
 
 def test_llama_biases():
     assert "attention_bias" not in models.params_by_group("Llama-3.1-8B")
-    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 100, "attention_bias": True,
-           "mlp_bias": True}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "vocab_size": 100,
+        "attention_bias": True,
+        "mlp_bias": True,
+    }
     m = models.load(cfg)
     plain = models.load(dict(cfg, attention_bias=False, mlp_bias=False))
     assert models.total_params(m) - models.total_params(plain) == 2 * ((64 + 2 * 32) + 64 + (2 * 128 + 64))
@@ -206,6 +239,7 @@ def test_qwen3_moe_sparse_step_and_dense_layers():
 
 
 # --- loading ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("spelling", ["Qwen3-8B", "qwen3-8b", "QWEN3 8B", "Qwen/Qwen3-8B", "qwen3_8b"])
 def test_load_name_spellings(spelling, qwen3_8b):
@@ -245,6 +279,7 @@ def test_shipped_configs_record_their_source():
 
 # --- refusals ---------------------------------------------------------------------------
 
+
 def test_unknown_model_type_names_it_and_the_supported_list():
     with pytest.raises(ValueError, match=r"'falcon'.*exact families are.*llama.*approximate=True"):
         models.load({"model_type": "falcon", "hidden_size": 8})
@@ -262,13 +297,16 @@ def test_approximate_is_an_explicit_labelled_choice():
         models.load(cfg, approximate=1)
 
 
-@pytest.mark.parametrize("extra", [
-    {"num_local_experts": 8},
-    {"kv_lora_rank": 512},
-    {"n_shared_experts": 2},
-    {"pretraining_tp": 2},
-    {"text_config": {}},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"num_local_experts": 8},
+        {"kv_lora_rank": 512},
+        {"n_shared_experts": 2},
+        {"pretraining_tp": 2},
+        {"text_config": {}},
+    ],
+)
 def test_fields_that_change_the_count_are_refused(extra):
     cfg = dict(QWEN3_4B, **extra)
     with pytest.raises(ValueError, match="qwen3"):
@@ -300,34 +338,70 @@ def test_load_rejects_broken_json(tmp_path):
         models.load(str(p))
 
 
-@pytest.mark.parametrize("key,value", [
-    ("hidden_size", -1), ("hidden_size", 0), ("hidden_size", 64.5), ("hidden_size", True),
-    ("hidden_size", "64"), ("num_hidden_layers", float("nan")), ("vocab_size", float("inf")),
-    ("num_key_value_heads", 3), ("tie_word_embeddings", "yes"), ("head_dim", 0),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("hidden_size", -1),
+        ("hidden_size", 0),
+        ("hidden_size", 64.5),
+        ("hidden_size", True),
+        ("hidden_size", "64"),
+        ("num_hidden_layers", float("nan")),
+        ("vocab_size", float("inf")),
+        ("num_key_value_heads", 3),
+        ("tie_word_embeddings", "yes"),
+        ("head_dim", 0),
+    ],
+)
 def test_bad_config_values(key, value):
-    with pytest.raises(ValueError, match=key.replace("num_key_value_heads", "n_kv_heads|num_key_value_heads")):
+    with pytest.raises(
+        ValueError, match=key.replace("num_key_value_heads", "n_kv_heads|num_key_value_heads")
+    ):
         models.load(dict(QWEN3_4B, **{key: value}))
 
 
-@pytest.mark.parametrize("change", [
-    {"attention": ()}, {"n_heads": 7}, {"n_routed_experts": 4}, {"n_experts_per_token": 9},
-    {"hidden_size": 0}, {"name": ""}, {"head_dim": 64}, {"n_kv_heads": 4}, {"vocab_size": 1.5},
-    {"moe_layers": (40,)}, {"kv_lora_rank": 8},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"attention": ()},
+        {"n_heads": 7},
+        {"n_routed_experts": 4},
+        {"n_experts_per_token": 9},
+        {"hidden_size": 0},
+        {"name": ""},
+        {"head_dim": 64},
+        {"n_kv_heads": 4},
+        {"vocab_size": 1.5},
+        {"moe_layers": (40,)},
+        {"kv_lora_rank": 8},
+    ],
+)
 def test_model_config_validates(change, mixtral, qwen3_8b):
     base = mixtral if "n_experts_per_token" in change or "moe_layers" in change else qwen3_8b
     with pytest.raises(ValueError):
         dataclasses.replace(base, **change)
 
 
-@pytest.mark.parametrize("fn", [
-    models.total_params, models.active_params, models.embedding_params, models.lm_head_params,
-    models._stored_lm_head_params, models._norm_params, models._block_linear_params,
-    models.block_linear_params_per_token, models.attention_qk_width, models.attention_v_width,
-    models.decode_read_params, models.param_breakdown, models.params_by_group, models._matrices,
-    models._routed_params,
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        models.total_params,
+        models.active_params,
+        models.embedding_params,
+        models.lm_head_params,
+        models._stored_lm_head_params,
+        models._norm_params,
+        models._block_linear_params,
+        models.block_linear_params_per_token,
+        models.attention_qk_width,
+        models.attention_v_width,
+        models.decode_read_params,
+        models.param_breakdown,
+        models.params_by_group,
+        models._matrices,
+        models._routed_params,
+    ],
+)
 @pytest.mark.parametrize("bad", [None, 42, "not-a-model"])
 def test_count_functions_reject_non_models(fn, bad):
     with pytest.raises(ValueError):
@@ -336,18 +410,33 @@ def test_count_functions_reject_non_models(fn, bad):
 
 # --- a law: the dense count has a closed form -------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
 @given(
-    layers=st.integers(1, 6), kv=st.integers(1, 4), group=st.integers(1, 4), head_dim=st.integers(1, 16),
-    hidden=st.integers(1, 64), ffn=st.integers(1, 96), vocab=st.integers(1, 500), tied=st.booleans(),
+    layers=st.integers(1, 6),
+    kv=st.integers(1, 4),
+    group=st.integers(1, 4),
+    head_dim=st.integers(1, 16),
+    hidden=st.integers(1, 64),
+    ffn=st.integers(1, 96),
+    vocab=st.integers(1, 500),
+    tied=st.booleans(),
 )
 def test_dense_llama_matches_closed_form(layers, kv, group, head_dim, hidden, ffn, vocab, tied):
     heads = kv * group
-    m = models.load({
-        "model_type": "llama", "hidden_size": hidden, "intermediate_size": ffn, "num_attention_heads": heads,
-        "num_key_value_heads": kv, "head_dim": head_dim, "num_hidden_layers": layers, "vocab_size": vocab,
-        "tie_word_embeddings": tied,
-    })
+    m = models.load(
+        {
+            "model_type": "llama",
+            "hidden_size": hidden,
+            "intermediate_size": ffn,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv,
+            "head_dim": head_dim,
+            "num_hidden_layers": layers,
+            "vocab_size": vocab,
+            "tie_word_embeddings": tied,
+        }
+    )
     q, k = heads * head_dim, kv * head_dim
     per_layer = 2 * hidden * q + 2 * hidden * k + 3 * hidden * ffn + 2 * hidden
     expected = layers * per_layer + hidden + vocab * hidden * (1 if tied else 2)

@@ -1,4 +1,5 @@
 """Tests for aiinfra.moe_routing (chapter 7)."""
+
 import numpy as np
 import pytest
 
@@ -36,18 +37,24 @@ def test_step_read_at_batch_one_is_decode_read():
 def test_step_read_tends_to_all_experts():
     m = models.load("DeepSeek-V3")
     big = mr.step_read_params(m, 100_000)
-    expected = (models.decode_read_params(m) - models.params_by_group(m)["expert"] * 8 / 256
-                + models.params_by_group(m)["expert"])
+    expected = (
+        models.decode_read_params(m)
+        - models.params_by_group(m)["expert"] * 8 / 256
+        + models.params_by_group(m)["expert"]
+    )
     assert big == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda: mr.expected_expert_fraction(0, 2, 8), "tokens"),
-    (lambda: mr.expected_expert_fraction(4, 0, 8), "experts_per_token"),
-    (lambda: mr.expected_expert_fraction(4, 9, 8), "experts_per_token"),
-    (lambda: mr.expected_expert_fraction(4, 2, 0), "n_experts"),
-    (lambda: mr.step_read_params("Llama-3.1-8B", 0), "tokens"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: mr.expected_expert_fraction(0, 2, 8), "tokens"),
+        (lambda: mr.expected_expert_fraction(4, 0, 8), "experts_per_token"),
+        (lambda: mr.expected_expert_fraction(4, 9, 8), "experts_per_token"),
+        (lambda: mr.expected_expert_fraction(4, 2, 0), "n_experts"),
+        (lambda: mr.step_read_params("Llama-3.1-8B", 0), "tokens"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -1,4 +1,5 @@
 """Links and collectives."""
+
 import numpy as np
 import pytest
 
@@ -15,7 +16,9 @@ def test_transfer_time():
 def test_direction_conversions_round_trip():
     assert net.per_direction_bytes_per_s(900, "GB/s", both_directions=True) == pytest.approx(450e9)
     assert net.per_direction_bytes_per_s(128, "GB/s", both_directions=True) == pytest.approx(64e9)
-    assert net.bidirectional_from_per_direction(net.per_direction_bytes_per_s(7.0, "GB/s", True)) == pytest.approx(7e9)
+    assert net.bidirectional_from_per_direction(
+        net.per_direction_bytes_per_s(7.0, "GB/s", True)
+    ) == pytest.approx(7e9)
     assert units.bytes_from_bits(400e9) == pytest.approx(50e9)
 
 
@@ -48,25 +51,28 @@ def test_packets_and_cores():
     assert net.packets_per_s(40e9, frame_bytes_on_wire=1538) < pps
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: net.transfer_time_s(-1, 1), "size_bytes"),
-    (lambda: net.transfer_time_s(1, 0), "bandwidth_bytes_per_s"),
-    (lambda: net.transfer_time_s(1, 1, latency_s=-1), "latency_s"),
-    (lambda: net.bidirectional_from_per_direction(-2), "per_direction_bytes_per_s"),
-    (lambda: units.bytes_from_bits(float("inf")), "bits"),
-    (lambda: net.ring_allreduce_time_s(1, 0, 1), "n_ranks"),
-    (lambda: net.ring_allreduce_time_s(1, 2.5, 1), "n_ranks"),
-    (lambda: net.ring_allreduce_time_s(1, 2, 1, latency_s=-1), "latency_s"),
-    (lambda: net.algorithm_bandwidth_bytes_per_s(1, 0), "elapsed_s"),
-    (lambda: net.bus_bandwidth_bytes_per_s(1, 4, collective="all_sum"), "collective"),
-    (lambda: net.bus_bandwidth_bytes_per_s(-1, 4), "algorithm_bytes_per_s"),
-    (lambda: net.bus_bandwidth_bytes_per_s(1, 0), "n_ranks"),
-    (lambda: net.bus_bandwidth_factor(-2), "n_ranks"),
-    (lambda: net.packets_per_s(0), "link_bits_per_s"),
-    (lambda: net.packets_per_s(1e9, frame_bytes_on_wire=0), "frame_bytes_on_wire"),
-    (lambda: net.cores_needed(1, 0), "packets_per_s_per_core"),
-    (lambda: net.cores_needed(-1, 1), "packets_per_s"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: net.transfer_time_s(-1, 1), "size_bytes"),
+        (lambda: net.transfer_time_s(1, 0), "bandwidth_bytes_per_s"),
+        (lambda: net.transfer_time_s(1, 1, latency_s=-1), "latency_s"),
+        (lambda: net.bidirectional_from_per_direction(-2), "per_direction_bytes_per_s"),
+        (lambda: units.bytes_from_bits(float("inf")), "bits"),
+        (lambda: net.ring_allreduce_time_s(1, 0, 1), "n_ranks"),
+        (lambda: net.ring_allreduce_time_s(1, 2.5, 1), "n_ranks"),
+        (lambda: net.ring_allreduce_time_s(1, 2, 1, latency_s=-1), "latency_s"),
+        (lambda: net.algorithm_bandwidth_bytes_per_s(1, 0), "elapsed_s"),
+        (lambda: net.bus_bandwidth_bytes_per_s(1, 4, collective="all_sum"), "collective"),
+        (lambda: net.bus_bandwidth_bytes_per_s(-1, 4), "algorithm_bytes_per_s"),
+        (lambda: net.bus_bandwidth_bytes_per_s(1, 0), "n_ranks"),
+        (lambda: net.bus_bandwidth_factor(-2), "n_ranks"),
+        (lambda: net.packets_per_s(0), "link_bits_per_s"),
+        (lambda: net.packets_per_s(1e9, frame_bytes_on_wire=0), "frame_bytes_on_wire"),
+        (lambda: net.cores_needed(1, 0), "packets_per_s_per_core"),
+        (lambda: net.cores_needed(-1, 1), "packets_per_s"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -6,6 +6,7 @@ built HTML page (its glued values, equation numbers, figures), the MyST source o
 Run after `make book` (which `make test` does): the stale check compares `notebooks/`
 with the notebooks that build generated.
 """
+
 from __future__ import annotations
 
 import html
@@ -49,7 +50,9 @@ MYST = {
 COMMONMARK = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 # Markdown as a notebook client reads it: $...$ is math. A $ left in the text is one that
 # JupyterLab or Colab may pair with the next one into math (neither honours "\$" the same way).
-WITH_MATH = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, allow_space=True, allow_digits=True)
+WITH_MATH = (
+    MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, allow_space=True, allow_digits=True)
+)
 
 
 def rel(path: Path) -> str:
@@ -86,11 +89,17 @@ def rendered_text(markdown: str) -> str:
 def myst_left(markdown: str) -> list[str]:
     """MyST syntax, and dollars a client would take for math, left in a notebook's Markdown."""
     text = without_code(markdown)
-    found = [f"{kind}: {text[max(0, m.start() - 50):m.end() + 30]!r}"
-             for kind, pattern in MYST.items() for m in pattern.finditer(text)]
+    found = [
+        f"{kind}: {text[max(0, m.start() - 50) : m.end() + 30]!r}"
+        for kind, pattern in MYST.items()
+        for m in pattern.finditer(text)
+    ]
     for token in WITH_MATH.parse(re.sub(r"&#36;|&dollar;", "", text)):  # an entity is no delimiter
-        found += [f"literal dollar: {child.content[:80]!r}" for child in token.children or []
-                  if child.type == "text" and "$" in child.content]
+        found += [
+            f"literal dollar: {child.content[:80]!r}"
+            for child in token.children or []
+            if child.type == "text" and "$" in child.content
+        ]
     return found
 
 
@@ -102,7 +111,9 @@ def built_page(notebook: Path) -> str:
 
 def glued_values(page_html: str) -> list[str]:
     """Every value myst-nb pasted into the built page ({glue:text}, {glue:} roles)."""
-    spans = re.findall(r'<span class="(?:pasted-text|pasted-inline|output text_plain)">(.*?)</span>', page_html, re.S)
+    spans = re.findall(
+        r'<span class="(?:pasted-text|pasted-inline|output text_plain)">(.*?)</span>', page_html, re.S
+    )
     return [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in spans]
 
 
@@ -125,7 +136,11 @@ class Cells(HTMLParser):
                 self.cells.append({"classes": classes, "images": 0, "widgets": 0})
         elif self.open_at is not None and tag == "img":
             self.cells[-1]["images"] += 1
-        elif self.open_at is not None and tag == "script" and attrs.get("type") == "application/vnd.jupyter.widget-view+json":
+        elif (
+            self.open_at is not None
+            and tag == "script"
+            and attrs.get("type") == "application/vnd.jupyter.widget-view+json"
+        ):
             self.cells[-1]["widgets"] += 1
 
     def handle_endtag(self, tag):
@@ -146,7 +161,11 @@ def source_page(notebook: Path) -> Path:
 
 
 def code_cells(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c["cell_type"] == "code" and gen.SETUP_TAG not in c["metadata"].get("tags", [])]
+    return [
+        c
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and gen.SETUP_TAG not in c["metadata"].get("tags", [])
+    ]
 
 
 def without_title(source: str) -> str:
@@ -157,8 +176,9 @@ def without_title(source: str) -> str:
 
 
 def test_every_page_has_a_current_notebook():
-    result = subprocess.run([sys.executable, "tools/notebooks.py", "--check"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "tools/notebooks.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -214,8 +234,10 @@ def test_saved_outputs_glue_checked_measurements_dropped(path):
             assert cell["outputs"] == [] and gen.CHECK_TAG not in tags
         elif "glue(" in gen._text(cell["source"]):
             assert cell["outputs"], "glue outputs are what `make nbval` compares"
-            preview = any("Run this cell, or Run All" in gen._text(o.get("data", {}).get("text/plain", ""))
-                          for o in cell["outputs"])
+            preview = any(
+                "Run this cell, or Run All" in gen._text(o.get("data", {}).get("text/plain", ""))
+                for o in cell["outputs"]
+            )
             if preview:  # a fresh run prints the live figure, not its saved preview
                 assert gen.CHECK_TAG not in tags
             elif "text/markdown" not in data:  # (converted Markdown is checked only if unchanged)
@@ -228,7 +250,10 @@ def test_saved_outputs_glue_checked_measurements_dropped(path):
 def test_glued_numbers_are_checked_in_every_chapter():
     per_chapter = {}
     for path in NOTEBOOKS:
-        n = sum(gen.CHECK_TAG in c["metadata"].get("tags", []) and bool(c["outputs"]) for c in code_cells(read(path)))
+        n = sum(
+            gen.CHECK_TAG in c["metadata"].get("tags", []) and bool(c["outputs"])
+            for c in code_cells(read(path))
+        )
         chapter = path.relative_to(ROOT / "notebooks").parts[0]
         per_chapter[chapter] = per_chapter.get(chapter, 0) + n
     missing = [ch for ch, n in per_chapter.items() if ch.startswith("ch") and n == 0]
@@ -244,8 +269,11 @@ def test_every_figure_of_the_page_shows_before_anything_runs(path):
     page_images = sum(c["images"] for c in built)
     page_widgets = sum(c["widgets"] for c in built)
     images = sum(k.startswith("image/") for c in mine for o in c["outputs"] for k in o.get("data", {}))
-    previews = sum("Run this cell, or Run All" in gen._text(o.get("data", {}).get("text/plain", ""))
-                   for c in mine for o in c["outputs"])
+    previews = sum(
+        "Run this cell, or Run All" in gen._text(o.get("data", {}).get("text/plain", ""))
+        for c in mine
+        for o in c["outputs"]
+    )
     assert previews == page_widgets
     assert images >= page_images + page_widgets
 
@@ -259,15 +287,23 @@ def test_markdown_has_no_myst_and_every_glued_value(path):
     sources = markdown_sources(nb)
     leftovers = [bad for s in sources for bad in myst_left(s)]
     assert not leftovers, leftovers
-    assert not any(re.search(r"<(script|style)\b", without_code(s)) for s in sources), "page machinery in the prose"
+    assert not any(re.search(r"<(script|style)\b", without_code(s)) for s in sources), (
+        "page machinery in the prose"
+    )
     values = glued_values(built_page(path))
     # This build's notebook shows every value; the committed one too, except values measured
     # on the build machine (they differ from run to run and sit in a "measured" span).
     built = markdown_sources(read(gen.target(source_page(path), gen.BUILT)))
     built_text = " ".join(rendered_text(s) for s in built)
     missing = [v for v in values if v not in built_text]
-    assert not missing, f"{len(missing)} of {len(values)} glued values not readable in the build's notebook: {missing[:8]}"
-    measured = {html.unescape(m) for s in built for m in re.findall(r'<span title="measured[^"]*">(.*?)</span>', s, re.S)}
+    assert not missing, (
+        f"{len(missing)} of {len(values)} glued values not readable in the build's notebook: {missing[:8]}"
+    )
+    measured = {
+        html.unescape(m)
+        for s in built
+        for m in re.findall(r'<span title="measured[^"]*">(.*?)</span>', s, re.S)
+    }
     text = " ".join(rendered_text(s) for s in sources)
     missing = [v for v in values if v not in text and v not in measured]
     assert not missing, f"{len(missing)} of {len(values)} glued values not readable: {missing[:8]}"
@@ -287,13 +323,14 @@ def test_equations_carry_the_books_numbers(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=rel)
 def test_links_point_at_the_published_book(path):
-    targets = [t for s in markdown_sources(read(path))
-               for t in re.findall(r"\]\(([^)\s]+)\)", without_code(s))]
+    targets = [
+        t for s in markdown_sources(read(path)) for t in re.findall(r"\]\(([^)\s]+)\)", without_code(s))
+    ]
     for t in targets:
         assert t.startswith(("https://", "http://", "attachment:", "mailto:")), t
     book_links = [t for t in targets if t.startswith(BASEURL)]
     for t in book_links:
-        page = HTML / t[len(BASEURL):].split("#")[0]
+        page = HTML / t[len(BASEURL) :].split("#")[0]
         assert page.is_file(), f"{t}: no such page in the built book"
 
 
@@ -305,8 +342,10 @@ def test_exercise_notebooks_have_plain_markdown(path):
 
 def test_the_check_catches_myst():
     """The patterns above are not vacuous: raw MyST trips every one of them."""
-    raw = ("{glue:text}`x` and {term}`KV cache`\n\n```{admonition} A\n:class: note\nbody\n```\n\n"
-           ":::{note}\nbody\n:::\n\n$$\nx\n$$ (eq-x)\n\n(sec-a)=\n+++\n\nIt costs \\$2.50.\n")
+    raw = (
+        "{glue:text}`x` and {term}`KV cache`\n\n```{admonition} A\n:class: note\nbody\n```\n\n"
+        ":::{note}\nbody\n:::\n\n$$\nx\n$$ (eq-x)\n\n(sec-a)=\n+++\n\nIt costs \\$2.50.\n"
+    )
     kinds = {bad.split(":")[0] for bad in myst_left(raw)}
     assert kinds == set(MYST) | {"literal dollar"}
     assert myst_left(f"It costs {dm.DOLLAR}2.50 for $N$ tokens.") == []
@@ -318,8 +357,12 @@ def test_the_check_catches_myst():
 
 def _ctx(**kw) -> dm.Context:
     warnings = []
-    ctx = dm.Context(page_url="https://example.org/book/ch01/p.html", equation_number=lambda n: "1.7",
-                     warn=lambda msg, node: warnings.append(msg), **kw)
+    ctx = dm.Context(
+        page_url="https://example.org/book/ch01/p.html",
+        equation_number=lambda n: "1.7",
+        warn=lambda msg, node: warnings.append(msg),
+        **kw,
+    )
     ctx.warnings = warnings
     return ctx
 
@@ -334,8 +377,18 @@ def test_text_is_escaped_so_it_renders_as_itself():
     assert rendered_text(md).strip() == text
 
 
-@pytest.mark.parametrize("text", ["1. Not a list", "2024) was a year", "# not a heading", "- not an item",
-                                  "+ not an item", "> not a quote", "= not a setext line"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. Not a list",
+        "2024) was a year",
+        "# not a heading",
+        "- not an item",
+        "+ not an item",
+        "> not a quote",
+        "= not a setext line",
+    ],
+)
 def test_a_paragraph_never_turns_into_a_list_heading_or_quote(text):
     md = dm.markdown(dm.blocks(_para(nodes.Text(text)), _ctx()))
     html_ = COMMONMARK.render(md)
@@ -344,7 +397,9 @@ def test_a_paragraph_never_turns_into_a_list_heading_or_quote(text):
 
 def test_measured_values_are_marked_through_smartquotes():
     ctx = _ctx(measured=frozenset({dm.plain_quotes("the machine's load")}))
-    md = dm.markdown(dm.blocks(_para(nodes.inline("", "the machine\u2019s load", classes=["pasted-text"])), ctx))
+    md = dm.markdown(
+        dm.blocks(_para(nodes.inline("", "the machine\u2019s load", classes=["pasted-text"])), ctx)
+    )
     assert md == f"{dm.MEASURED_OPEN}the machine\u2019s load</span>"
 
 
@@ -352,18 +407,30 @@ def test_math_numbers_links_and_citations():
     ctx = _ctx(measured=frozenset({"1.3 ms"}))
     block = nodes.math_block("", "a = b\n\nc = d", number=2, ids=["equation-x"])
     para = _para(
-        nodes.reference("", "", nodes.inline("", "critical batch"), internal=True, refuri="../back/glossary.html#term-B"),
-        nodes.Text(" "), nodes.reference("", "(1.7)", internal=True, refid="equation-x"),
-        nodes.Text(" "), nodes.inline("", "", nodes.Text("["),
-                                      nodes.reference("", "Williams, 2009", internal=True, refuri="../back/bibliography.html#id1"),
-                                      nodes.Text("]"), classes=["bibtex-citation"]),
-        nodes.Text(" took "), nodes.inline("1.3 ms", "1.3 ms", classes=["pasted-text"]),
-        nodes.Text(" and "), nodes.math("", "|x|"))
+        nodes.reference(
+            "", "", nodes.inline("", "critical batch"), internal=True, refuri="../back/glossary.html#term-B"
+        ),
+        nodes.Text(" "),
+        nodes.reference("", "(1.7)", internal=True, refid="equation-x"),
+        nodes.Text(" "),
+        nodes.inline(
+            "",
+            "",
+            nodes.Text("["),
+            nodes.reference("", "Williams, 2009", internal=True, refuri="../back/bibliography.html#id1"),
+            nodes.Text("]"),
+            classes=["bibtex-citation"],
+        ),
+        nodes.Text(" took "),
+        nodes.inline("1.3 ms", "1.3 ms", classes=["pasted-text"]),
+        nodes.Text(" and "),
+        nodes.math("", "|x|"),
+    )
     md = dm.markdown(dm.blocks(block, ctx) + dm.blocks(para, ctx))
     assert md.startswith("$$\n\\begin{aligned}a = b \\\\ c = d\\end{aligned} \\tag{1.7}\n$$")
     assert "[critical batch](https://example.org/book/back/glossary.html#term-B) (1.7) " in md
     assert "([Williams, 2009](https://example.org/book/back/bibliography.html#id1))" in md
-    assert f'{dm.MEASURED_OPEN}1.3 ms</span> and $|x|$' in md
+    assert f"{dm.MEASURED_OPEN}1.3 ms</span> and $|x|$" in md
     assert ctx.warnings == []
 
 
@@ -371,11 +438,21 @@ def test_tables_admonitions_and_solutions():
     ctx = _ctx()
 
     def row(*texts):
-        return nodes.row("", *[nodes.entry("", _para(t if isinstance(t, nodes.Node) else nodes.Text(t))) for t in texts])
+        return nodes.row(
+            "", *[nodes.entry("", _para(t if isinstance(t, nodes.Node) else nodes.Text(t))) for t in texts]
+        )
 
-    table = nodes.table("", nodes.tgroup("", nodes.colspec(), nodes.colspec(),
-                                         nodes.thead("", row("a|b", "c")),
-                                         nodes.tbody("", row(nodes.math("", "|x|"), "2")), cols=2))
+    table = nodes.table(
+        "",
+        nodes.tgroup(
+            "",
+            nodes.colspec(),
+            nodes.colspec(),
+            nodes.thead("", row("a|b", "c")),
+            nodes.tbody("", row(nodes.math("", "|x|"), "2")),
+            cols=2,
+        ),
+    )
     md = dm.markdown(dm.blocks(table, ctx))
     assert md == "| a\\|b | c |\n|---|---|\n| $\\vert x\\vert $ | 2 |"
     assert "<table>" in COMMONMARK.render(md)
@@ -387,7 +464,9 @@ def test_tables_admonitions_and_solutions():
     class solution_node(nodes.Admonition, nodes.Element):
         pass
 
-    sol = solution_node("", nodes.title("", "Solution to Exercise 1-1"), nodes.section("", _para(nodes.Text("42 GB"))))
+    sol = solution_node(
+        "", nodes.title("", "Solution to Exercise 1-1"), nodes.section("", _para(nodes.Text("42 GB")))
+    )
     md = dm.markdown(dm.blocks(sol, ctx))
     assert md == "<details>\n<summary>Solution to Exercise 1-1</summary>\n\n42 GB\n\n</details>"
     assert "<details>" in COMMONMARK.render(md) and "<p>42 GB</p>" in COMMONMARK.render(md)
@@ -397,8 +476,12 @@ def test_a_figure_is_an_attached_image_with_its_numbered_caption(tmp_path):
     png = tmp_path / "roofline.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
     ctx = _ctx(image_path=lambda uri: tmp_path / uri, figure_number=lambda node: "4.2")
-    fig = nodes.figure("", nodes.image(uri="roofline.png", alt="A roofline"),
-                       nodes.caption("", "", nodes.Text("The roofline of one "), nodes.math("", "H100")), ids=["fig-r"])
+    fig = nodes.figure(
+        "",
+        nodes.image(uri="roofline.png", alt="A roofline"),
+        nodes.caption("", "", nodes.Text("The roofline of one "), nodes.math("", "H100")),
+        ids=["fig-r"],
+    )
     md = dm.markdown(dm.blocks(fig, ctx))
     assert md == "![A roofline](attachment:1-roofline.png)\n\n*Figure 4.2: The roofline of one $H100$*"
     assert list(ctx.attachments) == ["1-roofline.png"] and "image/png" in ctx.attachments["1-roofline.png"]
@@ -419,11 +502,17 @@ def test_an_unknown_node_is_reported():
 
 def test_no_jupyterlab_extension_is_incompatible():
     jupyter = Path(sys.executable).parent / "jupyter"
-    result = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(jupyter), "labextension", "list"], capture_output=True, text=True, timeout=120
+    )
     listing = result.stdout + result.stderr
     assert result.returncode == 0, listing
     assert "JupyterLab v" in listing and "@jupyter-widgets/jupyterlab-manager" in listing
-    bad = [line for line in listing.splitlines() if re.search(r"(\sX\b|\x1b\[31m\s*X|not compatible|incompatible)", line)]
+    bad = [
+        line
+        for line in listing.splitlines()
+        if re.search(r"(\sX\b|\x1b\[31m\s*X|not compatible|incompatible)", line)
+    ]
     assert not bad, bad
 
 
@@ -439,24 +528,36 @@ def test_binder_files_follow_repo2docker_conventions():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert f"{match[1]}.{match[2]}" in SpecifierSet(project["requires-python"])
-    assert (int(match[1]), int(match[2])) >= (3, 11), "numpy 2.4 needs Python 3.11; repo2docker's default is 3.10"
+    assert (int(match[1]), int(match[2])) >= (3, 11), (
+        "numpy 2.4 needs Python 3.11; repo2docker's default is 3.10"
+    )
     pins = {}
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         if "==" in line and not line.startswith("#"):
             name, version = line.split("==")
             pins[name.strip().lower()] = version.strip()
-    lines = [l.strip() for l in (binder / "requirements.txt").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    lines = [
+        l.strip()
+        for l in (binder / "requirements.txt").read_text().splitlines()
+        if l.strip() and not l.startswith("#")
+    ]
     assert lines, "no requirements"
     for line in lines:
-        assert not line.startswith(("-e", ".", "-r")), f"{line}: local references stage the whole repo before install"
+        assert not line.startswith(("-e", ".", "-r")), (
+            f"{line}: local references stage the whole repo before install"
+        )
         name, _, version = line.partition("==")
         assert name.lower() not in {"jupyterlab-myst", "jupytext"}, f"{name}: not needed to open notebooks/"
-        assert version == pins.get(name.lower(), version), f"{name}: pinned {version}, requirements.txt says {pins[name.lower()]}"
+        assert version == pins.get(name.lower(), version), (
+            f"{name}: pinned {version}, requirements.txt says {pins[name.lower()]}"
+        )
     for name in project["dependencies"]:
         base = re.split(r"[<>=!~ ]", name)[0].lower()
         assert any(line.lower().startswith(base + "==") for line in lines), f"{base} missing from .binder"
     post = binder / "postBuild"
     text = post.read_text()
     assert text.startswith("#!/bin/bash") and "set -e" in text and "pip install" in text and "-e ." in text
-    mode = subprocess.run(["git", "ls-files", "-s", str(post)], cwd=ROOT, capture_output=True, text=True).stdout
+    mode = subprocess.run(
+        ["git", "ls-files", "-s", str(post)], cwd=ROOT, capture_output=True, text=True
+    ).stdout
     assert mode.startswith("100755"), f"postBuild must be executable in git: {mode!r}"

@@ -1,4 +1,5 @@
 """Contiguous vs paged KV allocation (aiinfra.serving.paging, chapter 5)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -55,8 +56,11 @@ def test_max_batch_contiguous_matches_seed_shape():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.integers(1, 4096), min_size=1, max_size=60), st.sampled_from([1, 8, 16, 64, 256]),
-       st.floats(1e3, 1e7))
+@given(
+    st.lists(st.integers(1, 4096), min_size=1, max_size=60),
+    st.sampled_from([1, 8, 16, 64, 256]),
+    st.floats(1e3, 1e7),
+)
 def test_paged_batch_bounds(lengths, page, budget):
     k = 10.0
     n = np.array(lengths)
@@ -82,12 +86,20 @@ def test_usage_over_time_hand_case():
     assert use.paged_tokens.tolist() == [4 + 12, 8 + 12, 16]
     assert use.contiguous_tokens.tolist() == [32, 32, 16]
     assert use.peak_used_tokens == 17 and use.peak_paged_tokens == 20 and use.peak_contiguous_tokens == 32
-    assert use.mean_waste_fraction("contiguous") == pytest.approx(np.mean([1 - 15 / 32, 1 - 17 / 32, 1 - 13 / 16]))
+    assert use.mean_waste_fraction("contiguous") == pytest.approx(
+        np.mean([1 - 15 / 32, 1 - 17 / 32, 1 - 13 / 16])
+    )
 
 
 def test_usage_over_time_laws():
-    tr = sch.synthetic_trace(120, seed=5, mean_output_tokens=80, mean_interarrival_steps=6,
-                             min_prompt_tokens=50, max_prompt_tokens=900)
+    tr = sch.synthetic_trace(
+        120,
+        seed=5,
+        mean_output_tokens=80,
+        mean_interarrival_steps=6,
+        min_prompt_tokens=50,
+        max_prompt_tokens=900,
+    )
     res = sch._simulate(tr, 12, "continuous")
     use = pg.kv_usage_over_time(res, 16, int(tr.final_context_tokens.max()))
     assert np.all(use.used_tokens <= use.paged_tokens)
@@ -114,8 +126,14 @@ def test_usage_over_time_laws():
         (lambda: pg.max_batch_paged([], 5, 16, 1.0), "at least one"),
         (lambda: pg.max_batch_paged([10], 5, 16, float("nan")), "kv_bytes_per_token"),
         (lambda: pg.kv_usage_over_time("x", 16, 10), "ScheduleResult"),
-        (lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 16, 9), "max_context_tokens"),
-        (lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 0, 90), "page_tokens"),
+        (
+            lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 16, 9),
+            "max_context_tokens",
+        ),
+        (
+            lambda: pg.kv_usage_over_time(sch._simulate(sch._make_trace([0], [5], [5]), 1), 0, 90),
+            "page_tokens",
+        ),
         (lambda: pg.KVUsage(np.zeros(1), np.ones(1), np.ones(1)).mean_waste_fraction("ring"), "scheme"),
     ],
 )
@@ -136,8 +154,14 @@ def test_reservations_per_scheme():
 
 
 def test_paging_admits_a_bigger_batch_and_finishes_sooner():
-    tr = sch.synthetic_trace(150, seed=9, mean_output_tokens=90, mean_interarrival_steps=2,
-                             min_prompt_tokens=100, max_prompt_tokens=1500)
+    tr = sch.synthetic_trace(
+        150,
+        seed=9,
+        mean_output_tokens=90,
+        mean_interarrival_steps=2,
+        min_prompt_tokens=100,
+        max_prompt_tokens=1500,
+    )
     k = 147456.0  # Qwen3-8B, BF16
     runs = {s: pg.simulate_with_kv_budget(tr, 64, 6e9, k, s, 16, 4096) for s in pg.SCHEMES}
     budget_tokens = int(6e9 // k)

@@ -1,4 +1,5 @@
 """Tests for aiinfra.parallelism (chapter 6): TP/PP/DP traffic and layout."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -99,22 +100,25 @@ def test_reported_runs_are_consistent():
     assert mega.gpus * mega.tflops_per_gpu / 1e3 == pytest.approx(502, rel=0.01)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: par.tp_allreduce_message_bytes(0, 8192),
-    lambda: par.tp_allreduce_message_bytes(1, -1),
-    lambda: par.tp_allreduce_message_bytes(1, 8192, 0),
-    lambda: par.tp_allreduce_count(0),
-    lambda: par.tp_allreduce_count(80, 1.5),
-    lambda: par.tp_allreduce_bytes_per_token(80.5, 8192),
-    lambda: par.tp_comm_time_per_step_s(80, -1e-6),
-    lambda: par.pp_boundary_bytes(1, 8192, 0),
-    lambda: par.pipeline_bubble_fraction(0, 4),
-    lambda: par.pipeline_bubble_fraction(4, 0),
-    lambda: par.dp_gradient_bytes(-1),
-    lambda: par.weight_bytes_per_gpu(1e9, 0),
-    lambda: par.gpus_in_layout(8, 1, 0),
-    lambda: par.tp_plan(LLAMA70, tokens=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: par.tp_allreduce_message_bytes(0, 8192),
+        lambda: par.tp_allreduce_message_bytes(1, -1),
+        lambda: par.tp_allreduce_message_bytes(1, 8192, 0),
+        lambda: par.tp_allreduce_count(0),
+        lambda: par.tp_allreduce_count(80, 1.5),
+        lambda: par.tp_allreduce_bytes_per_token(80.5, 8192),
+        lambda: par.tp_comm_time_per_step_s(80, -1e-6),
+        lambda: par.pp_boundary_bytes(1, 8192, 0),
+        lambda: par.pipeline_bubble_fraction(0, 4),
+        lambda: par.pipeline_bubble_fraction(4, 0),
+        lambda: par.dp_gradient_bytes(-1),
+        lambda: par.weight_bytes_per_gpu(1e9, 0),
+        lambda: par.gpus_in_layout(8, 1, 0),
+        lambda: par.tp_plan(LLAMA70, tokens=0),
+    ],
+)
 def test_rejections(call):
     with pytest.raises(ValueError):
         call()

@@ -1,4 +1,5 @@
 """Tests for aiinfra.serving.prefix_cache (chapter 7)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -38,7 +39,7 @@ def test_expected_saving_without_attention_is_linear():
     pi, eta = 989e12, 0.5
     tau = F_TOK / (eta * pi)
     got = pc.expected_ttft_saved_s(0.7, 4096, 1024, F_TOK, pi, eta)
-    assert got == pytest.approx(0.7 * 1024 * tau)   # h c t_tok
+    assert got == pytest.approx(0.7 * 1024 * tau)  # h c t_tok
 
 
 def test_expected_saving_sweeps_arrays():
@@ -56,16 +57,19 @@ def test_cache_bytes_and_reload():
     assert s > 1
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda: pc.prefill_flops_with_prefix(100, 200, F_TOK), "cached_tokens"),
-    (lambda: pc.prefill_flops_with_prefix(-1, 0, F_TOK), "prompt_tokens"),
-    (lambda: pc.prefill_flops_with_prefix(100, 0, 0), "flops_per_token"),
-    (lambda: pc.prefill_flops_with_prefix(100, 0, 1, -1), "attention_flops_per_pair"),
-    (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 0), "flops_per_s"),
-    (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 1, efficiency=0), "efficiency"),
-    (lambda: pc.prefix_cache_bytes(10, 1, 0), "distinct_prefixes"),
-    (lambda: pc.reload_speedup(1, 1, 1, 0), "bandwidth_bytes_per_s"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: pc.prefill_flops_with_prefix(100, 200, F_TOK), "cached_tokens"),
+        (lambda: pc.prefill_flops_with_prefix(-1, 0, F_TOK), "prompt_tokens"),
+        (lambda: pc.prefill_flops_with_prefix(100, 0, 0), "flops_per_token"),
+        (lambda: pc.prefill_flops_with_prefix(100, 0, 1, -1), "attention_flops_per_pair"),
+        (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 0), "flops_per_s"),
+        (lambda: pc.expected_ttft_saved_s(0.5, 10, 5, 1, 1, efficiency=0), "efficiency"),
+        (lambda: pc.prefix_cache_bytes(10, 1, 0), "distinct_prefixes"),
+        (lambda: pc.reload_speedup(1, 1, 1, 0), "bandwidth_bytes_per_s"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

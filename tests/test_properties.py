@@ -1,4 +1,5 @@
 """Laws the compute/systems formulas must obey (hypothesis), and agreement with their symbolic twins."""
+
 import importlib
 import math
 
@@ -24,11 +25,23 @@ def test_more_bandwidth_never_slows_a_step(b, f1, rw, rs, pi, bw, k, ef, eb):
     slow = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw, ef, eb)
     fast = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw * k, ef, eb)
     assert fast <= slow * (1 + 1e-12)
-    assert roofline.step_time_overlapped_s(f1, rw, pi, bw * k) <= roofline.step_time_overlapped_s(f1, rw, pi, bw) * (1 + 1e-12)
+    assert roofline.step_time_overlapped_s(f1, rw, pi, bw * k) <= roofline.step_time_overlapped_s(
+        f1, rw, pi, bw
+    ) * (1 + 1e-12)
 
 
 @settings(max_examples=200, deadline=None)
-@given(b=batch, extra=st.integers(min_value=1, max_value=4096), f1=pos, rw=pos, rs=pos, pi=pos, bw=pos, ef=eff, eb=eff)
+@given(
+    b=batch,
+    extra=st.integers(min_value=1, max_value=4096),
+    f1=pos,
+    rw=pos,
+    rs=pos,
+    pi=pos,
+    bw=pos,
+    ef=eff,
+    eb=eff,
+)
 def test_bigger_batch_never_lowers_aggregate_throughput(b, extra, f1, rw, rs, pi, bw, ef, eb):
     t_small = decode.batched_decode_step_time_s(b, f1, rw, rs, pi, bw, ef, eb)
     t_big = decode.batched_decode_step_time_s(b + extra, f1, rw, rs, pi, bw, ef, eb)
@@ -43,8 +56,14 @@ def test_bigger_batch_never_lowers_aggregate_throughput(b, extra, f1, rw, rs, pi
 
 
 @settings(max_examples=200, deadline=None)
-@given(n=st.floats(min_value=1e6, max_value=1e12), b_w=st.sampled_from([0.5, 1.0, 2.0, 4.0]), pi=pos, bw=pos,
-       ef=eff, eb=eff)
+@given(
+    n=st.floats(min_value=1e6, max_value=1e12),
+    b_w=st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    pi=pos,
+    bw=pos,
+    ef=eff,
+    eb=eff,
+)
 def test_critical_batch_is_where_the_two_times_cross(n, b_w, pi, bw, ef, eb):
     b_star = decode.critical_batch_size(b_w, pi, bw, ef, eb)
     t_math = roofline.compute_time_s(b_star * 2 * n, pi, ef)
@@ -80,7 +99,9 @@ def test_amdahl_never_exceeds_its_limit_or_the_part_speedup(f, s):
 
 
 @settings(max_examples=200, deadline=None)
-@given(size=pos, bw=pos, lat=st.floats(min_value=0, max_value=1e-3), n=st.integers(min_value=2, max_value=4096))
+@given(
+    size=pos, bw=pos, lat=st.floats(min_value=0, max_value=1e-3), n=st.integers(min_value=2, max_value=4096)
+)
 def test_ring_allreduce_grows_with_ranks_toward_two_s_over_bw(size, bw, lat, n):
     t_n = network.ring_allreduce_time_s(size, n, bw, lat)
     t_n1 = network.ring_allreduce_time_s(size, n + 1, bw, lat)
@@ -89,11 +110,18 @@ def test_ring_allreduce_grows_with_ranks_toward_two_s_over_bw(size, bw, lat, n):
 
 
 @settings(max_examples=200, deadline=None)
-@given(a1=st.floats(min_value=0, max_value=1), a2=st.floats(min_value=0, max_value=1),
-       g=st.integers(min_value=1, max_value=16), c=st.floats(min_value=0, max_value=1))
+@given(
+    a1=st.floats(min_value=0, max_value=1),
+    a2=st.floats(min_value=0, max_value=1),
+    g=st.integers(min_value=1, max_value=16),
+    c=st.floats(min_value=0, max_value=1),
+)
 def test_speculative_gain_rises_with_acceptance(a1, a2, g, c):
     lo, hi = sorted((a1, a2))
-    assert speculation.expected_tokens_per_target_pass(hi, g) >= speculation.expected_tokens_per_target_pass(lo, g) - 1e-9
+    assert (
+        speculation.expected_tokens_per_target_pass(hi, g)
+        >= speculation.expected_tokens_per_target_pass(lo, g) - 1e-9
+    )
     e = speculation.expected_tokens_per_target_pass(hi, g)
     assert 1.0 - 1e-12 <= e <= g + 1 + 1e-9
     assert speculation.speculative_speedup(hi, g, c) <= e + 1e-12
@@ -112,8 +140,16 @@ def test_utilisation_is_at_most_one_at_or_above_the_bound(f, r, pi, bw, slack):
 
 # --- every public formula of this half of the library has a twin (test_twins checks they agree) ---
 
-MODULES = ["compute", "roofline", "decode", "cluster.network", "cluster.scale", "serving.speculation", "serving.moe",
-           "serving.capacity"]
+MODULES = [
+    "compute",
+    "roofline",
+    "decode",
+    "cluster.network",
+    "cluster.scale",
+    "serving.speculation",
+    "serving.moe",
+    "serving.capacity",
+]
 for _name in MODULES:
     importlib.import_module(f"aiinfra.{_name}")
 MINE = sorted(k for k in TWINS if k.removeprefix("aiinfra.").rsplit(".", 1)[0] in MODULES)
@@ -121,28 +157,70 @@ MINE = sorted(k for k in TWINS if k.removeprefix("aiinfra.").rsplit(".", 1)[0] i
 
 def test_every_public_formula_here_has_a_twin():
     names = {k.split(".")[-1] for k in MINE}
-    for expected in ["compute_time_s", "memory_time_s", "step_time_overlapped_s", "step_time_serial_s",
-                     "arithmetic_intensity_flops_per_byte", "ridge_point_flops_per_byte", "mfu", "mbu",
-                     "batched_decode_step_time_s", "tokens_per_s_per_user", "tokens_per_s_aggregate", "ttft_s",
-                     "tpot_s", "end_to_end_latency_s", "critical_batch_size", "max_batch_from_kv_budget",
-                     "amdahl_speedup", "amdahl_limit", "transfer_time_s", "ring_allreduce_time_s",
-                     "bus_bandwidth_bytes_per_s", "bidirectional_from_per_direction", "peak_flops_per_s",
-                     "realized_flops_per_s", "mfu_log2_model", "mfu_comm_fraction_model", "cluster_power_w",
-                     "energy_per_token_j", "expected_tokens_per_target_pass", "speculative_speedup",
-                     "cost_per_million_tokens", "_decode_step_flops",
-                     "_prefill_step_flops", "_prefill_matmul_flops", "_causal_prefill_attention_flops",
-                     "_full_prefill_attention_flops", "decode_time_s", "approx_flops_2n", "packets_per_s", "cores_needed",
-                     "sequential_seeks_time_s"]:
+    for expected in [
+        "compute_time_s",
+        "memory_time_s",
+        "step_time_overlapped_s",
+        "step_time_serial_s",
+        "arithmetic_intensity_flops_per_byte",
+        "ridge_point_flops_per_byte",
+        "mfu",
+        "mbu",
+        "batched_decode_step_time_s",
+        "tokens_per_s_per_user",
+        "tokens_per_s_aggregate",
+        "ttft_s",
+        "tpot_s",
+        "end_to_end_latency_s",
+        "critical_batch_size",
+        "max_batch_from_kv_budget",
+        "amdahl_speedup",
+        "amdahl_limit",
+        "transfer_time_s",
+        "ring_allreduce_time_s",
+        "bus_bandwidth_bytes_per_s",
+        "bidirectional_from_per_direction",
+        "peak_flops_per_s",
+        "realized_flops_per_s",
+        "mfu_log2_model",
+        "mfu_comm_fraction_model",
+        "cluster_power_w",
+        "energy_per_token_j",
+        "expected_tokens_per_target_pass",
+        "speculative_speedup",
+        "cost_per_million_tokens",
+        "_decode_step_flops",
+        "_prefill_step_flops",
+        "_prefill_matmul_flops",
+        "_causal_prefill_attention_flops",
+        "_full_prefill_attention_flops",
+        "decode_time_s",
+        "approx_flops_2n",
+        "packets_per_s",
+        "cores_needed",
+        "sequential_seeks_time_s",
+    ]:
         assert expected in names, expected
 
 
 @settings(max_examples=100, deadline=None)
-@given(u1=st.integers(1, 5000), u2=st.integers(1, 5000), t1=st.floats(0.02, 0.2), t2=st.floats(0.02, 0.2),
-       ctx=st.integers(128, 32768))
+@given(
+    u1=st.integers(1, 5000),
+    u2=st.integers(1, 5000),
+    t1=st.floats(0.02, 0.2),
+    t2=st.floats(0.02, 0.2),
+    ctx=st.integers(128, 32768),
+)
 def test_capacity_plan_is_monotone(u1, u2, t1, t2, ctx):
     replica = Deployment("Llama-3.1-8B", "H100 SXM")
     lo_u, hi_u = sorted((u1, u2))
     strict, loose = sorted((t1, t2))
     # more users never need fewer GPUs; a looser TPOT target never needs more
-    assert capacity.plan(replica, hi_u, loose, ctx).gpus_total >= capacity.plan(replica, lo_u, loose, ctx).gpus_total
-    assert capacity.plan(replica, hi_u, strict, ctx).gpus_total >= capacity.plan(replica, hi_u, loose, ctx).gpus_total
+    assert (
+        capacity.plan(replica, hi_u, loose, ctx).gpus_total
+        >= capacity.plan(replica, lo_u, loose, ctx).gpus_total
+    )
+    assert (
+        capacity.plan(replica, hi_u, strict, ctx).gpus_total
+        >= capacity.plan(replica, hi_u, loose, ctx).gpus_total
+    )

@@ -9,6 +9,7 @@ A use inside the function's own module does not count, and tests do not count.
 A function nobody uses is deleted, or renamed with a leading underscore when
 the library needs it internally.
 """
+
 import ast
 import importlib
 import inspect
@@ -42,7 +43,7 @@ def _names_in_code(code: str) -> set[str]:
         elif isinstance(node, ast.alias):
             out.add(node.name.split(".")[-1])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            out |= _ticked(node.value)       # exercise prompts and hints name functions in backticks
+            out |= _ticked(node.value)  # exercise prompts and hints name functions in backticks
     return out
 
 
@@ -55,8 +56,7 @@ def _uses() -> dict[Path, set[str]]:
         for cell in CELL.findall(text):
             names |= _names_in_code(cell)
         uses[md] = names
-    consumers = [*SRC.glob("course/**/*.py"), *SRC.glob("book/**/*.py"),
-                 SRC / "cli.py"]
+    consumers = [*SRC.glob("course/**/*.py"), *SRC.glob("book/**/*.py"), SRC / "cli.py"]
     for py in consumers:
         uses[py] = _names_in_code(py.read_text())
     return uses

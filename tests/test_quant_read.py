@@ -1,4 +1,5 @@
 """Grouped and block quantization: stored bytes with scales, and the bytes one decode step reads."""
+
 import pytest
 
 from aiinfra import memory
@@ -20,7 +21,9 @@ def test_row_groups_unchanged_by_the_block_option():
     # NOTES.md: DeepSeek-R1-Distill-Llama-70B, int8 in groups of 128 with 2-byte scales, BF16 elsewhere: 73.73 GB
     m = models.load("DeepSeek-R1-Distill-Llama-70B")
     assert memory.grouped_quant_weight_bytes(m, 8, 128, 2) / 1e9 == pytest.approx(73.73, abs=0.005)
-    assert memory.grouped_quant_weight_bytes(m, 8, 128, 2, block_rows=1) == memory.grouped_quant_weight_bytes(m, 8, 128, 2)
+    assert memory.grouped_quant_weight_bytes(m, 8, 128, 2, block_rows=1) == memory.grouped_quant_weight_bytes(
+        m, 8, 128, 2
+    )
 
 
 def test_read_bytes_at_16_bits_without_scales_are_the_decode_read_params():
@@ -42,7 +45,9 @@ def test_deepseek_v3_fp8_blocks():
     # a token reads 37.5 to 38 GB: 36.6B active parameters (DeepSeek's figure, 0.9B of them the BF16 head)
     assert 37.5e9 < read < 38e9
     # reading every expert: everything stored except the embedding table, which is read one row at a time
-    everything = memory.grouped_quant_read_bytes(ds, **memory.FP8_BLOCK_128, keep_bf16=("router",), expert_fraction=1.0)
+    everything = memory.grouped_quant_read_bytes(
+        ds, **memory.FP8_BLOCK_128, keep_bf16=("router",), expert_fraction=1.0
+    )
     assert everything == pytest.approx(stored - 2 * models.embedding_params(ds) + 2 * ds.hidden_size)
 
 

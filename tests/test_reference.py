@@ -1,4 +1,5 @@
 """Reference data: the prose tables shipped as JSON, the 2009 latency numbers, the measured decode points."""
+
 import json
 import re
 from importlib import resources
@@ -26,10 +27,19 @@ def test_every_shipped_table_loads_and_has_a_source():
 
 # --- the layers of chapter 2 ------------------------------------------------------------
 
+
 def test_nine_layers_bottom_up():
     assert [lay.name for lay in reference.table("layers")] == [
-        "fab", "chip", "GPU", "server", "cluster and scheduler", "kernels and libraries", "framework",
-        "serving engine", "product"]
+        "fab",
+        "chip",
+        "GPU",
+        "server",
+        "cluster and scheduler",
+        "kernels and libraries",
+        "framework",
+        "serving engine",
+        "product",
+    ]
 
 
 def test_every_layer_field_filled():
@@ -60,13 +70,14 @@ def test_layer_lookup_rejects_unknown(bad):
 
 # --- the shifts of chapter 1 --------------------------------------------------------------
 
+
 def test_every_shift_is_complete_and_points_at_real_chapters():
     rows = reference.table("shifts")
     assert len(rows) >= 8
     for r in rows:
         assert r.change and r.broken_assumption and r.example
         assert all(c in BOOK_CHAPTERS for c in r.chapters)
-    assert any(not r.chapters for r in rows)           # some shifts lie beyond this book
+    assert any(not r.chapters for r in rows)  # some shifts lie beyond this book
     assert any(4 in r.chapters and "Peak FLOP/s" in r.broken_assumption for r in rows)
 
 
@@ -78,6 +89,7 @@ def test_shifts_carry_no_typed_numbers():
 
 
 # --- Jeff Dean's 2009 numbers ------------------------------------------------------------
+
 
 def test_latency_table_has_twelve_rows_in_increasing_order():
     rows = reference.table("latency_2009")
@@ -98,6 +110,7 @@ def test_latency_lookups_in_seconds():
 
 # --- the measured Qwen3-8B points -----------------------------------------------------
 
+
 def test_only_the_two_surviving_points_are_measurements():
     assert REC.measured_batches() == [1, 64]
     assert REC.tpot(1) == pytest.approx(26.5e-3)
@@ -117,9 +130,11 @@ def test_throughput_ratio_if_tpot_only():
     r = decode.throughput_ratio_if_tpot_only(64, 26.5e-3, 40.5e-3)
     assert r == pytest.approx(64 * 26.5 / 40.5)
     assert r > REC.throughput_ratio[64]
-    for kw, name in [(dict(batch=0, tpot_1_s=1, tpot_b_s=1), "batch"),
-                     (dict(batch=2, tpot_1_s=-1, tpot_b_s=1), "tpot_1_s"),
-                     (dict(batch=2, tpot_1_s=1, tpot_b_s=float("inf")), "tpot_b_s")]:
+    for kw, name in [
+        (dict(batch=0, tpot_1_s=1, tpot_b_s=1), "batch"),
+        (dict(batch=2, tpot_1_s=-1, tpot_b_s=1), "tpot_1_s"),
+        (dict(batch=2, tpot_1_s=1, tpot_b_s=float("inf")), "tpot_b_s"),
+    ]:
         with pytest.raises(ValueError, match=name):
             decode.throughput_ratio_if_tpot_only(**kw)
 

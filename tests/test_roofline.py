@@ -1,4 +1,5 @@
 """Roofline bounds: values, array behaviour, labels, utilisation and every rejection."""
+
 import numpy as np
 import pytest
 
@@ -50,26 +51,29 @@ def test_mfu_mbu():
     assert rl.mfu(1e12, 1e15, 1e-3) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: rl.compute_time_s(-1, 1e15), "flops"),
-    (lambda: rl.compute_time_s(1, 0), "flops_per_s"),
-    (lambda: rl.compute_time_s(1, 1, efficiency=1.5), "efficiency"),
-    (lambda: rl.compute_time_s(1, 1, efficiency=0), "efficiency"),
-    (lambda: rl.memory_time_s(float("nan"), 1), "bytes_moved"),
-    (lambda: rl.memory_time_s(1, -3), "bandwidth_bytes_per_s"),
-    (lambda: rl.memory_time_s(1, 1, efficiency=-0.1), "efficiency"),
-    (lambda: rl.step_time_overlapped_s(1, 1, 1, 1, eta_f=2), "eta_f"),
-    (lambda: rl.step_time_serial_s(1, 1, 1, 1, eta_b=0), "eta_b"),
-    (lambda: rl.arithmetic_intensity_flops_per_byte(1, 0), "bytes_moved"),
-    (lambda: rl.ridge_point_flops_per_byte(0, 1), "flops_per_s"),
-    (lambda: rl.ridge_point_flops_per_byte(1, float("inf")), "bandwidth_bytes_per_s"),
-    (lambda: rl.attainable_flops_per_s(-1, 1, 1), "intensity_flops_per_byte"),
-    (lambda: rl.bound_label("x", 1, 1, 1), "flops"),
-    (lambda: rl.mfu(1, 1, 0), "elapsed_s"),
-    (lambda: rl.mfu(2e12, 1e15, 1e-3), "elapsed_s"),
-    (lambda: rl.mbu(10, 1, 1), "elapsed_s"),
-    (lambda: rl.mbu(True, 1, 1), "bytes_moved"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: rl.compute_time_s(-1, 1e15), "flops"),
+        (lambda: rl.compute_time_s(1, 0), "flops_per_s"),
+        (lambda: rl.compute_time_s(1, 1, efficiency=1.5), "efficiency"),
+        (lambda: rl.compute_time_s(1, 1, efficiency=0), "efficiency"),
+        (lambda: rl.memory_time_s(float("nan"), 1), "bytes_moved"),
+        (lambda: rl.memory_time_s(1, -3), "bandwidth_bytes_per_s"),
+        (lambda: rl.memory_time_s(1, 1, efficiency=-0.1), "efficiency"),
+        (lambda: rl.step_time_overlapped_s(1, 1, 1, 1, eta_f=2), "eta_f"),
+        (lambda: rl.step_time_serial_s(1, 1, 1, 1, eta_b=0), "eta_b"),
+        (lambda: rl.arithmetic_intensity_flops_per_byte(1, 0), "bytes_moved"),
+        (lambda: rl.ridge_point_flops_per_byte(0, 1), "flops_per_s"),
+        (lambda: rl.ridge_point_flops_per_byte(1, float("inf")), "bandwidth_bytes_per_s"),
+        (lambda: rl.attainable_flops_per_s(-1, 1, 1), "intensity_flops_per_byte"),
+        (lambda: rl.bound_label("x", 1, 1, 1), "flops"),
+        (lambda: rl.mfu(1, 1, 0), "elapsed_s"),
+        (lambda: rl.mfu(2e12, 1e15, 1e-3), "elapsed_s"),
+        (lambda: rl.mbu(10, 1, 1), "elapsed_s"),
+        (lambda: rl.mbu(True, 1, 1), "bytes_moved"),
+    ],
+)
 def test_rejections_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()

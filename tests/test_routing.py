@@ -1,4 +1,5 @@
 """Routing over replicas (chapter 7): hand-worked queues, cache hits, balls into bins, and the laws they obey."""
+
 import math
 
 import numpy as np
@@ -73,7 +74,9 @@ def test_a_cache_that_holds_every_prefix_misses_once_per_prefix():
     tr = routing.shared_prefix_trace(400, 12, seed=3)
     wl = routing.Workload(tr, 8, np.ones(len(tr)), np.ones(len(tr)) / 4, np.ones(len(tr)), 0.01)
     res = routing.simulate(wl, [0.5], n_replicas=1, cache_prefixes=12)
-    assert res.hit.sum(axis=-1).ravel().tolist() == [len(tr) - np.unique(tr.prefix_id).size] * len(res.policies)
+    assert res.hit.sum(axis=-1).ravel().tolist() == [len(tr) - np.unique(tr.prefix_id).size] * len(
+        res.policies
+    )
 
 
 def test_replica_capacity_worked_by_hand():
@@ -95,7 +98,9 @@ def test_cache_prefixes_that_fit_chapter_server():
 
 
 def test_workload_costs_follow_the_prefix_identity():
-    tr = routing.shared_prefix_trace(50, 4, seed=1, prefix_tokens=4096, min_suffix_tokens=1024, max_suffix_tokens=2048)
+    tr = routing.shared_prefix_trace(
+        50, 4, seed=1, prefix_tokens=4096, min_suffix_tokens=1024, max_suffix_tokens=2048
+    )
     wl = routing.workload(tr, SERVING_70B, 64)
     # decode: G - 1 steps at the step time of a full batch
     np.testing.assert_allclose(wl.decode_s, (tr.output_tokens - 1) * wl.step_s)
@@ -106,12 +111,17 @@ def test_workload_costs_follow_the_prefix_identity():
     saved = prefix_cache.prefill_flops_with_prefix(4096, 0, f, a) / (0.5 * 8 * 989.4e12)
     np.testing.assert_allclose(wl.prefill_miss_s - wl.prefill_hit_s, saved, rtol=1e-9)
     assert wl.capacity_per_s == pytest.approx(
-        min(64 / (wl.prefill_miss_s.mean() + wl.decode_s.mean()), 1 / wl.prefill_miss_s.mean()))
+        min(64 / (wl.prefill_miss_s.mean() + wl.decode_s.mean()), 1 / wl.prefill_miss_s.mean())
+    )
 
 
 def test_shared_prefix_trace_is_reproducible_and_shaped():
-    a = routing.shared_prefix_trace(300, 16, seed=5, prefix_tokens=1000, min_suffix_tokens=10, max_suffix_tokens=20)
-    b = routing.shared_prefix_trace(300, 16, seed=5, prefix_tokens=1000, min_suffix_tokens=10, max_suffix_tokens=20)
+    a = routing.shared_prefix_trace(
+        300, 16, seed=5, prefix_tokens=1000, min_suffix_tokens=10, max_suffix_tokens=20
+    )
+    b = routing.shared_prefix_trace(
+        300, 16, seed=5, prefix_tokens=1000, min_suffix_tokens=10, max_suffix_tokens=20
+    )
     np.testing.assert_array_equal(a.arrival, b.arrival)
     np.testing.assert_array_equal(a.prefix_id, b.prefix_id)
     assert a.arrival[0] == 0 and np.all(np.diff(a.arrival) >= 0)
@@ -124,6 +134,7 @@ def test_shared_prefix_trace_is_reproducible_and_shaped():
 
 
 # --- balls into bins --------------------------------------------------------------------
+
 
 def test_max_load_small_cases_by_hand():
     # 2 balls in 2 bins. One choice: same bin with probability 1/2, so E[max] = 1.5. Two distinct
@@ -149,6 +160,7 @@ def test_two_choices_never_worse_than_random_in_expected_max_load(n, seed):
 
 # --- laws of the simulation ----------------------------------------------------------------
 
+
 def _small(seed, n_prefixes=24, n=300):
     tr = routing.shared_prefix_trace(n, n_prefixes, seed=seed, prefix_tokens=2048, zipf_exponent=0.0)
     return routing.workload(tr, SERVING_70B, 16)
@@ -168,8 +180,9 @@ def test_prefix_aware_raises_the_hit_rate_on_a_shared_prefix_trace(seed):
 @given(seed=st.integers(0, 10_000))
 def test_with_one_replica_every_policy_is_the_same(seed):
     wl = _small(seed, n=120)
-    res = routing.simulate(wl, [0.5 * wl.capacity_per_s, 1.5 * wl.capacity_per_s], n_replicas=1, cache_prefixes=3,
-                           seed=seed)
+    res = routing.simulate(
+        wl, [0.5 * wl.capacity_per_s, 1.5 * wl.capacity_per_s], n_replicas=1, cache_prefixes=3, seed=seed
+    )
     for k in range(1, len(res.policies)):
         np.testing.assert_array_equal(res.queue_s[k], res.queue_s[0])
         np.testing.assert_array_equal(res.hit[k], res.hit[0])
@@ -182,7 +195,9 @@ def test_queueing_grows_with_the_rate_when_routing_ignores_time(seed):
     # a first-come-first-served max-plus system: compressing the arrivals can only lengthen each wait
     wl = _small(seed, n=200)
     rates = wl.capacity_per_s * np.array([1.0, 2.0, 4.0, 8.0])
-    res = routing.simulate(wl, rates, n_replicas=3, cache_prefixes=4, policies=["round_robin", "random"], seed=seed)
+    res = routing.simulate(
+        wl, rates, n_replicas=3, cache_prefixes=4, policies=["round_robin", "random"], seed=seed
+    )
     assert np.all(np.diff(res.queue_s, axis=1) >= -1e-12)
     assert np.all(res.queue_s >= 0)
     # TTFT is the queue plus the prefill of a hit or a miss
@@ -200,6 +215,7 @@ def test_result_summaries():
 
 
 # --- bad input ---------------------------------------------------------------------------
+
 
 def test_bad_input_raises_value_error_naming_the_argument():
     wl = _small(1, n=20)

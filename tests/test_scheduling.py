@@ -1,4 +1,5 @@
 """Static vs continuous batching simulation (aiinfra.serving.batching, chapter 5)."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ def _build(parts):
 
 
 # --- worked cases checked by hand ---------------------------------------------
+
 
 def test_hand_worked_two_slots_all_at_zero():
     # four requests at step 0, lengths 1, 4, 2, 2, two slots
@@ -63,6 +65,7 @@ def test_batch_of_one_policies_agree():
 
 
 # --- laws that hold for every trace -------------------------------------------
+
 
 @settings(max_examples=150, deadline=None)
 @given(_trace_strategy(), st.integers(1, 8))
@@ -110,13 +113,35 @@ def test_continuous_beats_static_on_a_skewed_trace():
 
 # --- the synthetic trace --------------------------------------------------------
 
+
 def test_synthetic_trace_is_deterministic_and_bounded():
-    a = sch.synthetic_trace(500, seed=11, mean_output_tokens=64, max_output_tokens=300,
-                            mean_interarrival_steps=3, min_prompt_tokens=10, max_prompt_tokens=20)
-    b = sch.synthetic_trace(500, seed=11, mean_output_tokens=64, max_output_tokens=300,
-                            mean_interarrival_steps=3, min_prompt_tokens=10, max_prompt_tokens=20)
-    c = sch.synthetic_trace(500, seed=12, mean_output_tokens=64, max_output_tokens=300,
-                            mean_interarrival_steps=3, min_prompt_tokens=10, max_prompt_tokens=20)
+    a = sch.synthetic_trace(
+        500,
+        seed=11,
+        mean_output_tokens=64,
+        max_output_tokens=300,
+        mean_interarrival_steps=3,
+        min_prompt_tokens=10,
+        max_prompt_tokens=20,
+    )
+    b = sch.synthetic_trace(
+        500,
+        seed=11,
+        mean_output_tokens=64,
+        max_output_tokens=300,
+        mean_interarrival_steps=3,
+        min_prompt_tokens=10,
+        max_prompt_tokens=20,
+    )
+    c = sch.synthetic_trace(
+        500,
+        seed=12,
+        mean_output_tokens=64,
+        max_output_tokens=300,
+        mean_interarrival_steps=3,
+        min_prompt_tokens=10,
+        max_prompt_tokens=20,
+    )
     assert np.array_equal(a.output_tokens, b.output_tokens) and np.array_equal(a.arrival_step, b.arrival_step)
     assert not np.array_equal(a.output_tokens, c.output_tokens)
     assert a.output_tokens.min() >= 1 and a.output_tokens.max() <= 300
@@ -147,6 +172,7 @@ def test_latency_seconds_and_summary():
 
 
 # --- rejections -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "args, name",
@@ -205,6 +231,7 @@ def test_simulate_rejects():
 
 
 # --- a KV budget limits admission -------------------------------------------------
+
 
 def test_kv_budget_hand_case():
     # budget 10 token slots; reservations 6, 6, 4: the second must wait for the first

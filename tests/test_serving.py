@@ -1,4 +1,5 @@
 """Speculative decoding, MoE reads, capacity planning, cost per token."""
+
 import math
 
 import numpy as np
@@ -14,15 +15,19 @@ def test_expected_tokens_limits_and_sum_form():
     assert speculation.expected_tokens_per_target_pass(0.0, 4) == pytest.approx(1.0)
     assert speculation.expected_tokens_per_target_pass(1.0, 4) == pytest.approx(5.0)
     a, g = 0.7, 5
-    assert speculation.expected_tokens_per_target_pass(a, g) == pytest.approx(sum(a ** i for i in range(g + 1)))
+    assert speculation.expected_tokens_per_target_pass(a, g) == pytest.approx(sum(a**i for i in range(g + 1)))
     # continuous at alpha -> 1
     assert speculation.expected_tokens_per_target_pass(1 - 1e-9, 4) == pytest.approx(5.0, rel=1e-6)
-    np.testing.assert_allclose(speculation.expected_tokens_per_target_pass(np.array([0.0, 1.0]), 3), [1.0, 4.0])
+    np.testing.assert_allclose(
+        speculation.expected_tokens_per_target_pass(np.array([0.0, 1.0]), 3), [1.0, 4.0]
+    )
 
 
 def test_speculative_speedup():
     # free drafts: speedup equals the expected tokens
-    assert speculation.speculative_speedup(0.8, 4, 0.0) == pytest.approx(speculation.expected_tokens_per_target_pass(0.8, 4))
+    assert speculation.speculative_speedup(0.8, 4, 0.0) == pytest.approx(
+        speculation.expected_tokens_per_target_pass(0.8, 4)
+    )
     # Leviathan et al. 2023, e.g. alpha 0.8, gamma 4, c 0.05 -> 3.3616 / 1.2
     assert speculation.speculative_speedup(0.8, 4, 0.05) == pytest.approx(3.3616 / 1.2)
     # bad drafts with expensive drafting lose time
@@ -64,9 +69,9 @@ def test_capacity_plan_of_one_replica_size_by_hand():
     """Llama-3.1-8B on 1 H100, 4,096 tokens each, 30 ms, 10 % reserve: the three ceilings by hand."""
     replica = Deployment("Llama-3.1-8B", "H100 SXM")
     plan = capacity.plan(replica, 256, 0.03, 4096, replica_sizes=(1,))
-    weights = 2 * 8_030_261_248                           # stored BF16 (exact count, tests/test_models.py)
+    weights = 2 * 8_030_261_248  # stored BF16 (exact count, tests/test_models.py)
     read = 2 * models.decode_read_params("Llama-3.1-8B")
-    kv = 32 * 2 * 8 * 128 * 2 * 4096                        # 512 MiB per user
+    kv = 32 * 2 * 8 * 128 * 2 * 4096  # 512 MiB per user
     memory_ceiling = (72e9 - weights) / kv
     bandwidth_ceiling = (0.03 * 3.35e12 - read) / kv
     assert plan.max_users_per_replica == math.floor(min(memory_ceiling, bandwidth_ceiling))
@@ -82,22 +87,34 @@ def test_cost_per_million_tokens():
     assert capacity.cost_per_million_tokens(2.0, 2000.0) == pytest.approx(2.0 / 3600 / 2000 * 1e6)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: speculation.expected_tokens_per_target_pass(1.2, 3), "alpha"),
-    (lambda: speculation.expected_tokens_per_target_pass(0.5, 0), "gamma"),
-    (lambda: speculation.expected_tokens_per_target_pass(0.5, 2.5), "gamma"),
-    (lambda: speculation.speculative_speedup(0.5, 3, -0.1), "draft_cost_ratio"),
-    (lambda: decode.max_users_per_replica(0, 1, 1, 1, 1, 1, 1, 1), "gpus_per_replica"),
-    (lambda: decode.max_users_per_replica(1, [1, 2], 1, 1, 1, 1, 1, 1), "target_tpot_s"),
-    (lambda: decode.max_users_per_replica(1, 1, 1, 0, 1, 1, 1, 1), "kv_bytes_per_user"),
-    (lambda: decode.max_users_per_replica(1, 1, 1, 1, 1, 1, 1, 1, memory_reserve_fraction=1.0), "memory_reserve_fraction"),
-    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 0, 0.1, 100), "concurrent_users"),
-    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=()), "replica_sizes"),
-    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=(0,)), "replica_sizes"),
-    (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 0), "context_tokens"),
-    (lambda: capacity.cost_per_million_tokens(-1, 1), "usd_per_gpu_hour"),
-    (lambda: capacity.cost_per_million_tokens(1, 0), "tokens_per_s_per_gpu"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: speculation.expected_tokens_per_target_pass(1.2, 3), "alpha"),
+        (lambda: speculation.expected_tokens_per_target_pass(0.5, 0), "gamma"),
+        (lambda: speculation.expected_tokens_per_target_pass(0.5, 2.5), "gamma"),
+        (lambda: speculation.speculative_speedup(0.5, 3, -0.1), "draft_cost_ratio"),
+        (lambda: decode.max_users_per_replica(0, 1, 1, 1, 1, 1, 1, 1), "gpus_per_replica"),
+        (lambda: decode.max_users_per_replica(1, [1, 2], 1, 1, 1, 1, 1, 1), "target_tpot_s"),
+        (lambda: decode.max_users_per_replica(1, 1, 1, 0, 1, 1, 1, 1), "kv_bytes_per_user"),
+        (
+            lambda: decode.max_users_per_replica(1, 1, 1, 1, 1, 1, 1, 1, memory_reserve_fraction=1.0),
+            "memory_reserve_fraction",
+        ),
+        (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 0, 0.1, 100), "concurrent_users"),
+        (
+            lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=()),
+            "replica_sizes",
+        ),
+        (
+            lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 100, replica_sizes=(0,)),
+            "replica_sizes",
+        ),
+        (lambda: capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 1, 0.1, 0), "context_tokens"),
+        (lambda: capacity.cost_per_million_tokens(-1, 1), "usd_per_gpu_hour"),
+        (lambda: capacity.cost_per_million_tokens(1, 0), "tokens_per_s_per_gpu"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

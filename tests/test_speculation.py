@@ -1,4 +1,5 @@
 """Tests for aiinfra.serving.speculation (chapter 7): break-even points of speculative decoding."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -43,15 +44,18 @@ def test_best_gamma():
     assert g_bad == 1
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda: speculation.max_draft_cost_ratio(1.2, 4), "alpha"),
-    (lambda: speculation.max_draft_cost_ratio(0.5, 0), "gamma"),
-    (lambda: speculation.breakeven_alpha(4, 1.0), "draft_cost_ratio"),
-    (lambda: speculation.breakeven_alpha(0, 0.1), "gamma"),
-    (lambda: speculation.best_gamma(0.5, -0.1), "draft_cost_ratio"),
-    (lambda: speculation.best_gamma(0.5, 0.1, max_gamma=0), "max_gamma"),
-    (lambda: speculation.best_gamma(np.array([0.5, 0.6]), 0.1), "single number"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: speculation.max_draft_cost_ratio(1.2, 4), "alpha"),
+        (lambda: speculation.max_draft_cost_ratio(0.5, 0), "gamma"),
+        (lambda: speculation.breakeven_alpha(4, 1.0), "draft_cost_ratio"),
+        (lambda: speculation.breakeven_alpha(0, 0.1), "gamma"),
+        (lambda: speculation.best_gamma(0.5, -0.1), "draft_cost_ratio"),
+        (lambda: speculation.best_gamma(0.5, 0.1, max_gamma=0), "max_gamma"),
+        (lambda: speculation.best_gamma(np.array([0.5, 0.6]), 0.1), "single number"),
+    ],
+)
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()

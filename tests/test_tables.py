@@ -1,4 +1,5 @@
 """The computed Markdown tables of aiinfra.book.tables."""
+
 import pytest
 
 from aiinfra.book import tables
@@ -14,12 +15,15 @@ def test_markdown_table_shape_and_escaping():
     assert len(lines) == 4
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(headers=[], rows=[]), "headers"),
-    (dict(headers=["a"], rows=[[1, 2]]), "rows"),
-    (dict(headers=["a", "b"], rows=[], align="l"), "align"),
-    (dict(headers=["a", "b"], rows=[], align="lx"), "align"),
-])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(headers=[], rows=[]), "headers"),
+        (dict(headers=["a"], rows=[[1, 2]]), "rows"),
+        (dict(headers=["a", "b"], rows=[], align="l"), "align"),
+        (dict(headers=["a", "b"], rows=[], align="lx"), "align"),
+    ],
+)
 def test_markdown_table_rejects_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         tables.markdown_table(**kw)
@@ -59,7 +63,9 @@ def test_layer_table_has_every_row_in_order():
 
 def test_decode_walk_lists_each_layer_once_product_first():
     rows = tables.decode_walk_markdown().splitlines()[2:]
-    assert [r.split("|")[1].strip() for r in rows] == [lay.name for lay in reversed(reference.table("layers"))]
+    assert [r.split("|")[1].strip() for r in rows] == [
+        lay.name for lay in reversed(reference.table("layers"))
+    ]
 
 
 def test_scheduler_table():

@@ -1,4 +1,5 @@
 """Chapter 1: bytes moved by one request (aiinfra.memory)."""
+
 import math
 
 import numpy as np
@@ -77,24 +78,81 @@ def test_kv_read_twin_is_the_closed_form_sum():
     total = sp.summation(p + i, (i, 0, g - 1))
     expr = memory.kv_bytes_read.sym
     subs = {memory.kv_bytes_read.sym_args["kv_bytes_per_token"]: 1}
-    assert sp.simplify(expr.subs(subs) - total.subs({p: memory.kv_bytes_read.sym_args["prompt_tokens"],
-                                                       g: memory.kv_bytes_read.sym_args["output_tokens"]})) == 0
+    assert (
+        sp.simplify(
+            expr.subs(subs)
+            - total.subs(
+                {
+                    p: memory.kv_bytes_read.sym_args["prompt_tokens"],
+                    g: memory.kv_bytes_read.sym_args["output_tokens"],
+                }
+            )
+        )
+        == 0
+    )
 
 
-@pytest.mark.parametrize("fn,kwargs,name", [
-    (memory._kv_bytes_written, dict(kv_bytes_per_token=0, prompt_tokens=1, output_tokens=1), "kv_bytes_per_token"),
-    (memory._kv_bytes_written, dict(kv_bytes_per_token=1, prompt_tokens=-1, output_tokens=1), "prompt_tokens"),
-    (memory.kv_bytes_read, dict(kv_bytes_per_token=1, prompt_tokens=1, output_tokens=1.5), "output_tokens"),
-    (memory.kv_bytes_read, dict(kv_bytes_per_token=math.nan, prompt_tokens=1, output_tokens=1), "kv_bytes_per_token"),
-    (memory._weight_bytes_streamed, dict(weight_bytes_per_step=-1, output_tokens=1), "weight_bytes_per_step"),
-    (memory._weight_bytes_streamed, dict(weight_bytes_per_step=1, output_tokens=True), "output_tokens"),
-    (memory._activation_bytes_per_token, dict(hidden_size=0), "hidden_size"),
-    (memory._activation_bytes_per_token, dict(hidden_size=10, bytes_per_element=math.inf), "bytes_per_element"),
-    (memory.request_traffic, dict(weight_bytes_resident=0, weight_bytes_per_step=1, kv_bytes_per_token=1,
-                                   hidden_size=1, prompt_tokens=1, output_tokens=1), "weight_bytes_resident"),
-    (memory.request_traffic, dict(weight_bytes_resident=1, weight_bytes_per_step=1, kv_bytes_per_token=1,
-                                   hidden_size=1, prompt_tokens=1, output_tokens=-2), "output_tokens"),
-])
+@pytest.mark.parametrize(
+    "fn,kwargs,name",
+    [
+        (
+            memory._kv_bytes_written,
+            dict(kv_bytes_per_token=0, prompt_tokens=1, output_tokens=1),
+            "kv_bytes_per_token",
+        ),
+        (
+            memory._kv_bytes_written,
+            dict(kv_bytes_per_token=1, prompt_tokens=-1, output_tokens=1),
+            "prompt_tokens",
+        ),
+        (
+            memory.kv_bytes_read,
+            dict(kv_bytes_per_token=1, prompt_tokens=1, output_tokens=1.5),
+            "output_tokens",
+        ),
+        (
+            memory.kv_bytes_read,
+            dict(kv_bytes_per_token=math.nan, prompt_tokens=1, output_tokens=1),
+            "kv_bytes_per_token",
+        ),
+        (
+            memory._weight_bytes_streamed,
+            dict(weight_bytes_per_step=-1, output_tokens=1),
+            "weight_bytes_per_step",
+        ),
+        (memory._weight_bytes_streamed, dict(weight_bytes_per_step=1, output_tokens=True), "output_tokens"),
+        (memory._activation_bytes_per_token, dict(hidden_size=0), "hidden_size"),
+        (
+            memory._activation_bytes_per_token,
+            dict(hidden_size=10, bytes_per_element=math.inf),
+            "bytes_per_element",
+        ),
+        (
+            memory.request_traffic,
+            dict(
+                weight_bytes_resident=0,
+                weight_bytes_per_step=1,
+                kv_bytes_per_token=1,
+                hidden_size=1,
+                prompt_tokens=1,
+                output_tokens=1,
+            ),
+            "weight_bytes_resident",
+        ),
+        (
+            memory.request_traffic,
+            dict(
+                weight_bytes_resident=1,
+                weight_bytes_per_step=1,
+                kv_bytes_per_token=1,
+                hidden_size=1,
+                prompt_tokens=1,
+                output_tokens=-2,
+            ),
+            "output_tokens",
+        ),
+    ],
+)
 def test_bad_input_names_the_argument(fn, kwargs, name):
     with pytest.raises(ValueError, match=name):
         fn(**kwargs)

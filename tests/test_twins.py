@@ -6,6 +6,7 @@ function has a symbol (label arguments are held at their defaults), then evaluat
 and sympy expression at 50 random points drawn from ``fn.sym_domains`` and requires a
 relative agreement of 1e-9.
 """
+
 import importlib
 import inspect
 import math
@@ -41,9 +42,13 @@ TWINS = sorted(symbols.TWINS.items())
 def test_every_submodule_imports_and_the_registry_is_filled():
     assert "aiinfra.memory" in MODULES and "aiinfra.units" in MODULES
     assert len(symbols.TWINS) > 100, "the @formula twins are missing"
-    for own in ("aiinfra.memory.kv_bytes_per_token_formula", "aiinfra.memory.weight_bytes_formula",
-                "aiinfra.memory._grouped_quant_bytes_formula", "aiinfra.memory.min_cards",
-                "aiinfra.units.bytes_per_s_from_gbit_per_s"):
+    for own in (
+        "aiinfra.memory.kv_bytes_per_token_formula",
+        "aiinfra.memory.weight_bytes_formula",
+        "aiinfra.memory._grouped_quant_bytes_formula",
+        "aiinfra.memory.min_cards",
+        "aiinfra.units.bytes_per_s_from_gbit_per_s",
+    ):
         assert own in symbols.TWINS
 
 
@@ -61,8 +66,11 @@ def _draw(rng, domain):
 @pytest.mark.parametrize("qualname,fn", TWINS, ids=[name for name, _ in TWINS])
 def test_twin_agrees_with_function(qualname, fn):
     labels = getattr(fn, "sym_labels", {})
-    params = [p for p in inspect.signature(fn).parameters.values()
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in labels]
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in labels
+    ]
     names = [p.name for p in params]
     missing = [n for n in names if n not in fn.sym_args]
     assert not missing, f"{qualname}: arguments {missing} have no symbol in sym_args"

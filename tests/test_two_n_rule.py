@@ -1,4 +1,5 @@
 """Chapter 3: the 2N rule against the exact count, and the training break-even."""
+
 import math
 
 import numpy as np
@@ -56,7 +57,9 @@ def test_context_where_off_by_ten_percent(qwen3_8b):
 
 
 def test_context_edge_cases(qwen3_8b):
-    assert compute.context_where_two_n_is_off(qwen3_8b, 0.01) < compute.context_where_two_n_is_off(qwen3_8b, 0.5)
+    assert compute.context_where_two_n_is_off(qwen3_8b, 0.01) < compute.context_where_two_n_is_off(
+        qwen3_8b, 0.5
+    )
     with pytest.raises(ValueError, match="tolerance"):
         compute.context_where_two_n_is_off(qwen3_8b, 0)
     with pytest.raises(ValueError, match="context_tokens"):
@@ -85,7 +88,8 @@ def test_tokens_to_match_training():
 def test_ratio_is_the_exact_count_over_2n(ctx):
     m = "Llama-3.1-8B"
     assert compute.two_n_ratio(m, ctx) * compute._two_n_flops_per_token(m) == pytest.approx(
-        compute.decode_flops(m, ctx))
+        compute.decode_flops(m, ctx)
+    )
 
 
 def test_gpu_hours_for_tokens():

@@ -31,9 +31,19 @@ def test_gb_gib_round_trip():
     assert u.gb_from_gib(1) == pytest.approx(1.073741824)
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("fp32", 4), ("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1), ("int4", 0.5), ("fp4", 0.5), ("BF16", 2),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("fp32", 4),
+        ("bf16", 2),
+        ("fp16", 2),
+        ("fp8", 1),
+        ("int8", 1),
+        ("int4", 0.5),
+        ("fp4", 0.5),
+        ("BF16", 2),
+    ],
+)
 def test_bytes_per_param(name, expected):
     assert u.bytes_per_param(name) == expected
 
@@ -69,8 +79,16 @@ BAD_NUMBERS = [-1, float("nan"), float("inf"), True, "3", None]
 
 
 @pytest.mark.parametrize("bad", BAD_NUMBERS)
-@pytest.mark.parametrize("fn", [u.bytes_from_bits, u._bits_from_bytes, u.bytes_per_s_from_gbit_per_s,
-                                u.gbit_per_s_from_bytes_per_s, u.gb_from_gib])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        u.bytes_from_bits,
+        u._bits_from_bytes,
+        u.bytes_per_s_from_gbit_per_s,
+        u.gbit_per_s_from_bytes_per_s,
+        u.gb_from_gib,
+    ],
+)
 def test_conversions_reject_bad_input(fn, bad):
     with pytest.raises(ValueError):
         fn(bad)

@@ -4,6 +4,7 @@ Gemma 2 2B: 26 layers alternating sliding (window 4,096) and global, 8 query hea
 256. gpt-oss-20b: 24 layers alternating a 128-token window and full attention, 64 query heads and 8 KV
 heads of 64. Gemma 3 1B: one global layer in six, window 512, 4 query heads and 1 KV head of 256.
 """
+
 import warnings
 
 import numpy as np
@@ -14,8 +15,8 @@ from aiinfra.catalog import models
 from aiinfra.catalog.models import ContextLengthWarning
 from aiinfra.deployment import Deployment
 
-GEMMA2_KV_PER_LAYER_TOKEN = 2 * 4 * 256 * 2       # K and V, 4 heads of 256, BF16: 4,096 B
-GPT_OSS_WIDTH = 64 * 64                            # query heads x head_dim (= value width)
+GEMMA2_KV_PER_LAYER_TOKEN = 2 * 4 * 256 * 2  # K and V, 4 heads of 256, BF16: 4,096 B
+GPT_OSS_WIDTH = 64 * 64  # query heads x head_dim (= value width)
 
 
 def test_gpt_oss_decode_attention_caps_the_sliding_layers():
@@ -81,12 +82,14 @@ def test_mla_requests_store_the_latent_and_the_rope_key():
 
 def test_a_context_past_the_positions_warns_once_per_call():
     m = models.load("gemma-2-2b-it")
-    with pytest.warns(ContextLengthWarning, match="9,000 exceeds max_position_embeddings 8,192 of gemma-2-2b-it"):
+    with pytest.warns(
+        ContextLengthWarning, match="9,000 exceeds max_position_embeddings 8,192 of gemma-2-2b-it"
+    ):
         memory.kv_bytes_per_request(m, np.array([1000, 9000]))
     with pytest.warns(ContextLengthWarning):
         Deployment(m, "H100 SXM").max_batch(9000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        memory.kv_bytes_per_request(m, 8192)   # exactly the limit
-        compute.decode_flops(m, 100_000)      # FLOPs curves may run past it without a word
+        memory.kv_bytes_per_request(m, 8192)  # exactly the limit
+        compute.decode_flops(m, 100_000)  # FLOPs curves may run past it without a word
         compute.context_where_two_n_is_off(m)

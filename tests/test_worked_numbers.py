@@ -4,6 +4,7 @@ Every assertion names the section of the source it pins. The assumptions
 behind each number are in ../shared/seeds/NOTES.md. Values are compared at
 the precision the source prints them.
 """
+
 import pytest
 
 from aiinfra import compute, decode, memory, roofline, units
@@ -15,8 +16,8 @@ MS = 1e-3
 
 # --- first-encounter text, Example 1-1 (sections 1.3.1 and 1.3.2): 70B at 1 byte/param on one H100 SXM ---
 N70 = 70e9
-H100_BF16 = 989.4e12      # dense BF16, FP32 accumulate
-H100_HBM = 3.35e12        # B/s
+H100_BF16 = 989.4e12  # dense BF16, FP32 accumulate
+H100_HBM = 3.35e12  # B/s
 
 
 def test_fe_1_3_2_weight_read_and_matmul_bounds():
@@ -35,7 +36,8 @@ def test_fe_1_3_2_doubling_compute_bandwidth_or_halving_weights():
     assert round(roofline.memory_time_s(N70, 2 * H100_HBM) / MS, 2) == 10.45
     assert round(roofline.memory_time_s(N70 / 2, H100_HBM) / MS, 2) == 10.45
     assert roofline.step_time_overlapped_s(2 * N70, N70, 2 * H100_BF16, H100_HBM) == pytest.approx(
-        roofline.memory_time_s(N70, H100_HBM))
+        roofline.memory_time_s(N70, H100_HBM)
+    )
 
 
 def test_fe_1_3_2_batch_of_eight():
@@ -53,7 +55,9 @@ def test_fe_1_3_2_critical_batch():
     b_star = decode.critical_batch_size(units.bytes_per_param("int8"), H100_BF16, H100_HBM)
     assert round(b_star, 1) == 147.7
     # and it is where the two times cross
-    assert roofline.compute_time_s(b_star * 2 * N70, H100_BF16) == pytest.approx(roofline.memory_time_s(N70, H100_HBM))
+    assert roofline.compute_time_s(b_star * 2 * N70, H100_BF16) == pytest.approx(
+        roofline.memory_time_s(N70, H100_HBM)
+    )
 
 
 def test_fe_1_2_1_amdahl_two_teams():
@@ -96,6 +100,7 @@ def test_fe_1_4_2_smartnic_cores():
 
 # --- first-encounter text, Chapter Numbers Quick Reference and section 1.3.4: Qwen3-8B BF16 on an RTX PRO 6000 ---
 
+
 def _qwen_and_card():
     return models.load("Qwen3-8B"), hardware.gpu("RTX PRO 6000 Blackwell Workstation")
 
@@ -106,7 +111,7 @@ def test_fe_quick_reference_counts():
     assert memory.kv_bytes_per_token(m) == 144 * units.KiB
     assert memory.kv_bytes_per_request(m, 2048) == 288 * units.MiB
     assert round(memory.kv_bytes_per_request(m, 2048) / units.GB, 3) == 0.302
-    assert round(compute.prefill_flops(m, 2048) / 1e12, 2) == 29.69          # causal, lm_head on the last token
+    assert round(compute.prefill_flops(m, 2048) / 1e12, 2) == 29.69  # causal, lm_head on the last token
     assert round(compute.decode_flops(m, 2048) / 1e9, 2) == 16.34
     assert round(models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB, 2) == 15.14
 
@@ -116,7 +121,9 @@ def test_fe_quick_reference_times_and_mbu():
     assert card.bf16_dense_flops_per_s == 503.8e12 and card.memory_bandwidth_bytes_per_s == 1.792e12
     t_prefill = roofline.compute_time_s(compute.prefill_flops(m, 2048), card.bf16_dense_flops_per_s)
     t_decode_math = roofline.compute_time_s(compute.decode_flops(m, 2048), card.bf16_dense_flops_per_s)
-    reads = models.decode_read_params(m) * units.bytes_per_param("bf16") + memory.kv_bytes_per_request(m, 2048)
+    reads = models.decode_read_params(m) * units.bytes_per_param("bf16") + memory.kv_bytes_per_request(
+        m, 2048
+    )
     t_reads = roofline.memory_time_s(reads, card.memory_bandwidth_bytes_per_s)
     assert round(t_prefill / MS, 1) == 58.9
     assert round(t_decode_math / MS, 4) == 0.0324
@@ -129,10 +136,10 @@ def test_fe_quick_reference_times_and_mbu():
 
 # --- whole-chain text, "Work out one chat request by hand": 8B, BF16, 1e15 FLOP/s at 50%, 3e12 B/s at 70% ---
 N8 = 8e9
-W8 = N8 * 2                # 16 GB of BF16 weights
+W8 = N8 * 2  # 16 GB of BF16 weights
 PI, ETA_F = 1e15, 0.5
 BW, ETA_B = 3e12, 0.7
-KV_STEP = 0.3e9            # at most 0.3 GB of KV read per request per step
+KV_STEP = 0.3e9  # at most 0.3 GB of KV read per request per step
 P_PROMPT = 2000
 
 
@@ -141,7 +148,7 @@ def test_wc_prefill_64_ms():
     assert f == pytest.approx(3.2e13)
     t = decode.ttft_s(f, W8, PI, BW, eta_f=ETA_F, eta_b=ETA_B)
     assert round(t / MS) == 64
-    assert round(roofline.memory_time_s(W8, BW, ETA_B) / MS, 1) == 7.6   # the one weight read inside prefill
+    assert round(roofline.memory_time_s(W8, BW, ETA_B) / MS, 1) == 7.6  # the one weight read inside prefill
     assert roofline.bound_label(f, W8, PI, BW, ETA_F, ETA_B) == "compute-bound"
     assert round(roofline.arithmetic_intensity_flops_per_byte(f, W8)) == 2000
 
@@ -166,7 +173,14 @@ def test_wc_ridge_points_and_attention_share():
     assert round(roofline.ridge_point_flops_per_byte(1e15, 3e12)) == 333
     assert round(roofline.ridge_point_flops_per_byte(989.4e12, 3.352e12)) == 295
     h100 = hardware.gpu("H100 SXM")
-    assert round(roofline.ridge_point_flops_per_byte(h100.bf16_dense_flops_per_s, h100.memory_bandwidth_bytes_per_s)) == 295
+    assert (
+        round(
+            roofline.ridge_point_flops_per_byte(
+                h100.bf16_dense_flops_per_s, h100.memory_bandwidth_bytes_per_s
+            )
+        )
+        == 295
+    )
     # the context term 2 n_layer n_ctx d_model at n_ctx = 1,000 is about 1.6% of 2N (Kaplan et al. 2020)
     share = compute.kaplan_attention_flops_per_token(32, 1000, 4096) / compute.approx_decode_flops_2n(N8, 1)
     assert round(100 * share, 1) == 1.6
@@ -181,11 +195,15 @@ def test_wc_one_h100_ceiling():
 
 # --- TheCatch, "Latency, throughput, tokens/sec" (05 The code): single stream on 3.35 TB/s ---
 
-@pytest.mark.parametrize("n_params, rates", [
-    (7e9, (239.3, 478.6, 957.1)),
-    (70e9, (23.9, 47.9, 95.7)),
-    (175e9, (9.6, 19.1, 38.3)),
-])
+
+@pytest.mark.parametrize(
+    "n_params, rates",
+    [
+        (7e9, (239.3, 478.6, 957.1)),
+        (70e9, (23.9, 47.9, 95.7)),
+        (175e9, (9.6, 19.1, 38.3)),
+    ],
+)
 def test_tc_latency_tokens_per_s(n_params, rates):
     for precision, expected in zip(("bf16", "int8", "int4"), rates):
         rate = decode.memory_bound_tokens_per_s(n_params * units.bytes_per_param(precision), 3.35e12)
@@ -201,6 +219,7 @@ def test_tc_latency_1000_token_reply():
 
 # --- TheCatch, "What is inference?" (05 The code): 70B, 500-token prompt, 500-token reply ---
 
+
 def test_tc_inference_flops():
     assert compute.approx_prefill_flops_2n(70e9, 500) == pytest.approx(7e13)
     assert compute.approx_decode_flops_2n(70e9, 500) == pytest.approx(7e13)
@@ -209,8 +228,9 @@ def test_tc_inference_flops():
 
 # --- TheCatch, "KV cache & batching" (04 The math, 05 The code): full MHA at d = 8192, 80 layers, 16 bit ---
 
+
 def test_tc_kv_and_batch_limit():
-    per_token = memory.kv_bytes_per_token_formula(80, 64, 128, 2)   # 64 heads x 128 = d 8192, no GQA
+    per_token = memory.kv_bytes_per_token_formula(80, 64, 128, 2)  # 64 heads x 128 = d 8192, no GQA
     assert round(per_token / units.MB, 2) == 2.62
     per_request = per_token * 8192
     assert round(per_request / units.GB, 1) == 21.5
@@ -226,6 +246,7 @@ def test_tc_kv_and_batch_limit():
 
 
 # --- TheCatch, "The data-center cluster" (04 The math, 05 The code): 32,768 GPUs ---
+
 
 def test_tc_cluster_32768():
     g = 32768

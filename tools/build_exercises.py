@@ -14,6 +14,7 @@ same converter as the chapter notebooks (book/_ext/doctree_markdown.py), so Cola
 JupyterLab show them as the book does (a dollar sign is math only where the book
 typesets math).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,16 +46,29 @@ def build(out: Path, variants: bool, chapters: list[str] | None = None) -> dict[
     source = pip_source()  # repository.url and .branch from _config.yml, typed once
     files = {}
     for ch in chapters or registry.chapters():
-        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(plain(notebooks.student_notebook(ch, variants, source)))
-        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(plain(notebooks.solution_notebook(ch, variants, source)))
+        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(
+            plain(notebooks.student_notebook(ch, variants, source))
+        )
+        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(
+            plain(notebooks.solution_notebook(ch, variants, source))
+        )
     return files
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=REPO, help="folder that receives exercises/ and solutions/ (default: repo)")
-    ap.add_argument("--variants", action="store_true", help="per-student parameters, drawn from each student's id")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if any generated file is missing or stale")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=REPO,
+        help="folder that receives exercises/ and solutions/ (default: repo)",
+    )
+    ap.add_argument(
+        "--variants", action="store_true", help="per-student parameters, drawn from each student's id"
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if any generated file is missing or stale"
+    )
     ap.add_argument("--chapter", action="append", help="only this chapter (repeatable), e.g. --chapter ch01")
     args = ap.parse_args(argv)
     files = build(args.out, args.variants, args.chapter)

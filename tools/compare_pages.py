@@ -11,6 +11,7 @@ out, one line in)::
 
 Exit status 0 either way; it reports, it does not judge.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,7 +103,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path, nargs="?", default=ROOT / "_build" / "html")
-    ap.add_argument("--numbers", action="store_true", help="show a page only if the numbers in its changed lines differ")
+    ap.add_argument(
+        "--numbers", action="store_true", help="show a page only if the numbers in its changed lines differ"
+    )
     args = ap.parse_args(argv)
     compare(args.old, args.new, args.numbers)
     sys.exit(0)

@@ -10,6 +10,7 @@ the frame image's natural width and its displayed width: the ratio is the pixel 
 reader gets (1.0 at 1:1; 2.0 for a frame drawn for high-density screens).
 The output is for reviewing a figure change (issue 20's legibility item); it is not committed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,16 +39,20 @@ def _serve(root: Path) -> str:
 
 
 def _figure_pages(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in (root / "book").rglob("*.html")
-                  if "aiinfra-figure" in p.read_text(encoding="utf-8", errors="replace"))
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in (root / "book").rglob("*.html")
+        if "aiinfra-figure" in p.read_text(encoding="utf-8", errors="replace")
+    )
 
 
 def _shoot(page, url: str, out: Path, stem: str, tag: str) -> list[dict]:
     page.goto(url, wait_until="load")
     figs = page.locator(".aiinfra-figure")
     try:
-        page.wait_for_function("() => document.querySelectorAll('.aiinfra-figure .aiinfra-frame').length > 0",
-                               timeout=20_000)
+        page.wait_for_function(
+            "() => document.querySelectorAll('.aiinfra-figure .aiinfra-frame').length > 0", timeout=20_000
+        )
     except Exception:  # noqa: BLE001 - a page whose figures never render gets no shot, and says so
         return [{"figure": 0, "error": "no frame rendered"}]
     rows = []
@@ -57,9 +62,17 @@ def _shoot(page, url: str, out: Path, stem: str, tag: str) -> list[dict]:
         shot = out / f"{stem}-fig{i}-{tag}.png"
         fig.screenshot(path=str(shot))
         size = fig.locator(".aiinfra-frame:visible").first.evaluate(
-            "img => [img.naturalWidth, img.getBoundingClientRect().width]")
-        rows.append({"figure": i, "file": shot.name, "natural_px": size[0], "displayed_px": round(size[1]),
-                     "density": round(size[0] / size[1], 2) if size[1] else None})
+            "img => [img.naturalWidth, img.getBoundingClientRect().width]"
+        )
+        rows.append(
+            {
+                "figure": i,
+                "file": shot.name,
+                "natural_px": size[0],
+                "displayed_px": round(size[1]),
+                "density": round(size[0] / size[1], 2) if size[1] else None,
+            }
+        )
     return rows
 
 
@@ -80,9 +93,14 @@ def main(argv=None) -> int:
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
         for rel in _figure_pages(roots["after"]):
             stem = re.sub(r"[^A-Za-z0-9]+", "-", rel.removesuffix(".html")).strip("-")
-            report[rel] = {tag: _shoot(page, bases[tag] + rel, args.out, stem, tag)
-                           for tag in ("before", "after") if (roots[tag] / rel).is_file()}
-            print(rel, {tag: [r.get("density") for r in rows] for tag, rows in report[rel].items()}, flush=True)
+            report[rel] = {
+                tag: _shoot(page, bases[tag] + rel, args.out, stem, tag)
+                for tag in ("before", "after")
+                if (roots[tag] / rel).is_file()
+            }
+            print(
+                rel, {tag: [r.get("density") for r in rows] for tag, rows in report[rel].items()}, flush=True
+            )
         browser.close()
     (args.out / "shots.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     return 0

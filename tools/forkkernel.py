@@ -15,6 +15,7 @@ session, the environment of the request (plus what the imports set, e.g. ipykern
 ``PYDEVD_*``), fresh random seeds. Modules whose import depends on the IPython shell that is
 running (``matplotlib_inline``'s integration) are not imported ahead.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,10 +35,24 @@ from jupyter_client.provisioning import LocalProvisioner
 PR_SET_PDEATHSIG = 1
 #: Imported ahead besides the pages' own imports: the kernel itself and what the library
 #: imports lazily (figures, widgets, sympy twins, myst-nb's glue).
-KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.comm",
-                  "IPython.core.interactiveshell", "IPython.display", "jupyter_client.session")
-LAZY_MODULES = ("myst_nb.ext.glue", "matplotlib.pyplot", "matplotlib.backends.backend_agg", "PIL.Image",
-                "PIL.PngImagePlugin", "ipywidgets", "sympy")
+KERNEL_MODULES = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.comm",
+    "IPython.core.interactiveshell",
+    "IPython.display",
+    "jupyter_client.session",
+)
+LAZY_MODULES = (
+    "myst_nb.ext.glue",
+    "matplotlib.pyplot",
+    "matplotlib.backends.backend_agg",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
+    "ipywidgets",
+    "sympy",
+)
 #: Never ahead: these configure themselves for the shell that imports them.
 NEVER = ("matplotlib_inline",)
 
@@ -60,6 +75,7 @@ def page_imports(sources: list[str]) -> list[str]:
 
 
 # --- the zygote process -----------------------------------------------------------------------
+
 
 def _preload(statements: list[str]) -> list[str]:
     """Run the import statements in a scratch namespace; returns those that failed (left to the kernel)."""
@@ -166,17 +182,25 @@ def zygote_main(fd: int, statements_json: str) -> None:
 
 # --- the client side ----------------------------------------------------------------------------
 
+
 class Zygote:
     """A running zygote (one per client process): ``spawn()`` forks a kernel from it."""
 
     def __init__(self, statements: list[str], env: dict | None = None, python: str = sys.executable):
         mine, theirs = socket.socketpair()
         tools = str(Path(__file__).resolve().parent)
-        code = (f"import sys; sys.path.insert(0, {tools!r}); import forkkernel; sys.path.remove({tools!r}); "
-                f"forkkernel.zygote_main({theirs.fileno()}, sys.argv[1])")
+        code = (
+            f"import sys; sys.path.insert(0, {tools!r}); import forkkernel; sys.path.remove({tools!r}); "
+            f"forkkernel.zygote_main({theirs.fileno()}, sys.argv[1])"
+        )
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen([python, "-c", code, json.dumps(statements)], pass_fds=[theirs.fileno()],
-                                     stdin=subprocess.DEVNULL, env=env, cwd="/")
+        self.proc = subprocess.Popen(
+            [python, "-c", code, json.dumps(statements)],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd="/",
+        )
         theirs.close()
         self.sock = mine
         self.file = mine.makefile("rb")
@@ -249,7 +273,7 @@ class ForkProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd, **kwargs):
         if self.zygote is None or "ipykernel_launcher" not in cmd:
             return await super().launch_kernel(cmd, **kwargs)
-        args = cmd[cmd.index("ipykernel_launcher") + 1:]
+        args = cmd[cmd.index("ipykernel_launcher") + 1 :]
         env = dict(kwargs.get("env") or os.environ)
         env["JPY_PARENT_PID"] = str(os.getpid())
         pid = self.zygote.spawn(args, str(kwargs.get("cwd") or os.getcwd()), env)
@@ -265,7 +289,9 @@ class ForkKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or __import__("uuid").uuid4().hex
-            self.provisioner = ForkProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+            self.provisioner = ForkProvisioner(
+                kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self
+            )
         return await super()._async_pre_start_kernel(**kw)
 
     pre_start_kernel = _async_pre_start_kernel

@@ -10,6 +10,7 @@ publish numbers (``glue(``), and the pages with the most code::
     python tools/page_stats.py --ref main   # a commit, read with git (compare before/after)
     python tools/page_stats.py --json       # one JSON object
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,12 +49,25 @@ def count(text: str) -> tuple[int, int]:
 def pages(ref: str | None) -> dict[str, str]:
     """Page path -> text, from the working tree or from commit ``ref``."""
     if ref is None:
-        return {str(p.relative_to(ROOT)): p.read_text() for p in sorted(ROOT.glob("book/ch*/*.md"))
-                if PAGE.match(str(p.relative_to(ROOT)))}
-    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", ref, "book"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split()
-    return {n: subprocess.run(["git", "show", f"{ref}:{n}"], cwd=ROOT, check=True, capture_output=True,
-                              text=True).stdout for n in names if PAGE.match(n)}
+        return {
+            str(p.relative_to(ROOT)): p.read_text()
+            for p in sorted(ROOT.glob("book/ch*/*.md"))
+            if PAGE.match(str(p.relative_to(ROOT)))
+        }
+    names = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", ref, "book"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return {
+        n: subprocess.run(
+            ["git", "show", f"{ref}:{n}"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
+        for n in names
+        if PAGE.match(n)
+    }
 
 
 def stats(texts: dict[str, str]) -> dict:
@@ -80,9 +94,11 @@ def main(argv=None) -> None:
     if args.json:
         print(json.dumps(s))
         return
-    print(f"{s['pages']} content pages: median {s['median_code_lines']} code lines per page "
-          f"(mean {s['mean_code_lines']}, max {s['max_code_lines']}, total {s['total_code_lines']}); "
-          f"{s['glue_line_share']:.0%} of code lines are glue calls")
+    print(
+        f"{s['pages']} content pages: median {s['median_code_lines']} code lines per page "
+        f"(mean {s['mean_code_lines']}, max {s['max_code_lines']}, total {s['total_code_lines']}); "
+        f"{s['glue_line_share']:.0%} of code lines are glue calls"
+    )
     for n, name in s["heaviest"]:
         print(f"  {n:4d}  {name}")
 

@@ -11,6 +11,7 @@ that has already imported what the pages import, so no page pays for the imports
 
     python tools/preexecute.py [-j 2] [--no-fork]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def _start_worker(statements: list[str] | None) -> None:
     if statements is not None:
         import forkkernel
 
-        os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel sets it
+        os.environ.setdefault(
+            "MPLBACKEND", "module://matplotlib_inline.backend_inline"
+        )  # as ipykernel sets it
         from multiprocessing.util import Finalize
 
         zygote = forkkernel.use(statements, env=dict(os.environ))
@@ -64,8 +67,9 @@ def execute(path: Path, timeout_s: int):
         import forkkernel
 
         extra["kernel_manager_class"] = forkkernel.ForkKernelManager
-    result = single_nb_execution(nb, cwd=str(path.parent), allow_errors=False, timeout=timeout_s, meta_override=True,
-                                 **extra)
+    result = single_nb_execution(
+        nb, cwd=str(path.parent), allow_errors=False, timeout=timeout_s, meta_override=True, **extra
+    )
     return path, nb, result.time, result.exc_string if result.err else None
 
 
@@ -106,8 +110,10 @@ def main(argv=None) -> int:
     rel = {path: str(path.relative_to(ROOT)) for path, _ in todo}
     todo.sort(key=lambda item: -expected_seconds(item[1], rel[item[0]], last))
     jobs = max(1, min(args.jobs, len(todo)))
-    print(f"preexecute: {len(todo)} of {len(pages())} pages to run on {jobs} workers"
-          + (", kernels forked from a warm process" if todo and not args.no_fork else ""))
+    print(
+        f"preexecute: {len(todo)} of {len(pages())} pages to run on {jobs} workers"
+        + (", kernels forked from a warm process" if todo and not args.no_fork else "")
+    )
     start, failed = time.perf_counter(), []
     statements = None if args.no_fork or not todo else imports_of(nb for _, nb in todo)
     with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(statements,)) as pool:
@@ -119,8 +125,11 @@ def main(argv=None) -> int:
                 print(f"FAILED {rel[path]}\n{error}", file=sys.stderr)
                 continue
             last[rel[path]] = round(seconds, 2)
-            cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
-                                        check_validity=False, overwrite=True)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+                check_validity=False,
+                overwrite=True,
+            )
             print(f"  {seconds:6.2f} s  {rel[path]}")
     if todo:
         timings.write_text(json.dumps(last, indent=0, sort_keys=True))

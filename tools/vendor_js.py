@@ -17,6 +17,7 @@ static files:
 root: ``python tools/vendor_js.py`` (``--check`` only verifies the copies).
 The script is idempotent: a package already in the cache is not fetched again.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -21,6 +21,7 @@ pydata-sphinx-theme adds a second one to the header whenever ``navbar_persistent
 set. Jupyter Book never sets it, so it is set empty here (the article header keeps its
 search icon for narrow screens, where the sidebar is hidden).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ NOTEBOOKS = "notebooks"
 
 def notebook_path(pagename: str) -> str:
     """Repository path of the Colab notebook for a page: book/ch01/index -> notebooks/ch01/index.ipynb."""
-    rel = pagename[len("book/"):] if pagename.startswith("book/") else pagename
+    rel = pagename[len("book/") :] if pagename.startswith("book/") else pagename
     return f"{NOTEBOOKS}/{rel}.ipynb"
 
 

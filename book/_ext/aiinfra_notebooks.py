@@ -24,6 +24,7 @@ A generated notebook is:
 
 Nothing here imports the book's library except :mod:`aiinfra.book.colab` (the set-up cell).
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,7 +43,7 @@ import doctree_markdown as dm
 
 logger = logging.getLogger(__name__)
 
-OUT_DIR = "notebooks"          # under the build folder (next to html/)
+OUT_DIR = "notebooks"  # under the build folder (next to html/)
 SETUP_TAG = "colab-setup"
 CHECK_TAG = "nbval-check-output"
 VOLATILE_TAG = "volatile"
@@ -56,7 +57,7 @@ PREVIEW_NOTE = "Preview ({settings}). Run this cell, or Run All, to move the sli
 
 def notebook_rel(docname: str) -> str:
     """book/ch01/index -> ch01/index.ipynb (the path under notebooks/)."""
-    rel = docname[len("book/"):] if docname.startswith("book/") else docname
+    rel = docname[len("book/") :] if docname.startswith("book/") else docname
     return f"{rel}.ipynb"
 
 
@@ -179,11 +180,19 @@ def widget_preview(output, state: dict) -> list:
     settings = re.findall(r'<img[^>]*alt="([^"]*)"', joined)
     note = PREVIEW_NOTE.format(settings=html.unescape(settings[0]) if settings else "the default settings")
     text_html = re.sub(r"<img[^>]*>", "", joined)
-    outs = [nbformat.v4.new_output("display_data", data={
-        "text/html": f"{text_html}<p><em>{html.escape(note)}</em></p>",
-        "text/plain": f"Interactive figure. {note}"})]
-    outs += [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<figure frame>"})
-             for png in images]
+    outs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/html": f"{text_html}<p><em>{html.escape(note)}</em></p>",
+                "text/plain": f"Interactive figure. {note}",
+            },
+        )
+    ]
+    outs += [
+        nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<figure frame>"})
+        for png in images
+    ]
     return outs
 
 
@@ -276,7 +285,10 @@ def code_cell(cell, container, nb, ctx: dm.Context) -> nbformat.NotebookNode:
 def setup_cell(app) -> nbformat.NotebookNode:
     from aiinfra.book import colab
 
-    url, branch = app.config.html_theme_options["repository_url"], app.config.html_theme_options["repository_branch"]
+    url, branch = (
+        app.config.html_theme_options["repository_url"],
+        app.config.html_theme_options["repository_branch"],
+    )
     lines = [f"#@title {colab.SETUP_TITLE}"] + colab.chapter_setup_lines(colab.pip_source(url, branch))
     cell = nbformat.v4.new_code_cell("\n".join(lines))
     cell.metadata["tags"] = [SETUP_TAG]
@@ -323,7 +335,9 @@ def build_notebook(app, doctree: nodes.document, docname: str) -> nbformat.Noteb
         figure_number=lambda node: figure_number(app, docname, node),
         measured=measured_values(nb),
         image_path=lambda uri: Path(app.srcdir) / uri,
-        warn=lambda msg, node: logger.warning(f"notebook: {msg}", location=node if isinstance(node, nodes.Node) else docname),
+        warn=lambda msg, node: logger.warning(
+            f"notebook: {msg}", location=node if isinstance(node, nodes.Node) else docname
+        ),
     )
     code_index = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     cells = [setup_cell(app)]
@@ -367,12 +381,15 @@ def build_notebook(app, doctree: nodes.document, docname: str) -> nbformat.Noteb
         pending += payload
     code_before(float("inf"))
     flush()
-    out = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-        "colab": {"provenance": [], "toc_visible": True},
-        "aiinfra": {"page": docname, "url": ctx.page_url},
-    })
+    out = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "colab": {"provenance": [], "toc_visible": True},
+            "aiinfra": {"page": docname, "url": ctx.page_url},
+        },
+    )
     for n, cell in enumerate(out.cells):
         cell["id"] = hashlib.sha1(f"{docname}/{n}/{cell.cell_type}".encode()).hexdigest()[:12]
     return out
@@ -410,7 +427,9 @@ def write_notebook(app, doctree, docname):
     if app.builder.format != "html" or not is_notebook_page(app.env, docname):
         return
     if not app.config.html_baseurl:
-        logger.warning("notebook: set html.baseurl in _config.yml (links in notebooks point at the published book)")
+        logger.warning(
+            "notebook: set html.baseurl in _config.yml (links in notebooks point at the published book)"
+        )
         return
     nb = build_notebook(app, doctree, docname)
     try:

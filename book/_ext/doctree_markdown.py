@@ -20,6 +20,7 @@ equation number, citation and link is already what the HTML page shows:
 A node this module does not know is reported through ``warn`` (the book builds with
 ``-W``, so a new construct fails the build instead of leaking into the notebooks).
 """
+
 from __future__ import annotations
 
 import base64
@@ -44,17 +45,38 @@ DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
 _MACHINERY = re.compile(r"^\s*<(script|style|link|meta)\b", re.I)
 _LINE_START = re.compile(r"^(#|>|[+=-](\s|$))")
 _NUMBERED = re.compile(r"^(\d+)([.)])(\s|$)")
-_ADMONITIONS = {"attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning",
-                "seealso"}
-_SKIP = {"comment", "target", "index", "substitution_definition", "system_message", "raw_latex",
-         "meta", "pending_xref_condition", "toctree", "desc_signature_line", "HideCodeCellNode"}
+_ADMONITIONS = {
+    "attention",
+    "caution",
+    "danger",
+    "error",
+    "hint",
+    "important",
+    "note",
+    "tip",
+    "warning",
+    "seealso",
+}
+_SKIP = {
+    "comment",
+    "target",
+    "index",
+    "substitution_definition",
+    "system_message",
+    "raw_latex",
+    "meta",
+    "pending_xref_condition",
+    "toctree",
+    "desc_signature_line",
+    "HideCodeCellNode",
+}
 
 
 @dataclass
 class Context:
     """What the conversion of one page needs to know."""
 
-    page_url: str                      # published URL of this page (links resolve against it)
+    page_url: str  # published URL of this page (links resolve against it)
     equation_number: Callable[[nodes.math_block], str | None]
     figure_number: Callable[[nodes.Element], str | None] = lambda node: None
     measured: frozenset = frozenset()  # glued values from a volatile (measured) cell, plain_quotes()
@@ -149,8 +171,18 @@ def inline(node: nodes.Node, ctx: Context) -> str:
                 return f"{MEASURED_OPEN}{text}</span>"
             return text
         return children(node, ctx)
-    if isinstance(node, (nodes.abbreviation, nodes.acronym, nodes.title_reference, nodes.generated,
-                         nodes.problematic, nodes.term, nodes.classifier)):
+    if isinstance(
+        node,
+        (
+            nodes.abbreviation,
+            nodes.acronym,
+            nodes.title_reference,
+            nodes.generated,
+            nodes.problematic,
+            nodes.term,
+            nodes.classifier,
+        ),
+    ):
         return children(node, ctx)
     if isinstance(node, nodes.TextElement) or isinstance(node, nodes.Inline):
         ctx.warn(f"no Markdown rule for inline node <{name}>; its text is kept", node)
@@ -176,7 +208,7 @@ def _wrap(mark: str, text: str) -> str:
     if not text.strip():
         return text
     lead = text[: len(text) - len(text.lstrip())]
-    trail = text[len(text.rstrip()):]
+    trail = text[len(text.rstrip()) :]
     return f"{lead}{mark}{text.strip()}{mark}{trail}"
 
 
@@ -184,12 +216,12 @@ def reference(node: nodes.reference, ctx: Context) -> str:
     text = children(node, ctx)
     if "refuri" in node:
         uri = node["refuri"]
-        if uri.startswith("#"):   # an anchor on this page: the text says where (e.g. "(1.7)")
+        if uri.startswith("#"):  # an anchor on this page: the text says where (e.g. "(1.7)")
             return text
         if node.get("internal") or not re.match(r"^[a-z][a-z0-9+.-]*:", uri):
             uri = ctx.url(uri)
         return link(text, uri)
-    return text                   # refid: a target on this page (equation, exercise, section)
+    return text  # refid: a target on this page (equation, exercise, section)
 
 
 def citation(node: nodes.inline, ctx: Context) -> str:
@@ -271,7 +303,11 @@ def blocks(node: nodes.Node, ctx: Context) -> list[str]:
     if isinstance(node, (nodes.container, nodes.compound)) or name in ("glossary", "only"):
         return body(node.children, ctx)
     if isinstance(node, (nodes.caption, nodes.legend)):
-        return body(node.children, ctx) if isinstance(node, nodes.legend) else [f"*{children(node, ctx).strip()}*"]
+        return (
+            body(node.children, ctx)
+            if isinstance(node, nodes.legend)
+            else [f"*{children(node, ctx).strip()}*"]
+        )
     ctx.warn(f"no Markdown rule for block node <{name}>; its text is kept", node)
     return [escape(node.astext())] if node.astext().strip() else []
 
@@ -309,7 +345,9 @@ def display_math(node: nodes.math_block, ctx: Context) -> str:
 def fenced(node: nodes.literal_block) -> str:
     text = node.astext().rstrip("\n")
     lang = node.get("language", "")
-    lang = {"ipython3": "python", "ipython": "python", "default": "", "none": "", "myst-ansi": "text"}.get(lang, lang)
+    lang = {"ipython3": "python", "ipython": "python", "default": "", "none": "", "myst-ansi": "text"}.get(
+        lang, lang
+    )
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
@@ -321,7 +359,11 @@ def quote_block(parts: list[str]) -> str:
 
 
 def admonition(node: nodes.Element, ctx: Context) -> str:
-    title_node = node.next_node(nodes.title) if isinstance(node.children[0] if node.children else None, nodes.title) else None
+    title_node = (
+        node.next_node(nodes.title)
+        if isinstance(node.children[0] if node.children else None, nodes.title)
+        else None
+    )
     if title_node is not None:
         title = children(title_node, ctx).strip()
         rest = node.children[1:]
@@ -341,7 +383,9 @@ def listing(node: nodes.Element, ctx: Context) -> str:
         text = "\n\n".join(parts) if parts else ""
         pad = " " * (len(marker) + 1)
         lines = text.split("\n")
-        items.append(f"{marker} {lines[0]}" + "".join(f"\n{pad}{line}" if line else "\n" for line in lines[1:]))
+        items.append(
+            f"{marker} {lines[0]}" + "".join(f"\n{pad}{line}" if line else "\n" for line in lines[1:])
+        )
     loose = any(len(item.children) > 1 for item in node.children)
     return ("\n\n" if loose else "\n").join(items)
 
@@ -420,7 +464,7 @@ def _row(row: nodes.row, ncols: int, ctx: Context) -> list[str]:
 
 def _alignment(row: nodes.row | None, ncols: int) -> list[str]:
     marks = []
-    for entry in (row.children if row is not None else []):
+    for entry in row.children if row is not None else []:
         classes = entry.get("classes", [])
         marks.append("---:" if "text-right" in classes else ":---:" if "text-center" in classes else "---")
         marks += ["---"] * entry.get("morecols", 0)
@@ -433,7 +477,11 @@ def _alignment(row: nodes.row | None, ncols: int) -> list[str]:
 def _content(node: nodes.Element) -> list:
     """The body of an exercise or solution (sphinx-exercise wraps it in an untitled section)."""
     rest = [c for c in node.children if not isinstance(c, nodes.title)]
-    if len(rest) == 1 and isinstance(rest[0], nodes.section) and not any(isinstance(c, nodes.title) for c in rest[0].children):
+    if (
+        len(rest) == 1
+        and isinstance(rest[0], nodes.section)
+        and not any(isinstance(c, nodes.title) for c in rest[0].children)
+    ):
         return list(rest[0].children)
     return rest
 
@@ -478,9 +526,17 @@ def from_myst(text: str, extensions: list[str]) -> str:
     from docutils.core import publish_doctree
     from myst_parser.parsers.docutils_ import Parser
 
-    doctree = publish_doctree(text, parser=Parser(), settings_overrides={
-        "myst_enable_extensions": list(extensions), "doctitle_xform": False,
-        "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO()})
+    doctree = publish_doctree(
+        text,
+        parser=Parser(),
+        settings_overrides={
+            "myst_enable_extensions": list(extensions),
+            "doctitle_xform": False,
+            "report_level": 5,
+            "halt_level": 5,
+            "warning_stream": io.StringIO(),
+        },
+    )
     problems = [m.astext() for m in doctree.findall(nodes.system_message) if m["level"] >= 3]
     problems += [p.astext() for p in doctree.findall(nodes.problematic)]
     warnings: list[str] = []
@@ -489,5 +545,7 @@ def from_myst(text: str, extensions: list[str]) -> str:
     ctx.level = len(heading[1]) - 1 if heading else 0
     out = markdown(body(doctree.children, ctx))
     if problems or warnings:
-        raise ValueError(f"text must be plain MyST (no roles or directives that need Sphinx): {problems + warnings}")
+        raise ValueError(
+            f"text must be plain MyST (no roles or directives that need Sphinx): {problems + warnings}"
+        )
     return out

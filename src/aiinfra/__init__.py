@@ -13,4 +13,3 @@ the self-check: no numpy, no sympy, no matplotlib. CONTRIBUTING.md has the map o
 """
 
 __version__ = "0.1.0"
-

@@ -23,6 +23,7 @@ Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
 describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
 and the same peak rule everywhere).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,45 +51,81 @@ class _UsageError(Exception):
 
 # --- shared option groups ----------------------------------------------------
 
+
 def _model_options(p, required=True):
     g = p.add_argument_group("model (one of)")
     g.add_argument("--model", metavar="NAME", help="a shipped model name (see `aiinfra list`)")
     g.add_argument("--config", metavar="PATH", help="path to a Hugging Face config.json (or its folder)")
-    p.add_argument("--approximate", action="store_true",
-                   help="estimate a model_type that is not counted exactly (labelled, with its assumptions)")
+    p.add_argument(
+        "--approximate",
+        action="store_true",
+        help="estimate a model_type that is not counted exactly (labelled, with its assumptions)",
+    )
     p.set_defaults(_model_required=required)
 
 
 def _gpu_option(p, default=None):
-    p.add_argument("--gpu", metavar="NAME", default=default,
-                   help="GPU name or alias (h100, a100, pro6000, ...)" + (f"; default {default}" if default else ""))
+    p.add_argument(
+        "--gpu",
+        metavar="NAME",
+        default=default,
+        help="GPU name or alias (h100, a100, pro6000, ...)" + (f"; default {default}" if default else ""),
+    )
 
 
 def _storage_options(p):
-    p.add_argument("--precision", default="bf16", help="weight storage precision (bf16, fp16, fp8, int8, int4, ...)")
-    p.add_argument("--kv-bytes", type=float, default=2.0, dest="kv_bytes",
-                   help="bytes per stored KV element (2 = BF16 cache, 1 = FP8)")
-    p.add_argument("--reserve", type=float, default=DEFAULT_MEMORY_RESERVE,
-                   help="share of each GPU's memory held back for activations and workspace, [0, 1) "
-                        f"(default {DEFAULT_MEMORY_RESERVE})")
+    p.add_argument(
+        "--precision", default="bf16", help="weight storage precision (bf16, fp16, fp8, int8, int4, ...)"
+    )
+    p.add_argument(
+        "--kv-bytes",
+        type=float,
+        default=2.0,
+        dest="kv_bytes",
+        help="bytes per stored KV element (2 = BF16 cache, 1 = FP8)",
+    )
+    p.add_argument(
+        "--reserve",
+        type=float,
+        default=DEFAULT_MEMORY_RESERVE,
+        help="share of each GPU's memory held back for activations and workspace, [0, 1) "
+        f"(default {DEFAULT_MEMORY_RESERVE})",
+    )
 
 
 def _workload_options(p):
     _storage_options(p)
     p.add_argument("--batch", type=int, default=1, help="requests decoded together")
-    p.add_argument("--context", type=int, default=None,
-                   help="tokens in each request's KV cache (default: --prompt)")
+    p.add_argument(
+        "--context", type=int, default=None, help="tokens in each request's KV cache (default: --prompt)"
+    )
     p.add_argument("--prompt", type=int, default=2048, help="prompt tokens (prefill length)")
-    p.add_argument("--output-tokens", type=int, default=256, dest="output_tokens", help="generated tokens per request")
+    p.add_argument(
+        "--output-tokens", type=int, default=256, dest="output_tokens", help="generated tokens per request"
+    )
 
 
 def _efficiency_options(p):
-    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]")
-    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]")
-    p.add_argument("--n-gpus", type=int, default=1, dest="n_gpus",
-                   help="GPUs sharing the model (ideal tensor parallelism, no communication cost)")
-    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"],
-                   help="matrix-input precision whose dense peak is used")
+    p.add_argument(
+        "--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]"
+    )
+    p.add_argument(
+        "--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]"
+    )
+    p.add_argument(
+        "--n-gpus",
+        type=int,
+        default=1,
+        dest="n_gpus",
+        help="GPUs sharing the model (ideal tensor parallelism, no communication cost)",
+    )
+    p.add_argument(
+        "--compute-precision",
+        default="bf16",
+        dest="compute_precision",
+        choices=["bf16", "fp8"],
+        help="matrix-input precision whose dense peak is used",
+    )
 
 
 def _json_option(p):
@@ -96,8 +133,11 @@ def _json_option(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="aiinfra", description="Back-of-envelope calculator for LLM inference infrastructure "
-                                                  "(AI Infrastructure by the Numbers).")
+    parser = _Parser(
+        prog="aiinfra",
+        description="Back-of-envelope calculator for LLM inference infrastructure "
+        "(AI Infrastructure by the Numbers).",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -105,18 +145,30 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(p)
     _json_option(p)
 
-    p = sub.add_parser("check", help="compare the count with a downloaded model folder (safetensors or index)")
-    p.add_argument("folder", metavar="FOLDER", help="model folder: config.json with *.safetensors and/or "
-                                                    "model.safetensors.index.json")
+    p = sub.add_parser(
+        "check", help="compare the count with a downloaded model folder (safetensors or index)"
+    )
+    p.add_argument(
+        "folder",
+        metavar="FOLDER",
+        help="model folder: config.json with *.safetensors and/or model.safetensors.index.json",
+    )
     g = p.add_argument_group("config (default: FOLDER/config.json)")
     g.add_argument("--model", metavar="NAME", help="a shipped model name to predict from instead")
     g.add_argument("--config", metavar="PATH", help="another config.json to predict from")
-    p.add_argument("--dtype", default=None, help="storage dtype to predict (bfloat16, F32, ...); "
-                                                 "default: the config's torch_dtype")
-    p.add_argument("--approximate", action="store_true", help="predict from an estimate for an unknown family")
+    p.add_argument(
+        "--dtype",
+        default=None,
+        help="storage dtype to predict (bfloat16, F32, ...); default: the config's torch_dtype",
+    )
+    p.add_argument(
+        "--approximate", action="store_true", help="predict from an estimate for an unknown family"
+    )
     _json_option(p)
 
-    p = sub.add_parser("memory", help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch")
+    p = sub.add_parser(
+        "memory", help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch"
+    )
     _model_options(p)
     _gpu_option(p)
     _workload_options(p)
@@ -133,21 +185,36 @@ def build_parser() -> argparse.ArgumentParser:
     _gpu_option(p, default="H100 SXM")
     p.add_argument("--flops", type=float, required=True, help="floating-point operations of the work")
     p.add_argument("--bytes", type=float, required=True, dest="bytes_moved", help="bytes it must move")
-    p.add_argument("--compute-precision", default="bf16", dest="compute_precision", choices=["bf16", "fp8"],
-                   help="matrix-input precision whose dense peak is used")
+    p.add_argument(
+        "--compute-precision",
+        default="bf16",
+        dest="compute_precision",
+        choices=["bf16", "fp8"],
+        help="matrix-input precision whose dense peak is used",
+    )
     _json_option(p)
 
     p = sub.add_parser("plan", help="fewest GPUs for U concurrent users at a target TPOT")
     _model_options(p)
     _gpu_option(p, default="H100 SXM")
     p.add_argument("--users", type=int, required=True, help="concurrent users (each decoding)")
-    p.add_argument("--tpot-ms", type=float, required=True, dest="tpot_ms", help="target time per output token, ms")
+    p.add_argument(
+        "--tpot-ms", type=float, required=True, dest="tpot_ms", help="target time per output token, ms"
+    )
     p.add_argument("--context", type=int, default=8192, help="tokens in each user's KV cache")
     _storage_options(p)
-    p.add_argument("--replica-sizes", default="1,2,4,8", dest="replica_sizes",
-                   help="comma-separated GPUs per replica to consider (default 1,2,4,8)")
-    p.add_argument("--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]")
-    p.add_argument("--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]")
+    p.add_argument(
+        "--replica-sizes",
+        default="1,2,4,8",
+        dest="replica_sizes",
+        help="comma-separated GPUs per replica to consider (default 1,2,4,8)",
+    )
+    p.add_argument(
+        "--eta-f", type=float, default=1.0, dest="eta_f", help="achieved fraction of peak compute (0, 1]"
+    )
+    p.add_argument(
+        "--eta-b", type=float, default=1.0, dest="eta_b", help="achieved fraction of peak bandwidth (0, 1]"
+    )
     _json_option(p)
 
     p = sub.add_parser("list", help="shipped model names and catalogued GPUs")
@@ -156,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- helpers -----------------------------------------------------------------
+
 
 def _load_model(args):
     from aiinfra.catalog import models
@@ -190,8 +258,10 @@ def _attention_text(m) -> str:
     if not sliding:
         return f"{m.n_layers} full"
     windows = sorted({a.window for a in m.attention if a.window is not None})
-    return (f"{m.n_layers - len(sliding)} full, {len(sliding)} sliding (window "
-            f"{' / '.join(f'{w:,}' for w in windows)})")
+    return (
+        f"{m.n_layers - len(sliding)} full, {len(sliding)} sliding (window "
+        f"{' / '.join(f'{w:,}' for w in windows)})"
+    )
 
 
 def _count(name, value, minimum=1):
@@ -205,9 +275,14 @@ def _deployment(args, model, gpu, **settings):
     from aiinfra.deployment import Deployment
     from aiinfra.formula import check
 
-    return Deployment(model, gpu, weight_precision=args.precision,
-                      kv_precision=check("--kv-bytes", args.kv_bytes, ">0"),
-                      memory_reserve=check("--reserve", args.reserve, "[0,1)"), **settings)
+    return Deployment(
+        model,
+        gpu,
+        weight_precision=args.precision,
+        kv_precision=check("--kv-bytes", args.kv_bytes, ">0"),
+        memory_reserve=check("--reserve", args.reserve, "[0,1)"),
+        **settings,
+    )
 
 
 def _rows_table(title, rows):
@@ -230,6 +305,7 @@ def _int(x):
 
 
 # --- subcommands -------------------------------------------------------------
+
 
 def _cmd_params(args):
     from aiinfra import compute, memory, units
@@ -267,8 +343,10 @@ def _cmd_params(args):
         ("lm_head matmul (vocab x hidden)", _int(data["lm_head_params"])),
         ("block matmul weights per token", _int(data["block_linear_params_per_token"])),
         ("read per decode step", _int(data["decode_read_params"])),
-        ("layers / hidden / heads / kv heads / head_dim",
-         f"{m.n_layers} / {m.hidden_size} / {m.n_heads} / {m.n_kv_heads} / {m.head_dim}"),
+        (
+            "layers / hidden / heads / kv heads / head_dim",
+            f"{m.n_layers} / {m.hidden_size} / {m.n_heads} / {m.n_kv_heads} / {m.head_dim}",
+        ),
         ("vocab (tied embeddings)", f"{m.vocab_size:,} ({'yes' if m.tie_word_embeddings else 'no'})"),
         (f"attention layers ({m.attention_kind.upper()})", _attention_text(m)),
         ("KV per token (BF16, all layers)", units.fmt_bytes(data["kv_bytes_per_token"], "KiB")),
@@ -284,17 +362,30 @@ def _cmd_check(args):
 
     if args.model and args.config:
         raise ValueError("give either --model or --config, not both")
-    report = checkpoint.compare(args.folder, config=args.model or args.config, approximate=args.approximate,
-                                dtype=args.dtype)
+    report = checkpoint.compare(
+        args.folder, config=args.model or args.config, approximate=args.approximate, dtype=args.dtype
+    )
     data = {
-        "model": report.name, "compared_with": report.source, "exact_match": report.exact,
-        "total_params": report.predicted_params, "stored_params": report.stored_params,
-        "predicted_bytes_by_dtype": report.predicted_bytes, "stored_bytes_by_dtype": report.stored_bytes,
+        "model": report.name,
+        "compared_with": report.source,
+        "exact_match": report.exact,
+        "total_params": report.predicted_params,
+        "stored_params": report.stored_params,
+        "predicted_bytes_by_dtype": report.predicted_bytes,
+        "stored_bytes_by_dtype": report.stored_bytes,
         "index_total_size_bytes": report.index_total_size,
-        "differences": [{"group": g.group, "predicted_params": g.predicted_params, "stored_params": g.stored_params,
-                         "missing": list(g.missing), "unexpected": list(g.unexpected),
-                         "shape_mismatches": [list(x) for x in g.shape_mismatches],
-                         "dtype_mismatches": [list(x) for x in g.dtype_mismatches]} for g in report.differences],
+        "differences": [
+            {
+                "group": g.group,
+                "predicted_params": g.predicted_params,
+                "stored_params": g.stored_params,
+                "missing": list(g.missing),
+                "unexpected": list(g.unexpected),
+                "shape_mismatches": [list(x) for x in g.shape_mismatches],
+                "dtype_mismatches": [list(x) for x in g.dtype_mismatches],
+            }
+            for g in report.differences
+        ],
         "not_parameters": {k: {"tensors": n, "bytes": b} for k, (n, b) in report.extras.items()},
         "notes": list(report.notes),
     }
@@ -333,7 +424,10 @@ def _cmd_memory(args):
     rows = [
         (f"weights ({args.precision})", f"{units.fmt_bytes(w)}  ({units.fmt_bytes(w, 'GiB')})"),
         ("KV per token", f"{units.fmt_bytes(kv_tok, 'KB')}  ({units.fmt_bytes(kv_tok, 'KiB')})"),
-        (f"KV per request @ {ctx:,} tokens", f"{units.fmt_bytes(kv_req)}  ({units.fmt_bytes(kv_req, 'GiB', 3)})"),
+        (
+            f"KV per request @ {ctx:,} tokens",
+            f"{units.fmt_bytes(kv_req)}  ({units.fmt_bytes(kv_req, 'GiB', 3)})",
+        ),
         ("attention layers", _attention_text(m)),
         (f"KV for batch {batch}", units.fmt_bytes(batch * kv_req)),
         ("weights + KV", units.fmt_bytes(total)),
@@ -341,12 +435,20 @@ def _cmd_memory(args):
     if args.gpu:
         cards = memory.min_cards(total, g.memory_bytes, d.memory_reserve * g.memory_bytes)
         max_batch_one = int(d.max_batch(ctx)) if kv_req > 0 else 0
-        data.update(gpu=g.name, gpu_memory_bytes=float(g.memory_bytes), memory_reserve=d.memory_reserve,
-                    min_gpus_for_weights_and_kv=cards, max_batch_on_one_gpu=max_batch_one)
+        data.update(
+            gpu=g.name,
+            gpu_memory_bytes=float(g.memory_bytes),
+            memory_reserve=d.memory_reserve,
+            min_gpus_for_weights_and_kv=cards,
+            max_batch_on_one_gpu=max_batch_one,
+        )
         rows += [
             (f"GPU {g.name}", f"{units.fmt_bytes(g.memory_bytes)}, {d.memory_reserve:.0%} held back"),
             ("GPUs to hold weights + KV (ideal split)", str(cards)),
-            ("largest batch on one GPU (KV budget)", str(max_batch_one) if d.free_bytes > 0 else "weights do not fit"),
+            (
+                "largest batch on one GPU (KV budget)",
+                str(max_batch_one) if d.free_bytes > 0 else "weights do not fit",
+            ),
         ]
     _count_label(m, data, rows)
     _emit(args, f"memory: {m.name}", rows, data)
@@ -362,36 +464,59 @@ def _cmd_decode(args):
     prompt = _count("--prompt", args.prompt)
     out_tokens = _count("--output-tokens", args.output_tokens)
     ctx = _count("--context", prompt if args.context is None else args.context, minimum=0)
-    d = _deployment(args, m, args.gpu, n_gpus=_count("--n-gpus", args.n_gpus),
-                    compute_precision=args.compute_precision,
-                    eta_f=check("--eta-f", args.eta_f, "(0,1]"), eta_b=check("--eta-b", args.eta_b, "(0,1]"))
+    d = _deployment(
+        args,
+        m,
+        args.gpu,
+        n_gpus=_count("--n-gpus", args.n_gpus),
+        compute_precision=args.compute_precision,
+        eta_f=check("--eta-f", args.eta_f, "(0,1]"),
+        eta_b=check("--eta-b", args.eta_b, "(0,1]"),
+    )
     step = d.step(batch, ctx)
     prefill = d.prefill(prompt)
     reply = d.request(prompt, out_tokens, batch)
     resident = d.weight_bytes + batch * float(d.kv_bytes(prompt + out_tokens))
     pi, bw, n = d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.n_gpus
     data = {
-        "model": m.name, "gpu": d.gpu.name, "n_gpus": n, "precision": args.precision,
-        "compute_precision": args.compute_precision, "batch": batch, "context_tokens": ctx,
-        "prompt_tokens": prompt, "output_tokens": out_tokens, "eta_f": d.eta_f, "eta_b": d.eta_b,
+        "model": m.name,
+        "gpu": d.gpu.name,
+        "n_gpus": n,
+        "precision": args.precision,
+        "compute_precision": args.compute_precision,
+        "batch": batch,
+        "context_tokens": ctx,
+        "prompt_tokens": prompt,
+        "output_tokens": out_tokens,
+        "eta_f": d.eta_f,
+        "eta_b": d.eta_b,
         "memory_reserve": d.memory_reserve,
-        "peak_flops_per_s": pi, "bandwidth_bytes_per_s": bw,
-        "decode_flops_per_request": float(d.step(1, ctx).flops), "weight_bytes_read_per_step": d.weight_bytes_read,
+        "peak_flops_per_s": pi,
+        "bandwidth_bytes_per_s": bw,
+        "decode_flops_per_request": float(d.step(1, ctx).flops),
+        "weight_bytes_read_per_step": d.weight_bytes_read,
         "kv_bytes_read_per_request": float(d.kv_bytes(ctx)),
-        "compute_time_s": float(step.compute_s), "memory_time_s": float(step.memory_s),
-        "step_time_s": float(step.time_s), "bound": step.bound,
+        "compute_time_s": float(step.compute_s),
+        "memory_time_s": float(step.memory_s),
+        "step_time_s": float(step.time_s),
+        "bound": step.bound,
         "tokens_per_s_per_user": float(step.tokens_per_s_per_user),
         "tokens_per_s_aggregate": float(step.tokens_per_s),
         "critical_batch_size": float(d.critical_batch),
         "ridge_point_flops_per_byte": float(d.ridge_flops_per_byte),
-        "prefill_flops": float(prefill.flops), "ttft_s": float(prefill.time_s),
+        "prefill_flops": float(prefill.flops),
+        "ttft_s": float(prefill.time_s),
         "mean_tpot_s": float(reply.tpot_s if reply.decode_steps else step.time_s),
         "end_to_end_latency_s": float(reply.end_to_end_s),
-        "resident_bytes_at_end": resident, "fits_in_memory": bool(batch * d.kv_bytes(prompt + out_tokens) <= d.free_bytes),
+        "resident_bytes_at_end": resident,
+        "fits_in_memory": bool(batch * d.kv_bytes(prompt + out_tokens) <= d.free_bytes),
     }
     rows = [
-        ("GPU", f"{n} x {d.gpu.name}: {units.fmt_flops_rate(pi)} dense {args.compute_precision}, "
-                f"{units.fmt_rate_bytes(bw)}"),
+        (
+            "GPU",
+            f"{n} x {d.gpu.name}: {units.fmt_flops_rate(pi)} dense {args.compute_precision}, "
+            f"{units.fmt_rate_bytes(bw)}",
+        ),
         ("efficiency (compute / bandwidth)", f"{d.eta_f:g} / {d.eta_b:g}"),
         (f"decode FLOPs per request @ {ctx:,} ctx", units.fmt_flops(data["decode_flops_per_request"])),
         ("weights read per step", units.fmt_bytes(d.weight_bytes_read)),
@@ -403,11 +528,16 @@ def _cmd_decode(args):
         (f"tokens/s aggregate (batch {batch})", f"{data['tokens_per_s_aggregate']:,.1f}"),
         ("critical batch B* (weights only)", f"{data['critical_batch_size']:,.1f}"),
         ("ridge point", f"{data['ridge_point_flops_per_byte']:,.1f} FLOP/B"),
-        (f"prefill FLOPs @ {prompt:,} tokens (causal)", f"{units.fmt_flops(data['prefill_flops'])}  ({prefill.bound})"),
+        (
+            f"prefill FLOPs @ {prompt:,} tokens (causal)",
+            f"{units.fmt_flops(data['prefill_flops'])}  ({prefill.bound})",
+        ),
         ("TTFT (lower bound, no queueing)", units.fmt_time(data["ttft_s"])),
         (f"end-to-end, {out_tokens:,} output tokens", units.fmt_time(data["end_to_end_latency_s"])),
-        ("weights + KV at the end of the reply", f"{units.fmt_bytes(resident)}"
-                                                  f"{'' if data['fits_in_memory'] else '  (does NOT fit)'}"),
+        (
+            "weights + KV at the end of the reply",
+            f"{units.fmt_bytes(resident)}{'' if data['fits_in_memory'] else '  (does NOT fit)'}",
+        ),
     ]
     if models.active_params(m) != models.total_params(m):
         rows.append(("note", "MoE: reads count the active experts only (optimistic once batch > 1)"))
@@ -425,13 +555,20 @@ def _cmd_roofline(args):
     tc = float(roofline.compute_time_s(args.flops, pi))
     tm = float(roofline.memory_time_s(args.bytes_moved, bw))
     data = {
-        "gpu": g.name, "flops": float(args.flops), "bytes_moved": float(args.bytes_moved),
-        "peak_flops_per_s": pi, "bandwidth_bytes_per_s": bw,
-        "compute_time_s": tc, "memory_time_s": tm,
-        "step_time_overlapped_s": float(roofline.step_time_overlapped_s(args.flops, args.bytes_moved, pi, bw)),
+        "gpu": g.name,
+        "flops": float(args.flops),
+        "bytes_moved": float(args.bytes_moved),
+        "peak_flops_per_s": pi,
+        "bandwidth_bytes_per_s": bw,
+        "compute_time_s": tc,
+        "memory_time_s": tm,
+        "step_time_overlapped_s": float(
+            roofline.step_time_overlapped_s(args.flops, args.bytes_moved, pi, bw)
+        ),
         "step_time_serial_s": float(roofline.step_time_serial_s(args.flops, args.bytes_moved, pi, bw)),
-        "arithmetic_intensity_flops_per_byte": float(roofline.arithmetic_intensity_flops_per_byte(
-            args.flops, args.bytes_moved)),
+        "arithmetic_intensity_flops_per_byte": float(
+            roofline.arithmetic_intensity_flops_per_byte(args.flops, args.bytes_moved)
+        ),
         "ridge_point_flops_per_byte": float(roofline.ridge_point_flops_per_byte(pi, bw)),
         "bound": roofline.bound_of(tc, tm),
     }
@@ -457,20 +594,39 @@ def _cmd_plan(args):
     try:
         sizes = tuple(int(x) for x in args.replica_sizes.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"--replica-sizes must be comma-separated whole numbers, got {args.replica_sizes!r}") \
-            from None
+        raise ValueError(
+            f"--replica-sizes must be comma-separated whole numbers, got {args.replica_sizes!r}"
+        ) from None
     tpot = check("--tpot-ms", args.tpot_ms, ">0") * units.ms
-    d = _deployment(args, m, args.gpu, eta_f=check("--eta-f", args.eta_f, "(0,1]"),
-                    eta_b=check("--eta-b", args.eta_b, "(0,1]"))
+    d = _deployment(
+        args,
+        m,
+        args.gpu,
+        eta_f=check("--eta-f", args.eta_f, "(0,1]"),
+        eta_b=check("--eta-b", args.eta_b, "(0,1]"),
+    )
     plan = capacity.plan(d, args.users, tpot, args.context, sizes)
-    data = {"model": m.name, "gpu": d.gpu.name, "concurrent_users": args.users, "target_tpot_s": tpot,
-            "context_tokens": args.context, "precision": args.precision, **plan.as_dict()}
+    data = {
+        "model": m.name,
+        "gpu": d.gpu.name,
+        "concurrent_users": args.users,
+        "target_tpot_s": tpot,
+        "context_tokens": args.context,
+        "precision": args.precision,
+        **plan.as_dict(),
+    }
     rows = [
-        ("target", f"{args.users:,} users at <= {units.fmt_time(tpot)} per token, {args.context:,} tokens each"),
+        (
+            "target",
+            f"{args.users:,} users at <= {units.fmt_time(tpot)} per token, {args.context:,} tokens each",
+        ),
         ("GPUs in total", f"{plan.gpus_total:,}"),
         ("replicas x GPUs each", f"{plan.replicas:,} x {plan.gpus_per_replica}"),
-        ("users per replica", f"{plan.users_per_replica:,} (room for {plan.max_users_per_replica:,}, "
-                              f"limited by {plan.limiting})"),
+        (
+            "users per replica",
+            f"{plan.users_per_replica:,} (room for {plan.max_users_per_replica:,}, "
+            f"limited by {plan.limiting})",
+        ),
         ("predicted decode step", units.fmt_time(plan.step_time_s)),
     ]
     _count_label(m, data, rows)
@@ -481,22 +637,41 @@ def _cmd_list(args):
     from aiinfra.catalog import hardware, models
 
     names = models.shipped_names()
-    data = {"models": names, "gpus": [g.name for g in hardware.catalog()],
-            "model_sources": {n: {"config": models.SHIPPED[n][1],
-                                  "copy": "reconstructed" if n in models.RECONSTRUCTED else "as released"}
-                              for n in names},
-            "exact_model_types": list(models.SUPPORTED_MODEL_TYPES)}
+    data = {
+        "models": names,
+        "gpus": [g.name for g in hardware.catalog()],
+        "model_sources": {
+            n: {
+                "config": models.SHIPPED[n][1],
+                "copy": "reconstructed" if n in models.RECONSTRUCTED else "as released",
+            }
+            for n in names
+        },
+        "exact_model_types": list(models.SUPPORTED_MODEL_TYPES),
+    }
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        print("models:\n  " + "\n  ".join(n + (" (config reconstructed from published values)"
-                                                 if n in models.RECONSTRUCTED else "") for n in names))
+        print(
+            "models:\n  "
+            + "\n  ".join(
+                n + (" (config reconstructed from published values)" if n in models.RECONSTRUCTED else "")
+                for n in names
+            )
+        )
         print("gpus:\n  " + "\n  ".join(data["gpus"]))
         print("model types counted exactly:\n  " + ", ".join(data["exact_model_types"]))
 
 
-COMMANDS = {"params": _cmd_params, "check": _cmd_check, "memory": _cmd_memory, "decode": _cmd_decode,
-            "roofline": _cmd_roofline, "plan": _cmd_plan, "list": _cmd_list}
+COMMANDS = {
+    "params": _cmd_params,
+    "check": _cmd_check,
+    "memory": _cmd_memory,
+    "decode": _cmd_decode,
+    "roofline": _cmd_roofline,
+    "plan": _cmd_plan,
+    "list": _cmd_list,
+}
 
 
 def _run(args) -> int:

@@ -26,6 +26,7 @@ The scalar cores take plain numbers; :func:`flops_per_token`,
 
 Serves: Chapters 1 (quick-reference numbers), 2 (one request by hand) and 3 (the 2N rule against the exact count).
 """
+
 from __future__ import annotations
 
 import math
@@ -53,6 +54,7 @@ __all__ = [
     "request_flops",
 ]
 
+
 @formula("2*(N_lin + N_head)", _block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
 def _forward_flops_per_token(_block_linear_params, lm_head_params):
     """Matrix FLOPs of one token through the model, attention scores excluded: ``2 (N_lin + N_head)``.
@@ -63,8 +65,14 @@ def _forward_flops_per_token(_block_linear_params, lm_head_params):
     return 2.0 * (_block_linear_params + lm_head_params)
 
 
-@formula("2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
-         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", context_tokens="n_ctx int>=0")
+@formula(
+    "2*L*n_ctx*(w_qk + w_v)",
+    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    context_tokens="n_ctx int>=0",
+)
 def attention_flops_per_token(n_layers, qk_width, v_width, context_tokens):
     """Attention FLOPs of one query token over ``context_tokens`` keys: ``2 L n (w_qk + w_v)``.
 
@@ -74,20 +82,34 @@ def attention_flops_per_token(n_layers, qk_width, v_width, context_tokens):
     return 2.0 * n_layers * context_tokens * (qk_width + v_width)
 
 
-@formula("2*(N_lin + N_head) + 2*L*n_ctx*(w_qk + w_v)", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
-         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
-         v_width="w_v >0", context_tokens="n_ctx int>=0")
+@formula(
+    "2*(N_lin + N_head) + 2*L*n_ctx*(w_qk + w_v)",
+    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+    _block_linear_params="N_lin >=0",
+    lm_head_params="N_head >=0",
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    context_tokens="n_ctx int>=0",
+)
 def _decode_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, context_tokens):
     """FLOPs of one decode step for one request: ``2 (N_lin + N_head) + 2 L n (w_qk + w_v)``.
 
     ``context_tokens`` is the number of keys the new token attends to.
     """
-    return (_forward_flops_per_token(_block_linear_params, lm_head_params)
-            + attention_flops_per_token(n_layers, qk_width, v_width, context_tokens))
+    return _forward_flops_per_token(_block_linear_params, lm_head_params) + attention_flops_per_token(
+        n_layers, qk_width, v_width, context_tokens
+    )
 
 
-@formula("L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
-         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
+@formula(
+    "L*(w_qk + w_v)*P*(P + 1)",
+    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    prompt_tokens="P int>=1",
+)
 def _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a causal prefill over ``P`` tokens: ``L (w_qk + w_v) P (P + 1)``.
 
@@ -98,8 +120,14 @@ def _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     return n_layers * (qk_width + v_width) * p * (p + 1.0)
 
 
-@formula("2*L*(w_qk + w_v)*P**2", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
-         n_layers="L int>=1", qk_width="w_qk >0", v_width="w_v >0", prompt_tokens="P int>=1")
+@formula(
+    "2*L*(w_qk + w_v)*P**2",
+    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    prompt_tokens="P int>=1",
+)
 def _full_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
     """Attention FLOPs of a non-causal (bidirectional) prefill: ``2 L (w_qk + w_v) P^2``.
 
@@ -118,9 +146,14 @@ def _prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=
     return fn(n_layers, qk_width, v_width, prompt_tokens)
 
 
-@formula("2*N_lin*P + 2*N_head*P_head", sample={"prompt_tokens": (100, 100_000), "lm_head_tokens": (1, 100)},
-         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", prompt_tokens="P int>=1",
-         lm_head_tokens="P_head int>=1")
+@formula(
+    "2*N_lin*P + 2*N_head*P_head",
+    sample={"prompt_tokens": (100, 100_000), "lm_head_tokens": (1, 100)},
+    _block_linear_params="N_lin >=0",
+    lm_head_params="N_head >=0",
+    prompt_tokens="P int>=1",
+    lm_head_tokens="P_head int>=1",
+)
 def _prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, lm_head_tokens=1):
     """Matrix FLOPs of a prefill: ``2 N_lin P + 2 N_head P_head``.
 
@@ -130,13 +163,22 @@ def _prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, l
     lie in [1, P].
     """
     if np.any(lm_head_tokens > prompt_tokens):
-        raise ValueError(f"lm_head_tokens must be <= prompt_tokens, got {lm_head_tokens!r} > {prompt_tokens!r}")
+        raise ValueError(
+            f"lm_head_tokens must be <= prompt_tokens, got {lm_head_tokens!r} > {prompt_tokens!r}"
+        )
     return 2.0 * _block_linear_params * prompt_tokens + 2.0 * lm_head_params * lm_head_tokens
 
 
-@formula("2*N_lin*P + 2*N_head + L*(w_qk + w_v)*P*(P + 1)", sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
-         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
-         v_width="w_v >0", prompt_tokens="P int>=1")
+@formula(
+    "2*N_lin*P + 2*N_head + L*(w_qk + w_v)*P*(P + 1)",
+    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
+    _block_linear_params="N_lin >=0",
+    lm_head_params="N_head >=0",
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    prompt_tokens="P int>=1",
+)
 def _prefill_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens):
     """FLOPs of prefilling ``P`` prompt tokens for generation: ``2 N_lin P + 2 N_head + L (w_qk + w_v) P (P+1)``.
 
@@ -145,16 +187,25 @@ def _prefill_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width
     with :func:`_full_prefill_attention_flops`, or use
     :func:`prefill_flops` with its flags on a model config.
     """
-    return (_prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, 1)
-            + _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens))
+    return _prefill_matmul_flops(
+        _block_linear_params, lm_head_params, prompt_tokens, 1
+    ) + _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens)
 
 
-@formula("2*N_lin*(P + G - 1) + 2*N_head*G + L*(w_qk + w_v)*(P + G - 1)*(P + G)",
-         sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000), "generated_tokens": (1, 10_000)},
-         _block_linear_params="N_lin >=0", lm_head_params="N_head >=0", n_layers="L int>=1", qk_width="w_qk >0",
-         v_width="w_v >0", prompt_tokens="P int>=1", generated_tokens="G int>=1")
-def request_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens,
-                       generated_tokens):
+@formula(
+    "2*N_lin*(P + G - 1) + 2*N_head*G + L*(w_qk + w_v)*(P + G - 1)*(P + G)",
+    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000), "generated_tokens": (1, 10_000)},
+    _block_linear_params="N_lin >=0",
+    lm_head_params="N_head >=0",
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    prompt_tokens="P int>=1",
+    generated_tokens="G int>=1",
+)
+def request_step_flops(
+    _block_linear_params, lm_head_params, n_layers, qk_width, v_width, prompt_tokens, generated_tokens
+):
     """Exact FLOPs of a whole request: a causal prefill of ``P`` tokens, then ``G - 1`` decode steps.
 
     The prefill's last position yields output token 1; output tokens 2..G
@@ -166,12 +217,20 @@ def request_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width,
     of ``P + G`` tokens and no attention.
     """
     seen = prompt_tokens + generated_tokens - 1.0
-    return (2.0 * _block_linear_params * seen + 2.0 * lm_head_params * generated_tokens
-            + n_layers * (qk_width + v_width) * seen * (seen + 1.0))
+    return (
+        2.0 * _block_linear_params * seen
+        + 2.0 * lm_head_params * generated_tokens
+        + n_layers * (qk_width + v_width) * seen * (seen + 1.0)
+    )
 
 
-@formula("2*N*(P + G)", sample={"prompt_tokens": (0, 100_000), "generated_tokens": (0, 100_000)},
-         n_params="N >=0", prompt_tokens="P int>=0", generated_tokens="G int>=0")
+@formula(
+    "2*N*(P + G)",
+    sample={"prompt_tokens": (0, 100_000), "generated_tokens": (0, 100_000)},
+    n_params="N >=0",
+    prompt_tokens="P int>=0",
+    generated_tokens="G int>=0",
+)
 def approx_flops_2n(n_params, prompt_tokens, generated_tokens):
     """The ``2N (P + G)`` rule of thumb for a request: 2 FLOPs per parameter per token, no attention.
 
@@ -193,8 +252,13 @@ def approx_decode_flops_2n(n_params, generated_tokens):
     return approx_flops_2n(n_params, 0, generated_tokens)
 
 
-@formula("2*L*n_ctx*d", sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
-         n_layers="L int>=1", context_tokens="n_ctx int>=0", d_attn="d >0")
+@formula(
+    "2*L*n_ctx*d",
+    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
+    n_layers="L int>=1",
+    context_tokens="n_ctx int>=0",
+    d_attn="d >0",
+)
 def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
     """Kaplan et al.'s (2020, Table 1) context term ``2 n_layer n_ctx d_attn`` per token.
 
@@ -212,6 +276,7 @@ def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
 # sliding-window layer (Mistral-7B-v0.1: every layer, 4,096; Gemma 2 and gpt-oss: every other
 # layer) to at most ``window`` keys, so each group's context is capped at its own window.
 
+
 def _shape(model):
     """The model, its per-token matmul weights, its LM head and its attention groups.
 
@@ -222,7 +287,9 @@ def _shape(model):
     for a in m.attention:
         key = (a.window is not None, a.window or 0, a.qk_width, a.v_width)
         counts[key] = counts.get(key, 0) + 1
-    groups = [(n, float(qk), float(v), w if sliding else None) for (sliding, w, qk, v), n in sorted(counts.items())]
+    groups = [
+        (n, float(qk), float(v), w if sliding else None) for (sliding, w, qk, v), n in sorted(counts.items())
+    ]
     return m, float(models.block_linear_params_per_token(m)), float(models.lm_head_params(m)), groups
 
 
@@ -262,7 +329,9 @@ def decode_flops(model, context_tokens):
     ctx = context_tokens
     total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
     for n, wq, wv, window in groups:
-        total = total + attention_flops_per_token(n, wq, wv, ctx if window is None else np.minimum(ctx, window))
+        total = total + attention_flops_per_token(
+            n, wq, wv, ctx if window is None else np.minimum(ctx, window)
+        )
     return total
 
 
@@ -345,8 +414,13 @@ def decode_flops_breakdown(model, context_tokens) -> dict:
     matrices = flops_per_token(m)
     head = _forward_flops_per_token(0, models.lm_head_params(m))
     total = decode_flops(m, ctx)
-    exact = {"blocks": matrices - head, "lm_head": head, "attention": total - matrices, "embedding": 0.0,
-             "total": total}
+    exact = {
+        "blocks": matrices - head,
+        "lm_head": head,
+        "attention": total - matrices,
+        "embedding": 0.0,
+        "total": total,
+    }
     n_embed = models.embedding_params(m)
     n_head_stored = models._stored_lm_head_params(m)
     n_total = models.active_params(m)

@@ -31,6 +31,7 @@ weights once and every cache once, so ``tok/s = B n eta beta / (W + B S)``
 Serves: Chapters 1 (one model step, checking against measurement), 2 (one decode step)
 and 4 (latency, throughput and tokens per second), and the KV-cache and batching pages.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,13 +61,28 @@ __all__ = [
     "throughput_ratio_if_tpot_only",
 ]
 
-_STEP = dict(flops_per_request="F_1 >=0", weight_bytes="R_W >=0", state_bytes_per_request="R_state >=0",
-             flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0", eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
+_STEP = dict(
+    flops_per_request="F_1 >=0",
+    weight_bytes="R_W >=0",
+    state_bytes_per_request="R_state >=0",
+    flops_per_s="Pi >0",
+    bandwidth_bytes_per_s="beta >0",
+    eta_f="eta_F (0,1]",
+    eta_b="eta_B (0,1]",
+)
 
 
 @formula("Max(B*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))", batch="B >0", **_STEP)
-def batched_decode_step_time_s(batch, flops_per_request, weight_bytes, state_bytes_per_request,
-                               flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
+def batched_decode_step_time_s(
+    batch,
+    flops_per_request,
+    weight_bytes,
+    state_bytes_per_request,
+    flops_per_s,
+    bandwidth_bytes_per_s,
+    eta_f=1.0,
+    eta_b=1.0,
+):
     """Time of one decode step for ``batch`` requests that share one weight read.
 
     ``max(B F_1 / (eta_F Pi), (R_W + B R_state) / (eta_B beta))``, with
@@ -77,15 +93,30 @@ def batched_decode_step_time_s(batch, flops_per_request, weight_bytes, state_byt
     points) or an array (for curves).
     """
     b = batch
-    t = np.asarray(roofline.step_time_overlapped_s(b * flops_per_request, weight_bytes + b * state_bytes_per_request,
-                                                   flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b))
+    t = np.asarray(
+        roofline.step_time_overlapped_s(
+            b * flops_per_request,
+            weight_bytes + b * state_bytes_per_request,
+            flops_per_s,
+            bandwidth_bytes_per_s,
+            eta_f,
+            eta_b,
+        )
+    )
     if np.any(t <= 0):
-        raise ValueError("flops_per_request, weight_bytes and state_bytes_per_request are all 0: a step must do some work")
+        raise ValueError(
+            "flops_per_request, weight_bytes and state_bytes_per_request are all 0: a step must do some work"
+        )
     return t
 
 
-@formula("(beta*eta_B)/(R_W + R_state)", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0",
-         state_bytes="R_state >=0", efficiency="eta_B (0,1]")
+@formula(
+    "(beta*eta_B)/(R_W + R_state)",
+    weight_bytes="R_W >0",
+    bandwidth_bytes_per_s="beta >0",
+    state_bytes="R_state >=0",
+    efficiency="eta_B (0,1]",
+)
 def memory_bound_tokens_per_s(weight_bytes, bandwidth_bytes_per_s, state_bytes=0.0, efficiency=1.0):
     """Single-stream decode speed when every step streams the weights: ``eta_B beta / (R_W + R_state)``.
 
@@ -108,23 +139,38 @@ def tokens_per_s_aggregate(batch, step_time_s):
     return batch / step_time_s
 
 
-@formula("T_queue + Max(F/(eta_F*Pi), R/(eta_B*beta))", sample={"queue_s": (0.0, 10.0)},
-         prefill_flops="F >=0", prefill_bytes="R >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0",
-         eta_f="eta_F (0,1]", eta_b="eta_B (0,1]", queue_s="T_queue >=0")
-def ttft_s(prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0, queue_s=0.0):
+@formula(
+    "T_queue + Max(F/(eta_F*Pi), R/(eta_B*beta))",
+    sample={"queue_s": (0.0, 10.0)},
+    prefill_flops="F >=0",
+    prefill_bytes="R >=0",
+    flops_per_s="Pi >0",
+    bandwidth_bytes_per_s="beta >0",
+    eta_f="eta_F (0,1]",
+    eta_b="eta_B (0,1]",
+    queue_s="T_queue >=0",
+)
+def ttft_s(
+    prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0, queue_s=0.0
+):
     """Time to first token: queueing plus the roofline time of the prefill pass.
 
     ``queue_s + max(F_prefill / (eta_F Pi), R_prefill / (eta_B beta))``, where
     ``prefill_bytes`` is what the pass must read (at least the weights once).
     Prefill of a long prompt is normally compute-bound, so the first term wins.
     """
-    return queue_s + roofline.step_time_overlapped_s(prefill_flops, prefill_bytes, flops_per_s,
-                                                      bandwidth_bytes_per_s, eta_f, eta_b)
+    return queue_s + roofline.step_time_overlapped_s(
+        prefill_flops, prefill_bytes, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b
+    )
 
 
-@formula("(T_E2E - T_TTFT)/(G - 1)", sample={"end_to_end_s": (100.0, 1000.0), "ttft_s": (0.5, 99.0),
-                                             "output_tokens": (2, 4096)},
-         end_to_end_s="T_E2E >0", ttft_s="T_TTFT >=0", output_tokens="G int>=2")
+@formula(
+    "(T_E2E - T_TTFT)/(G - 1)",
+    sample={"end_to_end_s": (100.0, 1000.0), "ttft_s": (0.5, 99.0), "output_tokens": (2, 4096)},
+    end_to_end_s="T_E2E >0",
+    ttft_s="T_TTFT >=0",
+    output_tokens="G int>=2",
+)
 def tpot_s(end_to_end_s, ttft_s, output_tokens):
     """Time per output token as serving benchmarks measure it: ``(T_E2E - TTFT) / (G - 1)``.
 
@@ -133,12 +179,20 @@ def tpot_s(end_to_end_s, ttft_s, output_tokens):
     prediction, use :func:`batched_decode_step_time_s` (one step = one TPOT).
     """
     if np.any(ttft_s >= end_to_end_s):
-        raise ValueError(f"ttft_s must be < end_to_end_s, got ttft_s={ttft_s!r}, end_to_end_s={end_to_end_s!r}")
+        raise ValueError(
+            f"ttft_s must be < end_to_end_s, got ttft_s={ttft_s!r}, end_to_end_s={end_to_end_s!r}"
+        )
     return (end_to_end_s - ttft_s) / (output_tokens - 1)
 
 
-@formula("T_TTFT + (G - k_pf)*T_TPOT", sample={"output_tokens": (1, 4096)},
-         ttft_s="T_TTFT >=0", tpot_s="T_TPOT >0", output_tokens="G int>=1", first_token_from_prefill="k_pf bool")
+@formula(
+    "T_TTFT + (G - k_pf)*T_TPOT",
+    sample={"output_tokens": (1, 4096)},
+    ttft_s="T_TTFT >=0",
+    tpot_s="T_TPOT >0",
+    output_tokens="G int>=1",
+    first_token_from_prefill="k_pf bool",
+)
 def end_to_end_latency_s(ttft_s, tpot_s, output_tokens, first_token_from_prefill=True):
     """Latency of a whole reply of ``output_tokens`` tokens: ``TTFT + (G - k) TPOT``.
 
@@ -163,8 +217,14 @@ def decode_time_s(tpot_s, decode_steps):
     return decode_steps * tpot_s
 
 
-@formula("b_W*eta_F*Pi/(2*eta_B*beta)", bytes_per_weight="b_W >0", flops_per_s="Pi >0",
-         bandwidth_bytes_per_s="beta >0", eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
+@formula(
+    "b_W*eta_F*Pi/(2*eta_B*beta)",
+    bytes_per_weight="b_W >0",
+    flops_per_s="Pi >0",
+    bandwidth_bytes_per_s="beta >0",
+    eta_f="eta_F (0,1]",
+    eta_b="eta_B (0,1]",
+)
 def critical_batch_size(bytes_per_weight, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Critical batch ``B* = b_W eta_F Pi / (2 eta_B beta)``.
 
@@ -177,10 +237,21 @@ def critical_batch_size(bytes_per_weight, flops_per_s, bandwidth_bytes_per_s, et
     return bytes_per_weight * eta_f * flops_per_s / (2 * eta_b * bandwidth_bytes_per_s)
 
 
-@formula("R_W/(eta_B*beta*F_1/(eta_F*Pi) - R_state)", sample={"state_bytes_per_request": (0.0, 1e-5)},
-         flops_per_request="F_1 >0", **{k: v for k, v in _STEP.items() if k != "flops_per_request"})
-def crossover_batch_with_state(flops_per_request, weight_bytes, state_bytes_per_request,
-                               flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
+@formula(
+    "R_W/(eta_B*beta*F_1/(eta_F*Pi) - R_state)",
+    sample={"state_bytes_per_request": (0.0, 1e-5)},
+    flops_per_request="F_1 >0",
+    **{k: v for k, v in _STEP.items() if k != "flops_per_request"},
+)
+def crossover_batch_with_state(
+    flops_per_request,
+    weight_bytes,
+    state_bytes_per_request,
+    flops_per_s,
+    bandwidth_bytes_per_s,
+    eta_f=1.0,
+    eta_b=1.0,
+):
     """Batch at which compute time equals memory time once KV reads are counted.
 
     Solves ``B F_1 / (eta_F Pi) = (R_W + B R_state) / (eta_B beta)``:
@@ -189,13 +260,20 @@ def crossover_batch_with_state(flops_per_request, weight_bytes, state_bytes_per_
     <= 0), the step stays memory-bound at every batch and ``math.inf`` is
     returned.
     """
-    denom = eta_b * bandwidth_bytes_per_s * flops_per_request / (eta_f * flops_per_s) - state_bytes_per_request
+    denom = (
+        eta_b * bandwidth_bytes_per_s * flops_per_request / (eta_f * flops_per_s) - state_bytes_per_request
+    )
     with np.errstate(divide="ignore"):
         return np.where(denom <= 0, math.inf, weight_bytes / np.where(denom <= 0, 1.0, denom))
 
 
-@formula("floor(M_free/M_KV1)", out=int, sample={"free_bytes": (0.0, 1e4), "kv_bytes_per_request": (0.5, 100.0)},
-         free_bytes="M_free >=0", kv_bytes_per_request="M_KV1 >0")
+@formula(
+    "floor(M_free/M_KV1)",
+    out=int,
+    sample={"free_bytes": (0.0, 1e4), "kv_bytes_per_request": (0.5, 100.0)},
+    free_bytes="M_free >=0",
+    kv_bytes_per_request="M_KV1 >0",
+)
 def max_batch_from_kv_budget(free_bytes, kv_bytes_per_request):
     """Largest batch whose KV fits: ``floor(M_free / M_KV,1)``.
 
@@ -207,9 +285,20 @@ def max_batch_from_kv_budget(free_bytes, kv_bytes_per_request):
     return np.floor(free_bytes / kv_bytes_per_request * (1 + 1e-12))
 
 
-def max_users_per_replica(gpus_per_replica, target_tpot_s, weight_bytes, kv_bytes_per_user, flops_per_token,
-                          gpu_memory_bytes, gpu_bandwidth_bytes_per_s, gpu_flops_per_s,
-                          eta_f=1.0, eta_b=1.0, memory_reserve_fraction=0.0, weight_read_bytes=None):
+def max_users_per_replica(
+    gpus_per_replica,
+    target_tpot_s,
+    weight_bytes,
+    kv_bytes_per_user,
+    flops_per_token,
+    gpu_memory_bytes,
+    gpu_bandwidth_bytes_per_s,
+    gpu_flops_per_s,
+    eta_f=1.0,
+    eta_b=1.0,
+    memory_reserve_fraction=0.0,
+    weight_read_bytes=None,
+):
     """Most concurrent users one replica of ``g`` GPUs can hold and still meet ``target_tpot_s``.
 
     Three ceilings, each floored to a whole user:
@@ -229,7 +318,9 @@ def max_users_per_replica(gpus_per_replica, target_tpot_s, weight_bytes, kv_byte
     g = check("gpus_per_replica", gpus_per_replica, "int>=1", scalar=True)
     t = check("target_tpot_s", target_tpot_s, ">0", scalar=True)
     w = check("weight_bytes", weight_bytes, ">0", scalar=True)
-    w_read = w if weight_read_bytes is None else check("weight_read_bytes", weight_read_bytes, ">0", scalar=True)
+    w_read = (
+        w if weight_read_bytes is None else check("weight_read_bytes", weight_read_bytes, ">0", scalar=True)
+    )
     kv = check("kv_bytes_per_user", kv_bytes_per_user, ">0", scalar=True)
     f1 = check("flops_per_token", flops_per_token, ">0", scalar=True)
     mem = check("gpu_memory_bytes", gpu_memory_bytes, ">0", scalar=True)
@@ -248,8 +339,13 @@ def max_users_per_replica(gpus_per_replica, target_tpot_s, weight_bytes, kv_byte
     return users, limiting
 
 
-@formula("(G - 1)*T_TPOT/(T_TTFT + (G - 1)*T_TPOT)", sample={"output_tokens": (2, 4096)},
-         ttft_s="T_TTFT >0", tpot_s="T_TPOT >0", output_tokens="G int>=1")
+@formula(
+    "(G - 1)*T_TPOT/(T_TTFT + (G - 1)*T_TPOT)",
+    sample={"output_tokens": (2, 4096)},
+    ttft_s="T_TTFT >0",
+    tpot_s="T_TPOT >0",
+    output_tokens="G int>=1",
+)
 def decode_share_of_reply(ttft_s, tpot_s, output_tokens):
     """Fraction of a reply's latency spent in decode: ``(G - 1) T_TPOT / (TTFT + (G - 1) T_TPOT)``.
 
@@ -264,6 +360,7 @@ def decode_share_of_reply(ttft_s, tpot_s, output_tokens):
 
 # --- the KV budget and what it does to throughput (chapter 5) -----------------
 
+
 @formula("B*beta/R_W", batch="B >0", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0")
 def naive_batch_tokens_per_s(batch, weight_bytes, bandwidth_bytes_per_s):
     """The naive claim ``B * beta / W``: batch size times a single stream's memory-bound rate.
@@ -275,11 +372,19 @@ def naive_batch_tokens_per_s(batch, weight_bytes, bandwidth_bytes_per_s):
     return batch * bandwidth_bytes_per_s / weight_bytes
 
 
-@formula("B*n_G*eta_B*beta/(R_W + B*R_state)", sample={"n_gpus": (1, 64)},
-         batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0", bandwidth_bytes_per_s="beta >0",
-         n_gpus="n_G int>=1", efficiency="eta_B (0,1]")
-def node_batch_tokens_per_s(batch, weight_bytes, kv_bytes_per_request, bandwidth_bytes_per_s, n_gpus=1,
-                            efficiency=1.0):
+@formula(
+    "B*n_G*eta_B*beta/(R_W + B*R_state)",
+    sample={"n_gpus": (1, 64)},
+    batch="B >0",
+    weight_bytes="R_W >=0",
+    kv_bytes_per_request="R_state >=0",
+    bandwidth_bytes_per_s="beta >0",
+    n_gpus="n_G int>=1",
+    efficiency="eta_B (0,1]",
+)
+def node_batch_tokens_per_s(
+    batch, weight_bytes, kv_bytes_per_request, bandwidth_bytes_per_s, n_gpus=1, efficiency=1.0
+):
     """Memory-bound aggregate decode rate of ``batch`` requests on ``n_gpus``: ``B n eta beta / (W + B S)``.
 
     ``weight_bytes`` (``W``) is what one step reads of the weights, summed over
@@ -296,7 +401,9 @@ def node_batch_tokens_per_s(batch, weight_bytes, kv_bytes_per_request, bandwidth
     return batch * n_gpus * efficiency * bandwidth_bytes_per_s / total
 
 
-@formula("B*R_state/(R_W + B*R_state)", batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0")
+@formula(
+    "B*R_state/(R_W + B*R_state)", batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0"
+)
 def kv_read_share(batch, weight_bytes, kv_bytes_per_request):
     """Share of one decode step's bytes that are KV: ``B S / (W + B S)``."""
     total = weight_bytes + batch * kv_bytes_per_request

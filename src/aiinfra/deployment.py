@@ -39,6 +39,7 @@ A :class:`RoundModel` stands in for a real config where a worked example uses
 round numbers (``N = 8e9`` and the ``2N`` rule); :data:`TEACHING_8B` is
 chapter 2's request worked by hand.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,9 +52,18 @@ from aiinfra.catalog import hardware, models
 from aiinfra.formula import check
 
 __all__ = [
-    "Deployment", "Step", "Request", "RoundModel", "TEACHING_GPU", "TEACHING_8B",
-    "TEACHING_PROMPT_TOKENS", "TEACHING_BATCH", "TEACHING_ATTENTION_CONTEXT_TOKENS",
-    "SERVING_70B", "SERVING_CONTEXT_TOKENS", "SERVING_TPOT_S",
+    "Deployment",
+    "Step",
+    "Request",
+    "RoundModel",
+    "TEACHING_GPU",
+    "TEACHING_8B",
+    "TEACHING_PROMPT_TOKENS",
+    "TEACHING_BATCH",
+    "TEACHING_ATTENTION_CONTEXT_TOKENS",
+    "SERVING_70B",
+    "SERVING_CONTEXT_TOKENS",
+    "SERVING_TPOT_S",
 ]
 
 #: Share of GPU memory a deployment keeps back for activations, workspace and the allocator by
@@ -64,6 +74,7 @@ DEFAULT_MEMORY_RESERVE = 0.1
 # --------------------------------------------------------------------------------------
 # What is being served: a real config, or round numbers
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RoundModel:
@@ -84,8 +95,11 @@ class RoundModel:
 
     def __post_init__(self):
         object.__setattr__(self, "n_params", check("n_params", self.n_params, ">0", scalar=True))
-        object.__setattr__(self, "kv_bytes_per_token",
-                           check("kv_bytes_per_token", self.kv_bytes_per_token, ">=0", scalar=True))
+        object.__setattr__(
+            self,
+            "kv_bytes_per_token",
+            check("kv_bytes_per_token", self.kv_bytes_per_token, ">=0", scalar=True),
+        )
         object.__setattr__(self, "n_layers", check("n_layers", self.n_layers, "int>=1", scalar=True))
         object.__setattr__(self, "d_model", check("d_model", self.d_model, "int>=1", scalar=True))
 
@@ -128,7 +142,11 @@ class _Round:
         return compute.approx_prefill_flops_2n(self.model.n_params, prompt_tokens)
 
     def kv_bytes_per_token(self, b):
-        return self.model.kv_bytes_per_token * check("bytes_per_element", b, ">0") / units.PRECISION_BYTES["bf16"]
+        return (
+            self.model.kv_bytes_per_token
+            * check("bytes_per_element", b, ">0")
+            / units.PRECISION_BYTES["bf16"]
+        )
 
     def kv_bytes(self, context_tokens, b):
         return self.kv_bytes_per_token(b) * check("context_tokens", context_tokens, ">=0")
@@ -137,6 +155,7 @@ class _Round:
 # --------------------------------------------------------------------------------------
 # Results
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Step:
@@ -225,6 +244,7 @@ class Request:
 # The deployment
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Deployment:
     """A model served on ``n_gpus`` x ``gpu`` (one replica; see the module docstring for the rules).
@@ -259,16 +279,22 @@ class Deployment:
         object.__setattr__(self, "n_gpus", check("n_gpus", self.n_gpus, "int>=1", scalar=True))
         units.bytes_per_param(self.weight_precision)
         if not isinstance(self.kv_precision, str):
-            object.__setattr__(self, "kv_precision", check("kv_precision", self.kv_precision, ">0", scalar=True))
+            object.__setattr__(
+                self, "kv_precision", check("kv_precision", self.kv_precision, ">0", scalar=True)
+            )
         else:
             units.bytes_per_param(self.kv_precision)
         self.gpu.dense_flops_per_s(self.compute_precision)  # raises for a precision the GPU has no peak for
         object.__setattr__(self, "eta_f", check("eta_f", self.eta_f, "(0,1]", scalar=True))
         object.__setattr__(self, "eta_b", check("eta_b", self.eta_b, "(0,1]", scalar=True))
-        object.__setattr__(self, "memory_reserve", check("memory_reserve", self.memory_reserve, "[0,1)", scalar=True))
+        object.__setattr__(
+            self, "memory_reserve", check("memory_reserve", self.memory_reserve, "[0,1)", scalar=True)
+        )
         if self.kv_heads is not None:
             if isinstance(model, RoundModel) or model.attention_kind == "mla":
-                raise ValueError("kv_heads applies to MHA/GQA model configs only, got a model without KV heads")
+                raise ValueError(
+                    "kv_heads applies to MHA/GQA model configs only, got a model without KV heads"
+                )
             object.__setattr__(self, "kv_heads", check("kv_heads", self.kv_heads, "int>=1", scalar=True))
         counts = _Round(model) if isinstance(model, RoundModel) else _Exact(model, self.kv_heads)
         object.__setattr__(self, "_counts", counts)
@@ -301,8 +327,9 @@ class Deployment:
     @property
     def critical_batch(self) -> float:
         """Batch at which the weights' arithmetic takes as long as their read, KV ignored: ``b_W eta_F Pi / (2 eta_B beta)``."""
-        return decode.critical_batch_size(self.bytes_per_weight, self.peak_flops_per_s, self.bandwidth_bytes_per_s,
-                                          self.eta_f, self.eta_b)
+        return decode.critical_batch_size(
+            self.bytes_per_weight, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b
+        )
 
     def crossover_batch(self, context_tokens):
         """Batch at which a decode step's arithmetic takes as long as its reads, caches included; ``inf`` if never.
@@ -313,8 +340,15 @@ class Deployment:
         no batch makes decode compute-bound (chapter 4).
         """
         one = self.step(1, context_tokens)
-        return decode.crossover_batch_with_state(one.flops, one.weight_bytes, one.kv_bytes, self.peak_flops_per_s,
-                                                 self.bandwidth_bytes_per_s, self.eta_f, self.eta_b)
+        return decode.crossover_batch_with_state(
+            one.flops,
+            one.weight_bytes,
+            one.kv_bytes,
+            self.peak_flops_per_s,
+            self.bandwidth_bytes_per_s,
+            self.eta_f,
+            self.eta_b,
+        )
 
     def ceiling_tokens_per_s(self, context_tokens=0):
         """Single-stream decode ceiling: ``eta_B beta / (R_W + R_state)``, the bytes a step actually reads.
@@ -326,8 +360,12 @@ class Deployment:
         Compute and communication are ignored; the number does not check that
         the weights fit (see :attr:`min_gpus`). Accepts an array of contexts (chapter 4).
         """
-        return decode.memory_bound_tokens_per_s(self.weight_bytes_read, self.bandwidth_bytes_per_s,
-                                                state_bytes=self.kv_bytes(context_tokens), efficiency=self.eta_b)
+        return decode.memory_bound_tokens_per_s(
+            self.weight_bytes_read,
+            self.bandwidth_bytes_per_s,
+            state_bytes=self.kv_bytes(context_tokens),
+            efficiency=self.eta_b,
+        )
 
     # --- bytes --------------------------------------------------------------------
     @property
@@ -384,12 +422,16 @@ class Deployment:
         ``memory_reserve`` of each card kept back; independent of ``n_gpus``.
         A 70B model in BF16 (141.11 GB) needs 2 H100s (chapter 4).
         """
-        return memory.min_cards(self.weight_bytes, self.gpu.memory_bytes, self.memory_reserve * self.gpu.memory_bytes)
+        return memory.min_cards(
+            self.weight_bytes, self.gpu.memory_bytes, self.memory_reserve * self.gpu.memory_bytes
+        )
 
     # --- time ---------------------------------------------------------------------
     def _times(self, flops, bytes_moved):
-        return (roofline.compute_time_s(flops, self.peak_flops_per_s, self.eta_f),
-                roofline.memory_time_s(bytes_moved, self.bandwidth_bytes_per_s, self.eta_b))
+        return (
+            roofline.compute_time_s(flops, self.peak_flops_per_s, self.eta_f),
+            roofline.memory_time_s(bytes_moved, self.bandwidth_bytes_per_s, self.eta_b),
+        )
 
     def step(self, batch=1, context_tokens=2048) -> Step:
         """One decode step of ``batch`` requests, each attending to ``context_tokens`` cached tokens.
@@ -402,8 +444,9 @@ class Deployment:
         f1 = self._counts.decode_flops(context_tokens)
         kv = self.kv_bytes(context_tokens)
         w = self.weight_bytes_read
-        time = decode.batched_decode_step_time_s(b, f1, w, kv, self.peak_flops_per_s, self.bandwidth_bytes_per_s,
-                                                 self.eta_f, self.eta_b)
+        time = decode.batched_decode_step_time_s(
+            b, f1, w, kv, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b
+        )
         flops, kv_total = b * np.asarray(f1), b * np.asarray(kv)
         tc, tm = self._times(flops, w + kv_total)
         return Step(b, 1, _plain(flops), w, _plain(kv_total), tc, tm, time, roofline.bound_of(tc, tm))
@@ -415,14 +458,23 @@ class Deployment:
         """
         flops = self._counts.prefill_flops(prompt_tokens)
         w = self.weight_bytes_read
-        time = decode.ttft_s(flops, w, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b)
+        time = decode.ttft_s(
+            flops, w, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b
+        )
         tc, tm = self._times(flops, w)
         return Step(1, 1, flops, w, 0.0, tc, tm, time, roofline.bound_of(tc, tm))
 
     def ttft_s(self, prompt_tokens, queue_s=0.0):
         """Time to first token: queueing plus the prefill pass (:func:`aiinfra.decode.ttft_s`)."""
-        return decode.ttft_s(self._counts.prefill_flops(prompt_tokens), self.weight_bytes_read,
-                             self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b, queue_s)
+        return decode.ttft_s(
+            self._counts.prefill_flops(prompt_tokens),
+            self.weight_bytes_read,
+            self.peak_flops_per_s,
+            self.bandwidth_bytes_per_s,
+            self.eta_f,
+            self.eta_b,
+            queue_s,
+        )
 
     def request(self, prompt_tokens, output_tokens, batch=1) -> Request:
         """A reply of ``output_tokens`` tokens to a ``prompt_tokens`` prompt, ``batch`` such requests decoded together.
@@ -478,7 +530,11 @@ class Deployment:
         from aiinfra.cluster import network, parallelism
 
         n_tok = check("tokens", tokens, ">0")
-        bw = self.gpu.scaleup_bytes_per_s_per_direction if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
+        bw = (
+            self.gpu.scaleup_bytes_per_s_per_direction
+            if bandwidth_bytes_per_s is None
+            else bandwidth_bytes_per_s
+        )
         t0 = parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] if latency_s is None else latency_s
         m = self.model
         width = m.d_model if isinstance(m, RoundModel) else m.hidden_size
@@ -508,10 +564,19 @@ class Deployment:
         """
         ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
         return decode.max_users_per_replica(
-            self.n_gpus, target_tpot_s, self.weight_bytes, self.kv_bytes(ctx), self._counts.decode_flops(ctx),
-            self.gpu.memory_bytes, self.gpu.memory_bandwidth_bytes_per_s,
-            self.gpu.dense_flops_per_s(self.compute_precision), self.eta_f, self.eta_b, self.memory_reserve,
-            self.weight_bytes_read)
+            self.n_gpus,
+            target_tpot_s,
+            self.weight_bytes,
+            self.kv_bytes(ctx),
+            self._counts.decode_flops(ctx),
+            self.gpu.memory_bytes,
+            self.gpu.memory_bandwidth_bytes_per_s,
+            self.gpu.dense_flops_per_s(self.compute_precision),
+            self.eta_f,
+            self.eta_b,
+            self.memory_reserve,
+            self.weight_bytes_read,
+        )
 
     def cost_per_million_tokens(self, usd_per_gpu_hour, batch, context_tokens):
         """Floor price of a million output tokens at ``batch`` requests of ``context_tokens`` each (chapters 4, 5).
@@ -522,7 +587,9 @@ class Deployment:
         """
         from aiinfra.serving import capacity
 
-        return capacity.cost_per_million_tokens(usd_per_gpu_hour, self.step(batch, context_tokens).tokens_per_s / self.n_gpus)
+        return capacity.cost_per_million_tokens(
+            usd_per_gpu_hour, self.step(batch, context_tokens).tokens_per_s / self.n_gpus
+        )
 
 
 def _plain(x):
@@ -536,10 +603,15 @@ def _plain(x):
 
 #: The round GPU of the worked request: 1 PFLOP/s of dense BF16 and 3 TB/s (the H100's 80 GB).
 TEACHING_GPU = hardware.custom_gpu(
-    base="H100 SXM", name="round GPU (teaching)", bf16_dense_flops_per_s=1e15, fp8_dense_flops_per_s=None,
+    base="H100 SXM",
+    name="round GPU (teaching)",
+    bf16_dense_flops_per_s=1e15,
+    fp8_dense_flops_per_s=None,
     memory_bandwidth_bytes_per_s=3e12,
-    sources={"bf16_dense_flops_per_s": "teaching assumption (source texts, see NOTES.md): a round 1 PFLOP/s",
-             "memory_bandwidth_bytes_per_s": "teaching assumption: a round 3 TB/s"},
+    sources={
+        "bf16_dense_flops_per_s": "teaching assumption (source texts, see NOTES.md): a round 1 PFLOP/s",
+        "memory_bandwidth_bytes_per_s": "teaching assumption: a round 3 TB/s",
+    },
 )
 
 #: The worked request's prompt, batch and the context of its attention check.
@@ -551,9 +623,17 @@ TEACHING_ATTENTION_CONTEXT_TOKENS = 1000
 #: (N = 8e9, 32 layers of 4,096) in BF16 on the round GPU at 50 % of peak compute and 70 % of
 #: peak bandwidth; each request reads 0.3 GB of KV per step at its 2,000-token context.
 TEACHING_8B = Deployment(
-    RoundModel(n_params=8e9, kv_bytes_per_token=0.3e9 / TEACHING_PROMPT_TOKENS, n_layers=32, d_model=4096,
-               name="8B (round numbers)"),
-    TEACHING_GPU, eta_f=0.5, eta_b=0.7, memory_reserve=0.0,
+    RoundModel(
+        n_params=8e9,
+        kv_bytes_per_token=0.3e9 / TEACHING_PROMPT_TOKENS,
+        n_layers=32,
+        d_model=4096,
+        name="8B (round numbers)",
+    ),
+    TEACHING_GPU,
+    eta_f=0.5,
+    eta_b=0.7,
+    memory_reserve=0.0,
 )
 
 

@@ -28,6 +28,7 @@ the twin, which holds it at its default).
 page); ``from aiinfra.formula import N, Pi`` gives its sympy symbols, built on
 first use.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,8 +42,14 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 __all__ = [
-    "check", "formula", "Formula", "TWINS", "NOTATION", "Notation",
-    "fraction", "choice",
+    "check",
+    "formula",
+    "Formula",
+    "TWINS",
+    "NOTATION",
+    "Notation",
+    "fraction",
+    "choice",
 ]
 
 
@@ -50,12 +57,13 @@ __all__ = [
 # Domains and the validator
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Domain:
     """The allowed values of one argument, parsed from a spec such as ``">0"`` or ``"int>=1"``."""
 
     spec: str
-    kind: str                 # "real", "int", "bool" or "label"
+    kind: str  # "real", "int", "bool" or "label"
     low: float | None = None
     low_open: bool = False
     high: float | None = None
@@ -100,7 +108,9 @@ def domain(spec: str) -> Domain:
                 raise ValueError(f"spec must write a whole-number domain as 'int>=K', got {spec!r}")
             return Domain(spec, "int", float(m[3]))
         return Domain(spec, "real", float(m[3]), m[2] == ">")
-    raise ValueError(f"spec must be a domain such as '>0', '>=0', 'int>=1', '(0,1]', 'any', 'bool' or 'label', got {spec!r}")
+    raise ValueError(
+        f"spec must be a domain such as '>0', '>=0', 'int>=1', '(0,1]', 'any', 'bool' or 'label', got {spec!r}"
+    )
 
 
 def _as_array(name: str, value) -> np.ndarray:
@@ -163,6 +173,7 @@ def check(name: str, value, spec: str, *, scalar: bool = False):
 
 # Short spellings of check(), for call sites that read better with a word (and for the grader).
 
+
 def fraction(name: str, value, *, open_low: bool = True, closed_high: bool = True):
     """``check`` against ``(0, 1]`` by default; the flags move the ends (an efficiency, a share)."""
     return check(name, value, f"{'(' if open_low else '['}0,1{']' if closed_high else ')'}")
@@ -182,6 +193,7 @@ def choice(name: str, value, allowed):
 # --------------------------------------------------------------------------------------
 # The book's notation (symbols are built lazily)
 # --------------------------------------------------------------------------------------
+
 
 class Notation(NamedTuple):
     """One row of the notation table: the symbol's name, its LaTeX, what it means, its SI unit."""
@@ -234,8 +246,17 @@ NOTATION: dict[str, Notation] = {row[0]: Notation(*row) for row in _NOTATION_ROW
 
 # Python names under which the notation symbols are importable (``from aiinfra.formula import G_out``)
 # where the symbol's own name is not a good identifier or clashes with a common one.
-_ALIASES = {"G_out": "G", "N_active": "N_a", "f_par": "f", "s_speed": "s", "n_gpu": "n_G", "P_gpu": "P_GPU",
-            "c_draft": "c", "S_msg": "S", "t_lat": "t_0"}
+_ALIASES = {
+    "G_out": "G",
+    "N_active": "N_a",
+    "f_par": "f",
+    "s_speed": "s",
+    "n_gpu": "n_G",
+    "P_gpu": "P_GPU",
+    "c_draft": "c",
+    "S_msg": "S",
+    "t_lat": "t_0",
+}
 
 # Symbols whose assumptions differ from the default ``positive=True``.
 _ASSUMPTIONS = {
@@ -385,7 +406,11 @@ class Formula:
         for name in self._symbols:
             if name in self._sample:
                 lo, hi, *kind = self._sample[name]
-                out[name] = (lo, hi, kind[0] if kind else ("int" if self._domains[name].kind == "int" else "float"))
+                out[name] = (
+                    lo,
+                    hi,
+                    kind[0] if kind else ("int" if self._domains[name].kind == "int" else "float"),
+                )
             else:
                 out[name] = _sample(self._domains[name])
         return out
@@ -393,7 +418,9 @@ class Formula:
     @property
     def sym_labels(self) -> dict[str, Any]:
         """Label arguments held at their defaults when the twin is evaluated."""
-        return {name: p.default for name, p in self._signature.parameters.items() if name not in self._symbols}
+        return {
+            name: p.default for name, p in self._signature.parameters.items() if name not in self._symbols
+        }
 
 
 def _scalar_or_array(result, out: type):

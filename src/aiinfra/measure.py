@@ -36,6 +36,7 @@ Everything is SI: bytes, FLOPs, seconds, B/s, FLOP/s. No function asserts or
 assumes a particular speed; tests check only that results are positive,
 finite and consistent with each other.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -189,7 +190,9 @@ class TorchBackend(Backend):
         return getattr(self.torch, self.check_dtype(dtype))
 
     def full(self, shape, value, dtype):
-        return self.torch.full(tuple(np.atleast_1d(shape).tolist()), value, dtype=self._dt(dtype), device="cuda")
+        return self.torch.full(
+            tuple(np.atleast_1d(shape).tolist()), value, dtype=self._dt(dtype), device="cuda"
+        )
 
     def empty_like(self, a):
         return self.torch.zeros_like(a)
@@ -246,7 +249,9 @@ def get_backend(prefer: str = "auto") -> Backend:
         if torch.cuda.is_available():
             return TorchBackend(torch)
     if prefer == "torch":
-        raise ValueError("prefer='torch' needs PyTorch installed and a CUDA GPU present; use 'auto' or 'numpy'")
+        raise ValueError(
+            "prefer='torch' needs PyTorch installed and a CUDA GPU present; use 'auto' or 'numpy'"
+        )
     return NumpyBackend()
 
 
@@ -299,9 +304,17 @@ class Timing:
         return (self.max_s - self.min_s) / self.median_s
 
 
-def time_call(fn: Callable[[], object], *, budget_s: float = 0.5, warmup: int = 1, min_repeats: int = 3,
-              max_repeats: int = 100, inner: int = 1, sync: Callable[[], object] | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> Timing:
+def time_call(
+    fn: Callable[[], object],
+    *,
+    budget_s: float = 0.5,
+    warmup: int = 1,
+    min_repeats: int = 3,
+    max_repeats: int = 100,
+    inner: int = 1,
+    sync: Callable[[], object] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timing:
     """Time ``fn()`` robustly: ``warmup`` (>= 1) untimed calls, then repeats until ``budget_s`` is spent.
 
     Each sample times ``inner`` back-to-back calls (use it for calls far
@@ -311,14 +324,29 @@ def time_call(fn: Callable[[], object], *, budget_s: float = 0.5, warmup: int = 
     the loop early, so the total time is about ``budget_s`` plus the warm-up,
     or ``min_repeats`` calls if one call is longer than the budget.
     """
-    return time_interleaved([fn], budget_s=budget_s, warmup=warmup, min_repeats=min_repeats,
-                            max_repeats=max_repeats, inner=inner, sync=sync, clock=clock)[0]
+    return time_interleaved(
+        [fn],
+        budget_s=budget_s,
+        warmup=warmup,
+        min_repeats=min_repeats,
+        max_repeats=max_repeats,
+        inner=inner,
+        sync=sync,
+        clock=clock,
+    )[0]
 
 
-def time_interleaved(fns: Sequence[Callable[[], object]], *, budget_s: float = 1.0, warmup: int = 1,
-                     min_repeats: int = 3, max_repeats: int = 100, inner: int = 1,
-                     sync: Callable[[], object] | None = None,
-                     clock: Callable[[], float] = time.perf_counter) -> list[Timing]:
+def time_interleaved(
+    fns: Sequence[Callable[[], object]],
+    *,
+    budget_s: float = 1.0,
+    warmup: int = 1,
+    min_repeats: int = 3,
+    max_repeats: int = 100,
+    inner: int = 1,
+    sync: Callable[[], object] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[Timing]:
     """Time several variants of one experiment in rounds, one call of each per round.
 
     A machine shared with other work speeds up and slows down over seconds.
@@ -365,7 +393,9 @@ def time_interleaved(fns: Sequence[Callable[[], object]], *, budget_s: float = 1
         rounds += 1
         if rounds >= lo and clock() - start >= budget:
             break
-    return [Timing(samples_s=tuple(s), warmup=n_warm, first_s=f, inner=n_inner) for s, f in zip(samples, first)]
+    return [
+        Timing(samples_s=tuple(s), warmup=n_warm, first_s=f, inner=n_inner) for s, f in zip(samples, first)
+    ]
 
 
 @dataclass(frozen=True)
@@ -420,8 +450,14 @@ def matmul_flops(m, k, n):
     return 2.0 * m * k * n
 
 
-@formula("(m*k + k*n + m*n)*b", sample={**_MATMUL, "bytes_per_element": (1, 8, "int")},
-         m="m int>=1", k="k int>=1", n="n int>=1", bytes_per_element="b >0")
+@formula(
+    "(m*k + k*n + m*n)*b",
+    sample={**_MATMUL, "bytes_per_element": (1, 8, "int")},
+    m="m int>=1",
+    k="k int>=1",
+    n="n int>=1",
+    bytes_per_element="b >0",
+)
 def matmul_min_bytes(m, k, n, bytes_per_element):
     """Least bytes an ``(m x k) @ (k x n)`` product moves to and from memory: ``(m k + k n + m n) b``.
 
@@ -527,9 +563,13 @@ def copy_rate_with_write_allocate_bytes_per_s(counted_bytes_per_s):
     return 1.5 * counted_bytes_per_s
 
 
-@formula("(T_meas - T_dev)/(T_meas - T_bound)", sample={"measured_s": (2.0, 3.0), "device_s": (1.0, 2.0),
-                                                     "bound_s": (0.1, 0.9)},
-         measured_s="T_meas >0", device_s="T_dev >0", bound_s="T_bound >0")
+@formula(
+    "(T_meas - T_dev)/(T_meas - T_bound)",
+    sample={"measured_s": (2.0, 3.0), "device_s": (1.0, 2.0), "bound_s": (0.1, 0.9)},
+    measured_s="T_meas >0",
+    device_s="T_dev >0",
+    bound_s="T_bound >0",
+)
 def host_share_of_gap(measured_s, device_s, bound_s):
     """Share of the distance from a bound to a measurement that lies outside the device's own work.
 
@@ -539,7 +579,9 @@ def host_share_of_gap(measured_s, device_s, bound_s):
     Qwen3-8B run: (26.5 - 10.7) / (26.5 - 8.62) = 88 %. Chapter 8.
     """
     if np.any(measured_s <= bound_s):
-        raise ValueError(f"measured_s must exceed bound_s (there is no gap to share), got {measured_s!r} <= {bound_s!r}")
+        raise ValueError(
+            f"measured_s must exceed bound_s (there is no gap to share), got {measured_s!r} <= {bound_s!r}"
+        )
     return (measured_s - device_s) / (measured_s - bound_s)
 
 
@@ -557,7 +599,9 @@ def measure_read_bandwidth(n_bytes=None, *, dtype="float32", budget_s=0.4, backe
     a = be.full(n, 1.0, dtype)
     t = time_call(lambda: be.reduce(a), budget_s=budget_s, sync=be.sync)
     nbytes = n * DTYPE_BYTES[dtype]
-    return Measurement("read", be.description, float(n), float(nbytes), t, {"n_bytes": nbytes, "dtype": dtype})
+    return Measurement(
+        "read", be.description, float(n), float(nbytes), t, {"n_bytes": nbytes, "dtype": dtype}
+    )
 
 
 def measure_gemm(n=None, *, dtype="float32", budget_s=0.6, backend=None) -> Measurement:
@@ -575,8 +619,14 @@ def measure_gemm(n=None, *, dtype="float32", budget_s=0.6, backend=None) -> Meas
     b = be.full((size, size), 0.5, dtype)
     out = be.full((size, size), 0.0, dtype)
     t = time_call(lambda: be.matmul(a, b, out=out), budget_s=budget_s, sync=be.sync)
-    return Measurement("gemm", be.description, matmul_flops(size, size, size),
-                       matmul_min_bytes(size, size, size, DTYPE_BYTES[dtype]), t, {"n": size, "dtype": dtype})
+    return Measurement(
+        "gemm",
+        be.description,
+        matmul_flops(size, size, size),
+        matmul_min_bytes(size, size, size, DTYPE_BYTES[dtype]),
+        t,
+        {"n": size, "dtype": dtype},
+    )
 
 
 class _DecodeSetup:
@@ -598,6 +648,7 @@ class _DecodeSetup:
         x = be.full((cols, bsz), 0.5, self.dtype) if bsz > 1 else be.full(cols, 0.5, self.dtype)
         y = be.full((rows, bsz), 0.0, self.dtype) if bsz > 1 else be.full(rows, 0.0, self.dtype)
         if k == 1:
+
             def fn():
                 be.matmul(self.w, x, out=y)
         else:
@@ -607,14 +658,28 @@ class _DecodeSetup:
             def fn():
                 for wb, yb in blocks:
                     be.matmul(wb, x, out=yb)
-        params = {"n_params": rows * cols, "rows": rows, "cols": cols, "batch": bsz, "dtype": self.dtype,
-                  "pieces": k, "bytes_per_weight": DTYPE_BYTES[self.dtype]}
+
+        params = {
+            "n_params": rows * cols,
+            "rows": rows,
+            "cols": cols,
+            "batch": bsz,
+            "dtype": self.dtype,
+            "pieces": k,
+            "bytes_per_weight": DTYPE_BYTES[self.dtype],
+        }
         return fn, params
 
     def measurement(self, timing, params):
         rows, cols, bsz = self.rows, self.cols, params["batch"]
-        return Measurement("decode", self.be.description, matmul_flops(rows, cols, bsz),
-                           matmul_min_bytes(rows, cols, bsz, DTYPE_BYTES[self.dtype]), timing, params)
+        return Measurement(
+            "decode",
+            self.be.description,
+            matmul_flops(rows, cols, bsz),
+            matmul_min_bytes(rows, cols, bsz, DTYPE_BYTES[self.dtype]),
+            timing,
+            params,
+        )
 
     def run(self, variants, budget_s):
         """Time every ``(batch, pieces)`` variant, interleaved, within ``budget_s`` in total."""
@@ -627,7 +692,9 @@ def _default_decode_params(be: Backend, dtype: str) -> int:
     return max(1024, default_stream_bytes(be) // DTYPE_BYTES[dtype])
 
 
-def measure_decode_step(n_params=None, batch=1, *, dtype="float32", budget_s=0.4, backend=None) -> Measurement:
+def measure_decode_step(
+    n_params=None, batch=1, *, dtype="float32", budget_s=0.4, backend=None
+) -> Measurement:
     """Time a toy decode step: a ``rows x cols`` weight matrix (``~n_params`` weights) times ``batch`` columns.
 
     ``batch = 1`` is a matrix-vector product (GEMV): every weight is read
@@ -638,7 +705,11 @@ def measure_decode_step(n_params=None, batch=1, *, dtype="float32", budget_s=0.4
     """
     be = _backend(backend)
     be.check_dtype(dtype)
-    n = _default_decode_params(be, dtype) if n_params is None else check("n_params", n_params, "int>=4", scalar=True)
+    n = (
+        _default_decode_params(be, dtype)
+        if n_params is None
+        else check("n_params", n_params, "int>=4", scalar=True)
+    )
     return _DecodeSetup(be, n, dtype).run([(batch, 1)], check("budget_s", budget_s, ">0"))[0]
 
 
@@ -654,12 +725,17 @@ def _decode_runs(plan, n_params, dtype, budget_s, backend) -> list[Measurement]:
     be = _backend(backend)
     be.check_dtype(dtype)
     total = check("budget_s", budget_s, ">0")
-    n = _default_decode_params(be, dtype) if n_params is None else check("n_params", n_params, "int>=4", scalar=True)
+    n = (
+        _default_decode_params(be, dtype)
+        if n_params is None
+        else check("n_params", n_params, "int>=4", scalar=True)
+    )
     return _DecodeSetup(be, n, dtype).run(plan, total)
 
 
-def measure_decode_sweep(batches: Sequence[int], n_params=None, *, dtype="float32", budget_s=2.0,
-                         backend=None) -> list[Measurement]:
+def measure_decode_sweep(
+    batches: Sequence[int], n_params=None, *, dtype="float32", budget_s=2.0, backend=None
+) -> list[Measurement]:
     """The toy decode step at every batch size in ``batches``, sharing one weight matrix.
 
     ``budget_s`` is the total; the batches are timed in interleaved rounds
@@ -689,13 +765,18 @@ def measure_call_overhead(*, size=8, calls=2000, op="sum", budget_s=0.3, backend
         m = be.full((s, s), 0.5, "float32")
         x = be.full(s, 0.5, "float32")
         y = be.full(s, 0.0, "float32")
-        fn, flops, nbytes = (lambda: be.matmul(m, x, out=y)), matmul_flops(s, s, 1), matmul_min_bytes(s, s, 1, 4)
+        fn, flops, nbytes = (
+            (lambda: be.matmul(m, x, out=y)),
+            matmul_flops(s, s, 1),
+            matmul_min_bytes(s, s, 1, 4),
+        )
     t = time_call(fn, budget_s=budget_s, inner=c, sync=be.sync)
     return Measurement("call", be.description, flops, nbytes, t, {"size": s, "calls": c, "op": op})
 
 
-def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", budget_s=1.0,
-                       backend=None) -> list[Measurement]:
+def measure_split_read(
+    pieces: Sequence[int], n_bytes=None, *, dtype="float32", budget_s=1.0, backend=None
+) -> list[Measurement]:
     """Sum one ``n_bytes`` array as ``k`` sums over ``k`` equal chunks, for each ``k`` in ``pieces``.
 
     The bytes read never change; only the number of calls does, so the
@@ -722,11 +803,21 @@ def measure_split_read(pieces: Sequence[int], n_bytes=None, *, dtype="float32", 
         def fn(chunks=chunks):
             for c in chunks:
                 be.reduce(c)
+
         fns.append(fn)
     timings = time_interleaved(fns, budget_s=total, sync=be.sync)
     nbytes = n * DTYPE_BYTES[dtype]
-    return [Measurement("split-read", be.description, float(n), float(nbytes), t,
-                        {"n_bytes": nbytes, "dtype": dtype, "pieces": k}) for k, t in zip(ks, timings)]
+    return [
+        Measurement(
+            "split-read",
+            be.description,
+            float(n),
+            float(nbytes),
+            t,
+            {"n_bytes": nbytes, "dtype": dtype, "pieces": k},
+        )
+        for k, t in zip(ks, timings)
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -750,8 +841,9 @@ class Ceilings:
 
     def __post_init__(self):
         object.__setattr__(self, "flops_per_s", check("flops_per_s", self.flops_per_s, ">0"))
-        object.__setattr__(self, "bandwidth_bytes_per_s",
-                           check("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, ">0"))
+        object.__setattr__(
+            self, "bandwidth_bytes_per_s", check("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, ">0")
+        )
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -766,8 +858,11 @@ class Ceilings:
         if not bandwidth or not all(isinstance(m, Measurement) and m.bytes_moved > 0 for m in bandwidth):
             raise ValueError("bandwidth must be one or more Measurements that move bytes (copy, read)")
         best = max(bandwidth, key=lambda m: m.bytes_per_s)
-        text = source or (f"measured: {gemm.params['dtype']} GEMM n={gemm.params['n']}; best of "
-                          + ", ".join(m.kind for m in bandwidth) + f" (best: {best.kind})")
+        text = source or (
+            f"measured: {gemm.params['dtype']} GEMM n={gemm.params['n']}; best of "
+            + ", ".join(m.kind for m in bandwidth)
+            + f" (best: {best.kind})"
+        )
         return cls(gemm.flops_per_s, best.bytes_per_s, gemm.params["dtype"], gemm.backend, text)
 
 
@@ -881,8 +976,13 @@ def mfu_against(m: Measurement, ceilings: Ceilings) -> float:
     return roofline.mfu(m.flops, _clamp_peak(m.flops_per_s, c.flops_per_s), m.seconds)
 
 
-@formula("T_bound + k_calls*t_call", sample={"n_calls": (1, 5000)},
-         bound_s="T_bound >=0", n_calls="k_calls int>=0", per_call_s="t_call >=0")
+@formula(
+    "T_bound + k_calls*t_call",
+    sample={"n_calls": (1, 5000)},
+    bound_s="T_bound >=0",
+    n_calls="k_calls int>=0",
+    per_call_s="t_call >=0",
+)
 def step_time_with_calls_s(bound_s, n_calls, per_call_s):
     """Step time when each of ``k`` calls adds a fixed cost the device cannot hide: ``T_bound + k t_call``.
 
@@ -921,8 +1021,13 @@ def achieved_rate_per_s(amount, elapsed_s):
 _CPU = {"fma_units": (1, 4), "simd_bits": (128, 512), "bits_per_element": (16, 64)}
 
 
-@formula("2*n_FMA*w_SIMD/w_elem", sample=_CPU, fma_units="n_FMA int>=1", simd_bits="w_SIMD int>=1",
-         bits_per_element="w_elem int>=1")
+@formula(
+    "2*n_FMA*w_SIMD/w_elem",
+    sample=_CPU,
+    fma_units="n_FMA int>=1",
+    simd_bits="w_SIMD int>=1",
+    bits_per_element="w_elem int>=1",
+)
 def cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element):
     """Peak FLOPs one CPU core can finish per clock cycle: ``2 n_FMA w_SIMD / w_elem``.
 
@@ -934,9 +1039,15 @@ def cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element):
     return 2.0 * fma_units * simd_bits / bits_per_element
 
 
-@formula("n_cores*f_clk*2*n_FMA*w_SIMD/w_elem", sample={**_CPU, "cores": (1, 128)},
-         cores="n_cores int>=1", clock_hz="f_clk >0", fma_units="n_FMA int>=1", simd_bits="w_SIMD int>=1",
-         bits_per_element="w_elem int>=1")
+@formula(
+    "n_cores*f_clk*2*n_FMA*w_SIMD/w_elem",
+    sample={**_CPU, "cores": (1, 128)},
+    cores="n_cores int>=1",
+    clock_hz="f_clk >0",
+    fma_units="n_FMA int>=1",
+    simd_bits="w_SIMD int>=1",
+    bits_per_element="w_elem int>=1",
+)
 def cpu_peak_flops_per_s(cores, clock_hz, fma_units, simd_bits, bits_per_element):
     """Datasheet-style peak of a CPU: ``cores x clock x`` :func:`cpu_flops_per_cycle`.
 

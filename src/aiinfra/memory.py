@@ -12,6 +12,7 @@ decode step reads) and chapter 5 (KV bytes for MHA, GQA and MLA) are the main
 users. For the questions a whole deployment asks (free memory, largest batch)
 see :class:`aiinfra.deployment.Deployment`.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,6 +28,7 @@ from aiinfra.formula import check, choice, formula
 # Weights
 # --------------------------------------------------------------------------------------
 
+
 @formula("N*b_W", n_params="N >=0", bytes_per_param="b_W >0")
 def weight_bytes_formula(n_params, bytes_per_param):
     """Weight bytes ``N * b_W``: parameter count times bytes per parameter. Accepts arrays."""
@@ -41,10 +43,18 @@ def weight_bytes(m, precision: str = "bf16") -> float:
     return weight_bytes_formula(_models.total_params(m), _units.bytes_per_param(precision))
 
 
-@formula("N_q*q/8 + N_q*s_g/g + N_o*b_o", n_quant_params="N_q >=0", n_other_params="N_o >=0", bits="q >0",
-         group_size="g >0", scale_bytes="s_g >=0", other_bytes_per_param="b_o >0")
-def _grouped_quant_bytes_formula(n_quant_params, n_other_params, bits, group_size, scale_bytes,
-                                other_bytes_per_param):
+@formula(
+    "N_q*q/8 + N_q*s_g/g + N_o*b_o",
+    n_quant_params="N_q >=0",
+    n_other_params="N_o >=0",
+    bits="q >0",
+    group_size="g >0",
+    scale_bytes="s_g >=0",
+    other_bytes_per_param="b_o >0",
+)
+def _grouped_quant_bytes_formula(
+    n_quant_params, n_other_params, bits, group_size, scale_bytes, other_bytes_per_param
+):
     """Bytes of a grouped-quantized model: ``N_q*q/8 + N_q*s/g + N_o*b_o``.
 
     ``N_q`` weights stored in ``q`` bits with one ``s``-byte scale per group
@@ -80,8 +90,9 @@ def grouped_quant_weight_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf
     return float(linear + other_params * _units.bytes_per_param("bf16"))
 
 
-def grouped_quant_read_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1,
-                             expert_fraction=None) -> float:
+def grouped_quant_read_bytes(
+    m, bits=8, group_size=128, scale_bytes=2, keep_bf16=(), block_rows=1, expert_fraction=None
+) -> float:
     """Weight bytes one decode step reads from ``m`` stored as in :func:`grouped_quant_weight_bytes`.
 
     The parameters of :func:`aiinfra.catalog.models.decode_read_params` at
@@ -97,10 +108,14 @@ def grouped_quant_read_bytes(m, bits=8, group_size=128, scale_bytes=2, keep_bf16
         frac = m.n_experts_per_token / m.n_routed_experts if m.is_moe else 1.0
     else:
         frac = check("expert_fraction", expert_fraction, "[0,1]", scalar=True)
-    linear = sum(_quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
-                 for mat in _models._matrices(m))
+    linear = sum(
+        _quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
+        for mat in _models._matrices(m)
+    )
     other_params = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
-    bias = _models._groups(m).get("expert_bias", 0)  # counted at k / E in the decode read; scale it as the experts
+    bias = _models._groups(m).get(
+        "expert_bias", 0
+    )  # counted at k / E in the decode read; scale it as the experts
     if bias:
         other_params += frac * bias - _models._per_token(m, bias)
     return float(linear + other_params * _units.bytes_per_param("bf16"))
@@ -123,11 +138,15 @@ def _quant_scheme(bits, group_size, scale_bytes, keep_bf16, block_rows):
     keep = {keep_bf16} if isinstance(keep_bf16, str) else set(keep_bf16)
     unknown = keep - set(_models.LINEAR_ROLES)
     if unknown:
-        raise ValueError(f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}")
+        raise ValueError(
+            f"keep_bf16 entries must be among {list(_models.LINEAR_ROLES)}, got {sorted(unknown)}"
+        )
     return q, g, s, frozenset(keep), r
 
 
-def _quantized_matrix_bytes(group, copies, n_out, n_in, bits, group_size, scale_bytes, keep, block_rows) -> float:
+def _quantized_matrix_bytes(
+    group, copies, n_out, n_in, bits, group_size, scale_bytes, keep, block_rows
+) -> float:
     """Stored bytes of ``copies`` matrices of ``n_out x n_in`` weights of inventory group ``group``."""
     params = copies * n_out * n_in
     if group in keep:
@@ -140,8 +159,14 @@ def _quantized_matrix_bytes(group, copies, n_out, n_in, bits, group_size, scale_
 # KV cache
 # --------------------------------------------------------------------------------------
 
-@formula("2*L*H_kv*d_head*b_KV", n_layers="L >0", n_kv_heads="H_kv >0", head_dim="d_head >0",
-         bytes_per_element="b_KV >0")
+
+@formula(
+    "2*L*H_kv*d_head*b_KV",
+    n_layers="L >0",
+    n_kv_heads="H_kv >0",
+    head_dim="d_head >0",
+    bytes_per_element="b_KV >0",
+)
 def kv_bytes_per_token_formula(n_layers, n_kv_heads, head_dim, bytes_per_element):
     """KV bytes one token adds with MHA/GQA: ``2 * L * H_kv * d_head * b_KV`` (K and V, every layer).
 
@@ -151,8 +176,13 @@ def kv_bytes_per_token_formula(n_layers, n_kv_heads, head_dim, bytes_per_element
     return 2 * n_layers * n_kv_heads * head_dim * bytes_per_element
 
 
-@formula("(r_kv + d_rope)*L*b_KV", n_layers="L >0", kv_lora_rank="r_kv >0", qk_rope_head_dim="d_rope >0",
-         bytes_per_element="b_KV >0")
+@formula(
+    "(r_kv + d_rope)*L*b_KV",
+    n_layers="L >0",
+    kv_lora_rank="r_kv >0",
+    qk_rope_head_dim="d_rope >0",
+    bytes_per_element="b_KV >0",
+)
 def mla_kv_bytes_per_token_formula(n_layers, kv_lora_rank, qk_rope_head_dim, bytes_per_element):
     """KV bytes one token adds with MLA: ``(r_kv + d_rope) * L * b_KV``.
 
@@ -218,8 +248,14 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
 # Does it fit?
 # --------------------------------------------------------------------------------------
 
-@formula("M_cap - (M_W + M_S + M_ws)", weights_bytes="M_W >=0", state_bytes="M_S >=0",
-         workspace_bytes="M_ws >=0", capacity_bytes="M_cap >0")
+
+@formula(
+    "M_cap - (M_W + M_S + M_ws)",
+    weights_bytes="M_W >=0",
+    state_bytes="M_S >=0",
+    workspace_bytes="M_ws >=0",
+    capacity_bytes="M_cap >0",
+)
 def free_bytes(weights_bytes, state_bytes, workspace_bytes, capacity_bytes):
     """Capacity left after weights, state (KV) and workspace: ``M_cap - (M_W + M_S + M_ws)``.
 
@@ -270,7 +306,11 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
     units in the last place that the division can leave over are counted as 0.
     """
     total = check("total_bytes", total_bytes, ">=0", scalar=True)
-    if isinstance(capacities_bytes, (str, bytes)) or np.ndim(capacities_bytes) != 1 or len(capacities_bytes) == 0:
+    if (
+        isinstance(capacities_bytes, (str, bytes))
+        or np.ndim(capacities_bytes) != 1
+        or len(capacities_bytes) == 0
+    ):
         raise ValueError(f"capacities_bytes must be a non-empty list of numbers, got {capacities_bytes!r}")
     caps = check("capacities_bytes", capacities_bytes, ">0")
     reserve = check("reserve_bytes_per_card", reserve_bytes_per_card, ">=0", scalar=True)
@@ -289,10 +329,18 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
     )
 
 
-@formula("ceiling(M/(M_cap - M_res))", out=int,
-         sample={"capacity_bytes_per_card": (500.0, 1000.0), "reserve_bytes_per_card": (0.5, 400.0),
-                 "total_bytes": (0.5, 1e5)},
-         total_bytes="M >=0", capacity_bytes_per_card="M_cap >0", reserve_bytes_per_card="M_res >=0")
+@formula(
+    "ceiling(M/(M_cap - M_res))",
+    out=int,
+    sample={
+        "capacity_bytes_per_card": (500.0, 1000.0),
+        "reserve_bytes_per_card": (0.5, 400.0),
+        "total_bytes": (0.5, 1e5),
+    },
+    total_bytes="M >=0",
+    capacity_bytes_per_card="M_cap >0",
+    reserve_bytes_per_card="M_res >=0",
+)
 def min_cards(total_bytes, capacity_bytes_per_card, reserve_bytes_per_card=0):
     """Fewest cards that hold ``total_bytes``: ``ceil(M / (M_cap - M_res))``.
 
@@ -336,9 +384,14 @@ def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
 # the cache, reads all of their keys and values once, and appends its own; prefill writes
 # the prompt's ``P`` entries.
 
-@formula("k_tok*(P + G)", sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000),
-                                   "kv_bytes_per_token": (1e3, 1e6)},
-         kv_bytes_per_token="k_tok >0", prompt_tokens="P int>=0", output_tokens="G int>=0")
+
+@formula(
+    "k_tok*(P + G)",
+    sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000), "kv_bytes_per_token": (1e3, 1e6)},
+    kv_bytes_per_token="k_tok >0",
+    prompt_tokens="P int>=0",
+    output_tokens="G int>=0",
+)
 def _kv_bytes_written(kv_bytes_per_token, prompt_tokens, output_tokens):
     """Bytes appended to the KV cache over a whole request: ``k (P + G)``.
 
@@ -349,9 +402,13 @@ def _kv_bytes_written(kv_bytes_per_token, prompt_tokens, output_tokens):
     return kv_bytes_per_token * (prompt_tokens + output_tokens)
 
 
-@formula("k_tok*(G*P + G*(G - 1)/2)", sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000),
-                                               "kv_bytes_per_token": (1e3, 1e6)},
-         kv_bytes_per_token="k_tok >0", prompt_tokens="P int>=0", output_tokens="G int>=0")
+@formula(
+    "k_tok*(G*P + G*(G - 1)/2)",
+    sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000), "kv_bytes_per_token": (1e3, 1e6)},
+    kv_bytes_per_token="k_tok >0",
+    prompt_tokens="P int>=0",
+    output_tokens="G int>=0",
+)
 def kv_bytes_read(kv_bytes_per_token, prompt_tokens, output_tokens):
     """Bytes of KV cache read over all decode steps: ``k (G P + G (G - 1) / 2)``.
 
@@ -365,7 +422,9 @@ def kv_bytes_read(kv_bytes_per_token, prompt_tokens, output_tokens):
     return kv_bytes_per_token * (g * p + g * (g - 1) / 2)
 
 
-@formula("G*R_W", sample={"output_tokens": (1, 5000)}, weight_bytes_per_step="R_W >0", output_tokens="G int>=0")
+@formula(
+    "G*R_W", sample={"output_tokens": (1, 5000)}, weight_bytes_per_step="R_W >0", output_tokens="G int>=0"
+)
 def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
     """Weight bytes streamed from device memory over a request at batch 1: ``G R_W``.
 
@@ -377,8 +436,12 @@ def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
     return weight_bytes_per_step * output_tokens
 
 
-@formula("d*b_act", sample={"hidden_size": (64, 16384), "bytes_per_element": (1, 4, "int")},
-         hidden_size="d int>=1", bytes_per_element="b_act >0")
+@formula(
+    "d*b_act",
+    sample={"hidden_size": (64, 16384), "bytes_per_element": (1, 4, "int")},
+    hidden_size="d int>=1",
+    bytes_per_element="b_act >0",
+)
 def _activation_bytes_per_token(hidden_size, bytes_per_element=2):
     """Bytes of one token's hidden vector, ``d b``: what crosses a pipeline cut.
 
@@ -390,8 +453,15 @@ def _activation_bytes_per_token(hidden_size, bytes_per_element=2):
     return hidden_size * bytes_per_element
 
 
-def request_traffic(weight_bytes_resident, weight_bytes_per_step, kv_bytes_per_token, hidden_size,
-                    prompt_tokens, output_tokens, bytes_per_element=2):
+def request_traffic(
+    weight_bytes_resident,
+    weight_bytes_per_step,
+    kv_bytes_per_token,
+    hidden_size,
+    prompt_tokens,
+    output_tokens,
+    bytes_per_element=2,
+):
     """Every movement of one batch-1 request, as a dict of bytes (chapter 1's table).
 
     Keys: ``weights_loaded`` (once, at start-up), ``weights_streamed`` (over all
@@ -432,8 +502,12 @@ def hbm_bus_width_bits(stacks):
     return stacks * HBM_BITS_PER_STACK
 
 
-@formula("w_bus*r_pin/8", sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
-         bus_width_bits="w_bus int>=1", transfers_per_s="r_pin >0")
+@formula(
+    "w_bus*r_pin/8",
+    sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
+    bus_width_bits="w_bus int>=1",
+    transfers_per_s="r_pin >0",
+)
 def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
     """Peak bandwidth of a memory bus: ``w_bus * r_pin / 8`` bytes per second (reads and writes share it).
 
@@ -446,18 +520,39 @@ def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
     return _units.bytes_from_bits(bus_width_bits * transfers_per_s)
 
 
-@formula("8*beta/w_bus", sample={"bus_width_bits": (64, 8192)},
-         bandwidth_bytes_per_s="beta >0", bus_width_bits="w_bus int>=1")
+@formula(
+    "8*beta/w_bus",
+    sample={"bus_width_bits": (64, 8192)},
+    bandwidth_bytes_per_s="beta >0",
+    bus_width_bits="w_bus int>=1",
+)
 def bus_transfer_rate_per_s(bandwidth_bytes_per_s, bus_width_bits):
     """The per-pin data rate a bandwidth implies: ``8 beta / w_bus`` (the inverse of :func:`bus_bandwidth_bytes_per_s`)."""
     return _units._bits_from_bytes(bandwidth_bytes_per_s) / bus_width_bits
 
 
 __all__ = [
-    "weight_bytes_formula", "weight_bytes", "grouped_quant_weight_bytes", "grouped_quant_read_bytes",
+    "weight_bytes_formula",
+    "weight_bytes",
+    "grouped_quant_weight_bytes",
+    "grouped_quant_read_bytes",
     "FP8_BLOCK_128",
-    "kv_bytes_per_token_formula", "mla_kv_bytes_per_token_formula",
-    "kv_bytes_per_token", "kv_bytes_per_request", "free_bytes", "fits", "split_even", "CapacitySplit",
-    "split_by_capacity", "min_cards", "mha_equivalent_kv_bytes_per_token", "kv_bytes_read", "request_traffic", "HBM_BITS_PER_STACK",
-    "DDR_BITS_PER_CHANNEL", "bus_bandwidth_bytes_per_s", "bus_transfer_rate_per_s", "hbm_bus_width_bits",
+    "kv_bytes_per_token_formula",
+    "mla_kv_bytes_per_token_formula",
+    "kv_bytes_per_token",
+    "kv_bytes_per_request",
+    "free_bytes",
+    "fits",
+    "split_even",
+    "CapacitySplit",
+    "split_by_capacity",
+    "min_cards",
+    "mha_equivalent_kv_bytes_per_token",
+    "kv_bytes_read",
+    "request_traffic",
+    "HBM_BITS_PER_STACK",
+    "DDR_BITS_PER_CHANNEL",
+    "bus_bandwidth_bytes_per_s",
+    "bus_transfer_rate_per_s",
+    "hbm_bus_width_bits",
 ]

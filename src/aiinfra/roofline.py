@@ -31,6 +31,7 @@ dependent operations that cannot overlap (a chain of disk seeks).
 Serves: Chapters 1 (orders of magnitude, four metrics, one model step, pitfalls), 2 (one request
 by hand), 4 (the decode roofline) and every later chapter that speeds up part of a pipeline.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,6 +64,7 @@ __all__ = [
 MEMORY_BOUND = "memory-bound"
 COMPUTE_BOUND = "compute-bound"
 
+
 @formula("F/(eta_F*Pi)", flops="F >=0", flops_per_s="Pi >0", efficiency="eta_F (0,1]")
 def compute_time_s(flops, flops_per_s, efficiency=1.0):
     """Lower bound on the time to execute ``flops``: ``F / (eta_F * Pi)``.
@@ -84,14 +86,22 @@ def memory_time_s(bytes_moved, bandwidth_bytes_per_s, efficiency=1.0):
     return bytes_moved / (efficiency * bandwidth_bytes_per_s)
 
 
-_TWO_TIMES = dict(flops="F >=0", bytes_moved="R >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0",
-                  eta_f="eta_F (0,1]", eta_b="eta_B (0,1]")
+_TWO_TIMES = dict(
+    flops="F >=0",
+    bytes_moved="R >=0",
+    flops_per_s="Pi >0",
+    bandwidth_bytes_per_s="beta >0",
+    eta_f="eta_F (0,1]",
+    eta_b="eta_B (0,1]",
+)
 
 
 def _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, eta_b):
     """Compute and memory times as arrays (inputs already validated)."""
-    return (np.asarray(compute_time_s(flops, flops_per_s, eta_f)),
-            np.asarray(memory_time_s(bytes_moved, bandwidth_bytes_per_s, eta_b)))
+    return (
+        np.asarray(compute_time_s(flops, flops_per_s, eta_f)),
+        np.asarray(memory_time_s(bytes_moved, bandwidth_bytes_per_s, eta_b)),
+    )
 
 
 @formula("Max(F/(eta_F*Pi), R/(eta_B*beta))", **_TWO_TIMES)
@@ -134,14 +144,21 @@ def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
     return flops_per_s / bandwidth_bytes_per_s
 
 
-@formula("Min(Pi, I*beta)", intensity_flops_per_byte="I >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
+@formula(
+    "Min(Pi, I*beta)", intensity_flops_per_byte="I >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0"
+)
 def attainable_flops_per_s(intensity_flops_per_byte, flops_per_s, bandwidth_bytes_per_s):
     """The roofline itself: ``min(Pi, I * beta)``, the best rate work of intensity ``I`` can reach."""
     return np.minimum(flops_per_s, intensity_flops_per_byte * bandwidth_bytes_per_s)
 
 
-@formula("2*n_rows*n_cols*f_clk", sample={"rows": (1, 1024), "cols": (1, 1024), "clock_hz": (1e6, 3e9)},
-         rows="n_rows int>=1", cols="n_cols int>=1", clock_hz="f_clk >0")
+@formula(
+    "2*n_rows*n_cols*f_clk",
+    sample={"rows": (1, 1024), "cols": (1, 1024), "clock_hz": (1e6, 3e9)},
+    rows="n_rows int>=1",
+    cols="n_cols int>=1",
+    clock_hz="f_clk >0",
+)
 def mac_array_peak_flops_per_s(rows, cols, clock_hz):
     """Peak of a grid of multiply-accumulate units: ``2 x rows x cols x clock`` FLOP/s.
 
@@ -199,8 +216,13 @@ def _utilisation(name_work, w, name_rate, r, elapsed_s):
     return np.minimum(u, 1.0)
 
 
-@formula("F/(Pi*T)", sample={"flops": (0.5, 10), "flops_per_s": (10, 100), "elapsed_s": (1, 100)},
-         flops="F >=0", flops_per_s="Pi >0", elapsed_s="T >0")
+@formula(
+    "F/(Pi*T)",
+    sample={"flops": (0.5, 10), "flops_per_s": (10, 100), "elapsed_s": (1, 100)},
+    flops="F >=0",
+    flops_per_s="Pi >0",
+    elapsed_s="T >0",
+)
 def mfu(flops, flops_per_s, elapsed_s):
     """Model FLOPs utilisation ``F / (Pi * T)``, in [0, 1].
 
@@ -212,8 +234,13 @@ def mfu(flops, flops_per_s, elapsed_s):
     return _utilisation("flops", flops, "flops_per_s", flops_per_s, elapsed_s)
 
 
-@formula("R/(beta*T)", sample={"bytes_moved": (0.5, 10), "bandwidth_bytes_per_s": (10, 100), "elapsed_s": (1, 100)},
-         bytes_moved="R >=0", bandwidth_bytes_per_s="beta >0", elapsed_s="T >0")
+@formula(
+    "R/(beta*T)",
+    sample={"bytes_moved": (0.5, 10), "bandwidth_bytes_per_s": (10, 100), "elapsed_s": (1, 100)},
+    bytes_moved="R >=0",
+    bandwidth_bytes_per_s="beta >0",
+    elapsed_s="T >0",
+)
 def mbu(bytes_moved, bandwidth_bytes_per_s, elapsed_s):
     """Memory bandwidth utilisation ``R / (beta * T)``, in [0, 1].
 
@@ -225,6 +252,7 @@ def mbu(bytes_moved, bandwidth_bytes_per_s, elapsed_s):
 
 
 # --- Amdahl's law -------------------------------------------------------------
+
 
 @formula("1/((1 - f) + f/s)", fraction="f [0,1]", speedup="s >0")
 def amdahl_speedup(fraction, speedup):
@@ -257,8 +285,13 @@ def time_after_speedup_s(original_time_s, fraction, speedup):
     return original_time_s / amdahl_speedup(fraction, speedup)
 
 
-@formula("k*t_seek + t_cpu", sample={"n_seeks": (0, 100), "compute_time_s": (0.0, 10.0)},
-         n_seeks="k int>=0", seek_time_s="t_seek >0", compute_time_s="t_cpu >=0")
+@formula(
+    "k*t_seek + t_cpu",
+    sample={"n_seeks": (0, 100), "compute_time_s": (0.0, 10.0)},
+    n_seeks="k int>=0",
+    seek_time_s="t_seek >0",
+    compute_time_s="t_cpu >=0",
+)
 def sequential_seeks_time_s(n_seeks, seek_time_s=10e-3, compute_time_s=0.0):
     """Time of ``n_seeks`` dependent disk seeks plus CPU work: ``k t_seek + t_cpu``.
 

@@ -15,6 +15,7 @@ Two conventions the book keeps apart everywhere:
 The ``fmt_*`` helpers return strings for prose and tables (chapter 1 onward);
 they never round the underlying value.
 """
+
 from __future__ import annotations
 
 
@@ -127,13 +128,12 @@ def bytes_per_param(precision: str) -> float:
     included; :mod:`aiinfra.memory` adds them where a scheme needs them.
     """
     if not isinstance(precision, str) or precision.strip().lower() not in PRECISION_BYTES:
-        raise ValueError(
-            f"precision must be one of {sorted(PRECISION_BYTES)}, got {precision!r}"
-        )
+        raise ValueError(f"precision must be one of {sorted(PRECISION_BYTES)}, got {precision!r}")
     return PRECISION_BYTES[precision.strip().lower()]
 
 
 # --- formatters --------------------------------------------------------------
+
 
 def _digits(digits) -> int:
     return check("digits", digits, "int>=0", scalar=True)
@@ -241,9 +241,41 @@ def fmt_power(watts, digits=1) -> str:
 
 
 __all__ = [
-    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "Gbit", "KILO", "MEGA", "GIGA", "TERA", "PETA", "EXA", "ns", "us", "ms", "hour", "mm", "mm2", "cm2", "FLOPS_PER_MAC", "BITS_PER_BYTE", "PRECISION_BYTES",
-    "bytes_from_bits", "bytes_per_s_from_gbit_per_s", "gbit_per_s_from_bytes_per_s",
-    "gb_from_gib", "bytes_per_param", "fmt_time", "fmt_bytes", "fmt_rate_bytes",
-    "fmt_flops", "fmt_flops_rate", "fmt_power",
+    "KB",
+    "MB",
+    "GB",
+    "TB",
+    "PB",
+    "KiB",
+    "MiB",
+    "GiB",
+    "TiB",
+    "Gbit",
+    "KILO",
+    "MEGA",
+    "GIGA",
+    "TERA",
+    "PETA",
+    "EXA",
+    "ns",
+    "us",
+    "ms",
+    "hour",
+    "mm",
+    "mm2",
+    "cm2",
+    "FLOPS_PER_MAC",
+    "BITS_PER_BYTE",
+    "PRECISION_BYTES",
+    "bytes_from_bits",
+    "bytes_per_s_from_gbit_per_s",
+    "gbit_per_s_from_bytes_per_s",
+    "gb_from_gib",
+    "bytes_per_param",
+    "fmt_time",
+    "fmt_bytes",
+    "fmt_rate_bytes",
+    "fmt_flops",
+    "fmt_flops_rate",
+    "fmt_power",
 ]
-

@@ -7,6 +7,7 @@ Playwright. Every request that does not go to that server (or is not a
 tries to reach the internet. A missing book or browser is a failure, never a
 skip: ``make test`` builds the book first.
 """
+
 from __future__ import annotations
 
 import functools
@@ -113,7 +114,9 @@ def server(built_book):
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).is_file():
-        pytest.fail(f"chromium not found at {CHROMIUM}: apt-get install -y chromium (the browser tests never skip)")
+        pytest.fail(
+            f"chromium not found at {CHROMIUM}: apt-get install -y chromium (the browser tests never skip)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

@@ -2,6 +2,7 @@
 
 Pages are discovered from ``_build/html``; a missing build fails (see conftest).
 """
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,18 @@ import pytest
 from .conftest import BUILD, MISSING
 
 # <link rel=...> values that make the browser fetch the target
-FETCHING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "apple-touch-icon",
-                 "manifest", "preconnect", "dns-prefetch"}
+FETCHING_RELS = {
+    "stylesheet",
+    "preload",
+    "modulepreload",
+    "prefetch",
+    "icon",
+    "shortcut",
+    "apple-touch-icon",
+    "manifest",
+    "preconnect",
+    "dns-prefetch",
+}
 MATH_WAIT_MS = 20_000
 
 
@@ -25,8 +36,8 @@ class _Refs(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.ids: set[str] = set()
-        self.hrefs: list[str] = []      # navigations (<a href>)
-        self.fetched: list[str] = []    # resources the browser loads
+        self.hrefs: list[str] = []  # navigations (<a href>)
+        self.fetched: list[str] = []  # resources the browser loads
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -41,7 +52,9 @@ class _Refs(HTMLParser):
                 self.fetched.append(a["href"])
             elif not rels & {"canonical", "alternate"}:
                 self.hrefs.append(a["href"])
-        elif tag in {"script", "img", "iframe", "source", "audio", "video", "embed", "track"} and a.get("src"):
+        elif tag in {"script", "img", "iframe", "source", "audio", "video", "embed", "track"} and a.get(
+            "src"
+        ):
             self.fetched.append(a["src"])
         elif tag == "object" and a.get("data"):
             self.fetched.append(a["data"])
@@ -109,7 +122,7 @@ def test_no_external_url_in_static_css(built_book):
             end = text.rfind("*/", 0, m.start())
             if start != -1 and start > end:
                 continue
-            bad.append(f"{css.relative_to(built_book)}: {text[m.start():m.start() + 80]!r}")
+            bad.append(f"{css.relative_to(built_book)}: {text[m.start() : m.start() + 80]!r}")
     assert not bad, "remote URLs in CSS:\n" + "\n".join(bad)
 
 
@@ -123,7 +136,9 @@ def test_internal_links_resolve(page_path, built_book):
             continue
         path, frag = _resolve(page_path, url)
         if not path.is_file():
-            broken.append(f"{url} -> missing {path.relative_to(built_book) if path.is_relative_to(built_book) else path}")
+            broken.append(
+                f"{url} -> missing {path.relative_to(built_book) if path.is_relative_to(built_book) else path}"
+            )
             continue
         if frag and path.suffix == ".html":
             target = refs(path.relative_to(built_book).as_posix())
@@ -147,7 +162,9 @@ def test_math_is_typeset(math_page, built_book, visit):
     page_path = math_page
     page = visit.goto(page_path)
     page.wait_for_function(
-        "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise", timeout=MATH_WAIT_MS)
+        "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
+        timeout=MATH_WAIT_MS,
+    )
     page.evaluate("() => window.MathJax.startup.promise")
     n_math = page.locator(".math").count()
     n_out = page.locator("mjx-container").count()
@@ -155,11 +172,20 @@ def test_math_is_typeset(math_page, built_book, visit):
     assert n_out >= n_math, f"{page_path}: only {n_out} of {n_math} math elements typeset"
     assert page.locator("mjx-merror").count() == 0, f"{page_path}: MathJax reported a TeX error"
     src = page.evaluate("() => [...document.scripts].map(s => s.src).filter(s => s.includes('tex-chtml'))")
-    assert src and all("/_static/vendor/mathjax/" in s for s in src), f"MathJax not loaded from the vendored copy: {src}"
+    assert src and all("/_static/vendor/mathjax/" in s for s in src), (
+        f"MathJax not loaded from the vendored copy: {src}"
+    )
 
 
-@pytest.mark.parametrize("asset", ["vendor/require.js", "vendor/aiinfra-widgets.js", "vendor/html-manager/embed-amd.js",
-                                   "vendor/mathjax/tex-chtml.js"])
+@pytest.mark.parametrize(
+    "asset",
+    [
+        "vendor/require.js",
+        "vendor/aiinfra-widgets.js",
+        "vendor/html-manager/embed-amd.js",
+        "vendor/mathjax/tex-chtml.js",
+    ],
+)
 def test_vendored_assets_in_build(built_book, asset):
     f = built_book / "_static" / asset
     assert f.is_file() and f.stat().st_size > 1000, f"{asset} missing from the build: run tools/vendor_js.py"

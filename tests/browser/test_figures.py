@@ -8,6 +8,7 @@ Screenshots of each figure before and after the first key press go to
 ``tests/artifacts/`` (PNG, git-ignored) and their sizes to
 ``tests/artifacts/figures-<page>.json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,8 @@ def test_figures_move_without_kernel(figure_page, built_book, visit, artifacts):
     assert live == 0, (
         f"{figure_page}: {live} figure(s) were saved in live mode (no precomputed frames, so they cannot move "
         "without a kernel): the page was executed without AIINFRA_BOOK_BUILD=1, or a stale jupyter-cache "
-        "entry from such a run was reused; clear _build/.jupyter_cache and run `make book`")
+        "entry from such a run was reused; clear _build/.jupyter_cache and run `make book`"
+    )
 
     stem = re.sub(r"[^A-Za-z0-9]+", "-", figure_page.removesuffix(".html")).strip("-")
     report = []
@@ -76,9 +78,12 @@ def test_figures_move_without_kernel(figure_page, built_book, visit, artifacts):
                 timeout=5_000,
             )
             after_text, after_src = _frame_state(fig)
-            assert after_src != before_src, f"{figure_page}: figure {i} slider {j} {key}: image did not change"
+            assert after_src != before_src, (
+                f"{figure_page}: figure {i} slider {j} {key}: image did not change"
+            )
             assert after_text != before_text, (
-                f"{figure_page}: figure {i} slider {j} {key}: readout stayed {before_text!r}")
+                f"{figure_page}: figure {i} slider {j} {key}: readout stayed {before_text!r}"
+            )
             if j == 0:
                 shot = artifacts / f"{stem}-fig{i}-after.png"
                 fig.screenshot(path=str(shot))

@@ -8,6 +8,7 @@ reader meets, in order: the prose is rendered Markdown that shows the page's glu
 the other cells the book hides are folded; Run All finishes without an error; and moving
 a slider of the live figure changes its image.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,7 +41,10 @@ UI_TIMEOUT_MS = 90_000
 # JupyterLab for a test: every cell in the DOM (no windowing), no news, no update checks.
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
 }
 PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 
@@ -68,7 +72,9 @@ def measured_values() -> set[str]:
 def glued_values() -> list[str]:
     """The values myst-nb pasted into the built page (what the notebook's prose must show)."""
     assert BUILT_PAGE.is_file(), f"{BUILT_PAGE} missing: run `make book` first"
-    spans = re.findall(r'<span class="pasted-text">(.*?)</span>', BUILT_PAGE.read_text(encoding="utf-8"), re.S)
+    spans = re.findall(
+        r'<span class="pasted-text">(.*?)</span>', BUILT_PAGE.read_text(encoding="utf-8"), re.S
+    )
     return [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in spans]
 
 
@@ -89,19 +95,38 @@ def jupyterlab(tmp_path_factory):
     (config / "labconfig").mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
     env = {k: v for k, v in os.environ.items() if k not in ("AIINFRA_BOOK_BUILD", "JUPYTER_PATH")}
-    env.update(JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(base / "data"),
-               JUPYTER_RUNTIME_DIR=str(base / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"), IPYTHONDIR=str(base / "ipython"),
-               MPLCONFIGDIR=str(base / "mpl"))
+    env.update(
+        JUPYTER_CONFIG_DIR=str(config),
+        JUPYTER_DATA_DIR=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+        IPYTHONDIR=str(base / "ipython"),
+        MPLCONFIGDIR=str(base / "mpl"),
+    )
     port = _free_port()
     jupyter = Path(sys.executable).parent / "jupyter"
     log = (base / "jupyterlab.log").open("w")
     proc = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={root}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly", "--ServerApp.allow_root=True"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            str(jupyter),
+            "lab",
+            "--no-browser",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.ip=127.0.0.1",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            "--ServerApp.allow_root=True",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -113,7 +138,9 @@ def jupyterlab(tmp_path_factory):
                         break
             except OSError:
                 pass
-            assert time.monotonic() < deadline, f"JupyterLab did not start: {(base / 'jupyterlab.log').read_text()[-3000:]}"
+            assert time.monotonic() < deadline, (
+                f"JupyterLab did not start: {(base / 'jupyterlab.log').read_text()[-3000:]}"
+            )
             time.sleep(0.5)
         yield url, copy
     finally:
@@ -180,13 +207,17 @@ def test_chapter_notebook_in_jupyterlab(lab_page):
     page.goto(f"{url}/lab/tree/notebooks/{PAGE}.ipynb", wait_until="load", timeout=UI_TIMEOUT_MS)
     cells = _cells(page)
     cells.first.wait_for(timeout=UI_TIMEOUT_MS)
-    page.wait_for_function(f"() => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= {len(saved['cells'])}",
-                           timeout=UI_TIMEOUT_MS)
+    page.wait_for_function(
+        f"() => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= {len(saved['cells'])}",
+        timeout=UI_TIMEOUT_MS,
+    )
     n_markdown = sum(c["cell_type"] == "markdown" for c in saved["cells"])
     page.wait_for_function(
         "n => document.querySelectorAll('.jp-MarkdownCell.jp-mod-rendered .jp-RenderedMarkdown').length === n"
         " && document.querySelectorAll('.jp-RenderedMarkdown mjx-container').length > 10",
-        arg=n_markdown, timeout=UI_TIMEOUT_MS)
+        arg=n_markdown,
+        timeout=UI_TIMEOUT_MS,
+    )
     _screenshot(page, "opened")
 
     # 1. The prose is rendered Markdown with the page's numbers and no MyST.
@@ -216,27 +247,42 @@ def test_chapter_notebook_in_jupyterlab(lab_page):
     menu(page, "Edit", "Clear Outputs of All Cells")
     menu(page, "Run", "Run All Cells")
     ran = saved_when_run(page, copy, RUN_ALL_TIMEOUT_MS / 1000)
-    assert [c["execution_count"] for c in ran["cells"] if c["cell_type"] == "code"] == list(range(1, len(code) + 1))
+    assert [c["execution_count"] for c in ran["cells"] if c["cell_type"] == "code"] == list(
+        range(1, len(code) + 1)
+    )
     _screenshot(page, "ran")
-    errors_saved = [o for c in ran["cells"] if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"]
+    errors_saved = [
+        o
+        for c in ran["cells"]
+        if c["cell_type"] == "code"
+        for o in c["outputs"]
+        if o["output_type"] == "error"
+    ]
     assert not errors_saved, errors_saved
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count() == 0
-    stderr = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    stderr = page.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+    ).all_inner_texts()
     assert not any("Error" in s or "Traceback" in s for s in stderr), stderr
 
     # 4. The live figure responds: moving a slider changes its image.
     figure = page.locator(".aiinfra-figure").first
     figure.wait_for(timeout=UI_TIMEOUT_MS)
     figure.scroll_into_view_if_needed()
-    assert "aiinfra-figure-static" not in (figure.get_attribute("class") or ""), "the figure ran in static mode"
+    assert "aiinfra-figure-static" not in (figure.get_attribute("class") or ""), (
+        "the figure ran in static mode"
+    )
     image = figure.locator("img.aiinfra-frame")
     image.wait_for(timeout=UI_TIMEOUT_MS)
     before = image.get_attribute("src")
     handle = figure.locator(".aiinfra-slider .noUi-handle").first
     handle.focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function("([img, src]) => img.getAttribute('src') !== src",
-                           arg=[image.element_handle(), before], timeout=UI_TIMEOUT_MS)
+    page.wait_for_function(
+        "([img, src]) => img.getAttribute('src') !== src",
+        arg=[image.element_handle(), before],
+        timeout=UI_TIMEOUT_MS,
+    )
     _screenshot(page, "slider-moved")
     assert image.get_attribute("src") != before
 

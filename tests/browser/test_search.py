@@ -5,17 +5,26 @@ sphinx-book-theme puts a search field in the primary sidebar; pydata-sphinx-them
 sets it empty). Counted as the reader sees them: visible search controls, on a wide screen where
 the sidebar is open and on a narrow one where it is folded away.
 """
+
 from __future__ import annotations
 
 import pytest
 
 SEARCH = ".search-button-field, .search-button, form.bd-search, input[type=search]"
-PAGES = ("index.html", "book/ch01/index.html", "book/ch02/02-inside-one-server.html", "book/front/notation.html")
+PAGES = (
+    "index.html",
+    "book/ch01/index.html",
+    "book/ch02/02-inside-one-server.html",
+    "book/front/notation.html",
+)
 
 
 def _visible_search_controls(page) -> list[str]:
-    return [el.get_attribute("class") or el.evaluate("e => e.tagName") for el in page.query_selector_all(SEARCH)
-            if el.is_visible()]
+    return [
+        el.get_attribute("class") or el.evaluate("e => e.tagName")
+        for el in page.query_selector_all(SEARCH)
+        if el.is_visible()
+    ]
 
 
 @pytest.mark.parametrize("rel", PAGES)

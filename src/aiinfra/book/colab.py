@@ -7,6 +7,7 @@ Anywhere else (Binder, a laptop, the book build) the cell does nothing. The envi
 variable ``AIINFRA_PIP_SOURCE`` overrides the source, which is how the tests stand a local
 checkout in for the remote.
 """
+
 from __future__ import annotations
 
 

@@ -26,6 +26,7 @@ Glued values are never displayed where they are computed (``display=False``).
 :func:`formula_md` shows a library formula's symbolic twin typeset, with its
 left-hand side and a label, in the book's notation (:data:`aiinfra.formula.NOTATION`).
 """
+
 from __future__ import annotations
 
 from aiinfra import units
@@ -46,11 +47,15 @@ _FORMATTERS = {
 def fmt(value, spec: str) -> str:
     """``value`` as text following ``spec`` (a unit of :mod:`aiinfra.units`, or a Python format spec)."""
     if not isinstance(spec, str) or not spec:
-        raise ValueError(f"spec must be a unit such as 'B' or 'B/s TB 1', or a format spec such as '.1f', got {spec!r}")
+        raise ValueError(
+            f"spec must be a unit such as 'B' or 'B/s TB 1', or a format spec such as '.1f', got {spec!r}"
+        )
     head, *rest = spec.split()
     if head not in _FORMATTERS:
         if rest:
-            raise ValueError(f"spec must be a unit of aiinfra.units ({sorted(_FORMATTERS)}) or a format spec, got {spec!r}")
+            raise ValueError(
+                f"spec must be a unit of aiinfra.units ({sorted(_FORMATTERS)}) or a format spec, got {spec!r}"
+            )
         return format(value, spec)
     unit, digits = None, {}
     for token in rest:
@@ -94,7 +99,9 @@ def formula_md(fn, lhs: str, what: str, names: dict | None = None, where: str = 
     from aiinfra.formula import NOTATION
 
     if not hasattr(fn, "sym") or not isinstance(lhs, str) or not lhs or not isinstance(what, str) or not what:
-        raise ValueError("formula_md needs a library formula (with .sym), a LaTeX left-hand side and a description")
+        raise ValueError(
+            "formula_md needs a library formula (with .sym), a LaTeX left-hand side and a description"
+        )
     latex = {**{k: v.latex for k, v in NOTATION.items()}, **(names or {})}
     expr = fn.sym
     symbols = {sym: latex[sym.name] for sym in expr.free_symbols if sym.name in latex}

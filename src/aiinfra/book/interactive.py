@@ -48,6 +48,7 @@ The browser tests find every figure by the CSS class ``aiinfra-figure``; its
 slider carries ``aiinfra-slider``, the frame image ``aiinfra-frame`` and the
 readout box ``aiinfra-readout``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -118,17 +119,27 @@ class Slider:
             raise ValueError(f"name must be a Python identifier (a parameter of fn), got {self.name!r}")
         values = tuple(self.values)
         if len(values) < 2:
-            raise ValueError(f"values of slider {self.name!r} must hold at least 2 entries, got {len(values)}")
+            raise ValueError(
+                f"values of slider {self.name!r} must hold at least 2 entries, got {len(values)}"
+            )
         if len(set(map(repr, values))) != len(values):
             raise ValueError(f"values of slider {self.name!r} must be distinct")
         if self.default is not None and self.default not in values:
-            raise ValueError(f"default of slider {self.name!r} must be one of its values, got {self.default!r}")
+            raise ValueError(
+                f"default of slider {self.name!r} must be one of its values, got {self.default!r}"
+            )
         if self.max_static is not None:
             check("max_static", self.max_static, "int>=2", scalar=True)
         if self.static is not None:
             chosen = tuple(self.static)
-            if len(chosen) < 2 or any(v not in values for v in chosen) or len(set(map(repr, chosen))) != len(chosen):
-                raise ValueError(f"static of slider {self.name!r} must be at least 2 distinct entries of values")
+            if (
+                len(chosen) < 2
+                or any(v not in values for v in chosen)
+                or len(set(map(repr, chosen))) != len(chosen)
+            ):
+                raise ValueError(
+                    f"static of slider {self.name!r} must be at least 2 distinct entries of values"
+                )
             if self.default is not None and self.default not in chosen:
                 raise ValueError(f"static of slider {self.name!r} must contain the default {self.default!r}")
         if not (isinstance(self.fmt, str) or callable(self.fmt)):
@@ -155,7 +166,9 @@ class Slider:
         if self.static is not None:
             ordered = tuple(v for v in self._values if v in tuple(self.static))
             if limit is not None and len(ordered) > check("limit", limit, "int>=2", scalar=True):
-                raise ValueError(f"limit: slider {self.name!r} lists {len(ordered)} static values, over the {limit} allowed")
+                raise ValueError(
+                    f"limit: slider {self.name!r} lists {len(ordered)} static values, over the {limit} allowed"
+                )
             return ordered
         cap = self.max_static if self.max_static is not None else len(self._values)
         if limit is not None:
@@ -179,6 +192,7 @@ class Slider:
 
 
 # ----- views: a figure built once, updated in place ------------------------------------
+
 
 class View:
     """A figure built once: ``update(**params)`` moves its ``moving`` artists and returns the readouts.
@@ -239,7 +253,9 @@ def redraws(*moves: str):
 def _build_view(build, params: dict) -> View:
     view = build(**params)
     if not isinstance(view, View):
-        raise ValueError(f"{getattr(build, '__name__', 'build')} must return a View, got {type(view).__name__}")
+        raise ValueError(
+            f"{getattr(build, '__name__', 'build')} must return a View, got {type(view).__name__}"
+        )
     return view
 
 
@@ -272,8 +288,11 @@ class _Redrawer:
             self.view, self.rebuilt = View(fig, lambda: readouts), True
             return readouts
         key = {k: v for k, v in params.items() if k not in self.moves}
-        self.rebuilt = self.view is None or key.keys() != self._key.keys() or not all(
-            _same(v, self._key[k]) for k, v in key.items())
+        self.rebuilt = (
+            self.view is None
+            or key.keys() != self._key.keys()
+            or not all(_same(v, self._key[k]) for k, v in key.items())
+        )
         if self.rebuilt:
             self.view, self._key = _build_view(self.fn.build, params), key
         return self.view.update(**{m: params[m] for m in self.moves if m in params})
@@ -330,12 +349,14 @@ def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> 
     img = PILImage.fromarray(pixels)
     if palette_colors is not None:
         check("palette_colors", palette_colors, "int>=2", scalar=True)
-        img = img.quantize(colors=palette_colors, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE)
+        img = img.quantize(
+            colors=palette_colors, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE
+        )
         if pixels.shape[-1] == 3:  # the octree may shade the white page by a level or two: keep it white
             pal = img.getpalette()
             for i in range(0, len(pal), 3):
-                if min(pal[i:i + 3]) >= 248:
-                    pal[i:i + 3] = [255, 255, 255]
+                if min(pal[i : i + 3]) >= 248:
+                    pal[i : i + 3] = [255, 255, 255]
             img.putpalette(pal)
     out = io.BytesIO()
     img.save(out, format="PNG", compress_level=compress_level)
@@ -376,7 +397,9 @@ def _readouts_html(readouts: Readouts) -> str:
             )
         body = "".join(cards)
     else:
-        raise ValueError(f"readouts must be a mapping label -> text or a string, got {type(readouts).__name__}")
+        raise ValueError(
+            f"readouts must be a mapping label -> text or a string, got {type(readouts).__name__}"
+        )
     return f'<div class="{CSS_READOUT}" style="line-height:1.25">{body}</div>'
 
 
@@ -391,7 +414,9 @@ def _width_css(fig) -> int:
     return round(fig.get_figwidth() * DISPLAY_DPI)
 
 
-def _frame_html(png: bytes, readout_html: str, alt: str, width_px: int, background_class: str | None = None) -> str:
+def _frame_html(
+    png: bytes, readout_html: str, alt: str, width_px: int, background_class: str | None = None
+) -> str:
     """One static frame: the readouts above the image (a moving layer over ``background_class``, or a whole image)."""
     cls = CSS_FRAME if background_class is None else f"{CSS_FRAME} {background_class}"
     return (
@@ -401,8 +426,10 @@ def _frame_html(png: bytes, readout_html: str, alt: str, width_px: int, backgrou
 
 
 def _background_style(png: bytes, css_class: str) -> str:
-    return (f"<style>.{css_class}{{background-image:url({_data_url(png)});background-size:100% 100%;"
-            "background-repeat:no-repeat;background-color:white}</style>")
+    return (
+        f"<style>.{css_class}{{background-image:url({_data_url(png)});background-size:100% 100%;"
+        "background-repeat:no-repeat;background-color:white}</style>"
+    )
 
 
 def _close(fig) -> None:
@@ -450,8 +477,19 @@ class InteractiveFigure:
     time of the last live slider step: compute, redraw and encode).
     """
 
-    def __init__(self, fn: FigureFn, sliders: Sequence[Slider], *, title: str | None, fixed: dict,
-                 mode: str, max_bytes: int, max_frames: int, live_density: float, palette_colors: int):
+    def __init__(
+        self,
+        fn: FigureFn,
+        sliders: Sequence[Slider],
+        *,
+        title: str | None,
+        fixed: dict,
+        mode: str,
+        max_bytes: int,
+        max_frames: int,
+        live_density: float,
+        palette_colors: int,
+    ):
         self.fn = fn
         self.sliders = list(sliders)
         self.title = title
@@ -533,8 +571,11 @@ class InteractiveFigure:
         sliders = [self._slider_widget(s, s._values) for s in self.sliders]
         png, rh = self._live_step(self.params())
         self.width_px = _width_css(self._redrawer.view.fig)
-        img = w.Image(value=png, format="png", layout=w.Layout(width=f"{self.width_px}px", max_width="100%",
-                                                               height="auto"))
+        img = w.Image(
+            value=png,
+            format="png",
+            layout=w.Layout(width=f"{self.width_px}px", max_width="100%", height="auto"),
+        )
         img.add_class(CSS_FRAME)
         readout = w.HTML(rh)
 
@@ -576,7 +617,7 @@ class InteractiveFigure:
         return axes
 
     def _grid(self, axes) -> list[dict]:
-        names = [s.name for s in self.sliders[:len(axes)]]
+        names = [s.name for s in self.sliders[: len(axes)]]
         return [dict(zip(names, point)) for point in itertools.product(*axes)]
 
     def _render_frames(self, grid, density) -> tuple[list[Frame], bytes | None]:
@@ -599,11 +640,14 @@ class InteractiveFigure:
 
         With ``n_frames``, extrapolate from the mean of ``frames`` to that many.
         """
-        per_frame = sum(_b64_len(len(f.png)) + len(f.readout_html) + 250 + WIDGET_STATE_OVERHEAD_BYTES
-                        for f in frames) / len(frames)
+        per_frame = sum(
+            _b64_len(len(f.png)) + len(f.readout_html) + 250 + WIDGET_STATE_OVERHEAD_BYTES for f in frames
+        ) / len(frames)
         n = len(frames) if n_frames is None else n_frames
         n_stacks = 1 + n // 2  # nested stacks and their links
-        fixed = (_b64_len(len(background)) if background else 0) + WIDGET_STATE_OVERHEAD_BYTES * (12 + len(self.sliders))
+        fixed = (_b64_len(len(background)) if background else 0) + WIDGET_STATE_OVERHEAD_BYTES * (
+            12 + len(self.sliders)
+        )
         return int(per_frame * n + fixed + n_stacks * 700)
 
     def _first_density(self, grid) -> int:
@@ -656,8 +700,11 @@ class InteractiveFigure:
 
         def frame_box(f: Frame):
             alt = "; ".join(f"{caption[k].caption} = {caption[k].text(v)}" for k, v in f.params.items())
-            return w.HTML(_frame_html(f.png, f.readout_html, alt, self.width_px, bg_class),
-                          layout=shared_layout, style=shared_style)
+            return w.HTML(
+                _frame_html(f.png, f.readout_html, alt, self.width_px, bg_class),
+                layout=shared_layout,
+                style=shared_style,
+            )
 
         sliders = [self._slider_widget(s, list(a)) for s, a in zip(self.sliders, axes)]
         sizes = [len(a) for a in axes]
@@ -665,23 +712,28 @@ class InteractiveFigure:
         def nest(level: int, offset: int):
             if level == len(axes):
                 return frame_box(self.frames[offset])
-            stride = math.prod(sizes[level + 1:])
+            stride = math.prod(sizes[level + 1 :])
             children = [nest(level + 1, offset + i * stride) for i in range(sizes[level])]
             stack = w.Stack(children, selected_index=sliders[level].value, layout=shared_layout)
             self.links.append(w.jsdlink((sliders[level], "index"), (stack, "selected_index")))
             return stack
 
         stack = nest(0, 0)
-        extra = [self._slider_widget(s, list(s._values), disabled=True) for s in self.sliders
-                 if s.name in self.live_only]
+        extra = [
+            self._slider_widget(s, list(s._values), disabled=True)
+            for s in self.sliders
+            if s.name in self.live_only
+        ]
         notes = []
         if self.live_only:
             names = ", ".join(caption[n].caption for n in self.live_only)
-            notes.append(w.HTML(
-                f'<div class="{CSS_LIVE_ONLY}" style="font-size:0.85em;color:#7a4b00">'
-                f"Live only: {html.escape(names)} moves only when this page runs in a kernel "
-                "(Binder, Colab or Jupyter); this static page shows its default value.</div>"
-            ))
+            notes.append(
+                w.HTML(
+                    f'<div class="{CSS_LIVE_ONLY}" style="font-size:0.85em;color:#7a4b00">'
+                    f"Live only: {html.escape(names)} moves only when this page runs in a kernel "
+                    "(Binder, Colab or Jupyter); this static page shows its default value.</div>"
+                )
+            )
         return self._root(self._header(style or "") + sliders + extra + notes + [stack])
 
     # ----- display -------------------------------------------------------
@@ -707,7 +759,7 @@ def _close_widgets(root, links) -> None:
         seen.add(id(wd))
         for name in ("children", "layout", "style"):
             sub = getattr(wd, name, None)
-            for s in (sub if isinstance(sub, (list, tuple)) else [sub]):
+            for s in sub if isinstance(sub, (list, tuple)) else [sub]:
                 if hasattr(s, "close") and hasattr(s, "model_id"):
                     walk(s)
         wd.close()
@@ -757,9 +809,17 @@ def interactive_figure(
     check("max_frames", max_frames, "int>=2", scalar=True)
     check("live_density", live_density, ">0")
     check("palette_colors", palette_colors, "int>=2", scalar=True)
-    return InteractiveFigure(fn, sliders, title=title, fixed=fixed, mode=_build_mode(mode),
-                             max_bytes=int(max_bytes), max_frames=int(max_frames),
-                             live_density=float(live_density), palette_colors=int(palette_colors))
+    return InteractiveFigure(
+        fn,
+        sliders,
+        title=title,
+        fixed=fixed,
+        mode=_build_mode(mode),
+        max_bytes=int(max_bytes),
+        max_frames=int(max_frames),
+        live_density=float(live_density),
+        palette_colors=int(palette_colors),
+    )
 
 
 def embedded_state_bytes(figure: InteractiveFigure) -> int:

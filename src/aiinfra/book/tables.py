@@ -9,6 +9,7 @@ Units: capacities in decimal GB (1e9 B) unless a column says GiB/KiB/MiB;
 bandwidth in decimal TB/s or GB/s per direction; compute is the **dense** peak,
 never the 2:4-sparse figure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ def _cell(text: str) -> str:
 # GPUs and links (chapters 1 and 2)
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GpuRow:
     """One column of the GPU quick-reference table (SI units)."""
@@ -161,11 +163,21 @@ def gpu_quick_reference_markdown(gpus) -> str:
         for r in rows
     ]
     return markdown_table(
-        ["GPU", "Memory (GB)", "Bandwidth (TB/s)", "Dense BF16 (TFLOP/s)", "Read 1 GB (ms)", "Ridge (FLOP/B)"], table
+        [
+            "GPU",
+            "Memory (GB)",
+            "Bandwidth (TB/s)",
+            "Dense BF16 (TFLOP/s)",
+            "Read 1 GB (ms)",
+            "Ridge (FLOP/B)",
+        ],
+        table,
     )
 
 
-def server_link_table_markdown(names=tuple(hardware.SERVER_LINK_ROLES), reference_link: str = "ConnectX-7 400 Gbit/s") -> str:
+def server_link_table_markdown(
+    names=tuple(hardware.SERVER_LINK_ROLES), reference_link: str = "ConnectX-7 400 Gbit/s"
+) -> str:
     """A Markdown table of links: as printed, what the print counted, per direction, x the ``reference_link``.
 
     Per-direction values are in decimal GB/s (1e9 B/s). The last column is
@@ -181,18 +193,27 @@ def server_link_table_markdown(names=tuple(hardware.SERVER_LINK_ROLES), referenc
             counted = "both directions added"
         else:
             counted = "one direction"
-        rows.append([
-            x.name,
-            hardware.SERVER_LINK_ROLES.get(x.name, x.kind),
-            x.raw_spec,
-            counted,
-            f"{x.bytes_per_s_per_direction / units.GB:,.1f}",
-            f"{hardware.ratio(x, ref):,.1f}",
-        ])
+        rows.append(
+            [
+                x.name,
+                hardware.SERVER_LINK_ROLES.get(x.name, x.kind),
+                x.raw_spec,
+                counted,
+                f"{x.bytes_per_s_per_direction / units.GB:,.1f}",
+                f"{hardware.ratio(x, ref):,.1f}",
+            ]
+        )
     return markdown_table(
-        ["link", "joins", "as printed", "the printed figure counts", "per direction (GB/s)",
-         f"x {ref.name.split(' ')[0]}"],
-        rows, align="llllrr",
+        [
+            "link",
+            "joins",
+            "as printed",
+            "the printed figure counts",
+            "per direction (GB/s)",
+            f"x {ref.name.split(' ')[0]}",
+        ],
+        rows,
+        align="llllrr",
     )
 
 
@@ -206,27 +227,40 @@ def generations_table_markdown(names=hardware.GENERATION_GPUS) -> str:
     rows = []
     for g in hardware.generations(names):
         fp8 = g.fp8_dense_flops_per_s
-        rows.append([
-            g.name,
-            f"{g.architecture} ({g.year})",
-            f"{g.memory_bytes / units.GB:g} {g.memory_type}",
-            f"{g.memory_bandwidth_bytes_per_s / units.TB:.2f}",
-            f"{g.dense_flops_per_s('fp16') / units.TERA:,.1f}",
-            "none" if fp8 is None else f"{fp8 / units.TERA:,.1f}",
-            f"{g.scaleup_link}: {g.scaleup_bytes_per_s_per_direction / units.GB:,.0f}",
-            f"{g.ridge_flops_per_byte:.0f}",
-            f"{g.tdp_watts:,.0f}",
-        ])
+        rows.append(
+            [
+                g.name,
+                f"{g.architecture} ({g.year})",
+                f"{g.memory_bytes / units.GB:g} {g.memory_type}",
+                f"{g.memory_bandwidth_bytes_per_s / units.TB:.2f}",
+                f"{g.dense_flops_per_s('fp16') / units.TERA:,.1f}",
+                "none" if fp8 is None else f"{fp8 / units.TERA:,.1f}",
+                f"{g.scaleup_link}: {g.scaleup_bytes_per_s_per_direction / units.GB:,.0f}",
+                f"{g.ridge_flops_per_byte:.0f}",
+                f"{g.tdp_watts:,.0f}",
+            ]
+        )
     return markdown_table(
-        ["GPU", "architecture (year)", "memory (GB)", "HBM (TB/s)", "16-bit dense (TFLOP/s)",
-         "FP8 dense (TFLOP/s)", "scale-up per direction (GB/s)", "ridge (FLOP/B)", "power (W)"],
-        rows, align="llrrrrlrr",
+        [
+            "GPU",
+            "architecture (year)",
+            "memory (GB)",
+            "HBM (TB/s)",
+            "16-bit dense (TFLOP/s)",
+            "FP8 dense (TFLOP/s)",
+            "scale-up per direction (GB/s)",
+            "ridge (FLOP/B)",
+            "power (W)",
+        ],
+        rows,
+        align="llrrrrlrr",
     )
 
 
 # --------------------------------------------------------------------------------------
 # Inference on one node (chapters 3 to 5): tables computed from a Deployment
 # --------------------------------------------------------------------------------------
+
 
 def _deployment(d, name: str = "deployment"):
     from aiinfra.deployment import Deployment
@@ -253,7 +287,9 @@ def request_phases_markdown(request) -> str:
     from aiinfra.deployment import Request
 
     if not isinstance(request, Request):
-        raise ValueError(f"request must be an aiinfra.deployment.Request (Deployment.request), got {type(request).__name__}")
+        raise ValueError(
+            f"request must be an aiinfra.deployment.Request (Deployment.request), got {type(request).__name__}"
+        )
     pre, dec = request.prefill, request.decode
     rows = [
         ["forward passes", f"{pre.passes:,}", f"{dec.passes:,}"],
@@ -271,9 +307,17 @@ def decode_flops_breakdown_markdown(model, context_tokens) -> str:
     from aiinfra import compute
 
     br = compute.decode_flops_breakdown(model, context_tokens)
-    labels = {"blocks": "matrices in the blocks", "lm_head": "LM head", "embedding": "embedding table",
-              "attention": "attention over the context", "total": "total"}
-    rows = [[label, units.fmt_flops(br["exact"][k]), units.fmt_flops(br["two_n"][k])] for k, label in labels.items()]
+    labels = {
+        "blocks": "matrices in the blocks",
+        "lm_head": "LM head",
+        "embedding": "embedding table",
+        "attention": "attention over the context",
+        "total": "total",
+    }
+    rows = [
+        [label, units.fmt_flops(br["exact"][k]), units.fmt_flops(br["two_n"][k])]
+        for k, label in labels.items()
+    ]
     return markdown_table(["piece", "exact", "2N rule"], rows)
 
 
@@ -283,8 +327,10 @@ def kv_cache_or_recompute_markdown(deployment, prompt_tokens, output_tokens) -> 
     cached = d.request(prompt_tokens, output_tokens).decode
     again = d.decode_without_cache(prompt_tokens, output_tokens)
     where = f"{d.n_gpus} x {d.gpu.name}" if d.n_gpus > 1 else f"one {d.gpu.name}"
-    rows = [["FLOPs of the decode steps", units.fmt_flops(cached.flops), units.fmt_flops(again.flops)],
-            [f"time on {where} (lower bound)", units.fmt_time(cached.time_s, 2), units.fmt_time(again.time_s, 1)]]
+    rows = [
+        ["FLOPs of the decode steps", units.fmt_flops(cached.flops), units.fmt_flops(again.flops)],
+        [f"time on {where} (lower bound)", units.fmt_time(cached.time_s, 2), units.fmt_time(again.time_s, 1)],
+    ]
     return markdown_table(["", "with the KV cache", "recomputing everything"], rows)
 
 
@@ -316,7 +362,9 @@ def decode_ceiling_markdown(model_names, gpu="H100 SXM", precisions=("bf16", "in
             rate = d.replace(n_gpus=need).ceiling_tokens_per_s()
             row.append(f"{rate:,.1f}" if need == 1 else f"does not fit: {need} GPUs, {rate:,.1f}")
         rows.append(row)
-    return markdown_table(["Model", "Parameters (billions)"] + [f"{p.upper()} (tok/s)" for p in precisions], rows)
+    return markdown_table(
+        ["Model", "Parameters (billions)"] + [f"{p.upper()} (tok/s)" for p in precisions], rows
+    )
 
 
 def kv_share_markdown(cases) -> str:
@@ -331,12 +379,23 @@ def kv_share_markdown(cases) -> str:
         if not (isinstance(case, tuple) and len(case) == 3):
             raise ValueError(f"cases[{i}] must be a (label, deployment, context_tokens) tuple, got {case!r}")
         label, d, ctx = case
-        step = _deployment(d, f"cases[{i}] deployment").step(1, check(f"cases[{i}] context_tokens", ctx, "int>=1", scalar=True))
-        rows.append([label, f"{ctx:,}", units.fmt_bytes(step.weight_bytes, "GB"), units.fmt_bytes(step.kv_bytes, "GB"),
-                     f"{step.kv_share:.0%}"])
+        step = _deployment(d, f"cases[{i}] deployment").step(
+            1, check(f"cases[{i}] context_tokens", ctx, "int>=1", scalar=True)
+        )
+        rows.append(
+            [
+                label,
+                f"{ctx:,}",
+                units.fmt_bytes(step.weight_bytes, "GB"),
+                units.fmt_bytes(step.kv_bytes, "GB"),
+                f"{step.kv_share:.0%}",
+            ]
+        )
     if not rows:
         raise ValueError("cases must hold at least one (label, deployment, context_tokens) tuple")
-    return markdown_table(["Model", "Context (tokens)", "Weights read", "KV read", "KV share of the bytes"], rows)
+    return markdown_table(
+        ["Model", "Context (tokens)", "Weights read", "KV read", "KV share of the bytes"], rows
+    )
 
 
 def ttft_markdown(deployment, prompt_tokens) -> str:
@@ -349,8 +408,14 @@ def ttft_markdown(deployment, prompt_tokens) -> str:
     rows = []
     for p in _whole_numbers("prompt_tokens", prompt_tokens):
         pre = d.prefill(p)
-        rows.append([f"{p:,}", units.fmt_flops(pre.flops), units.fmt_time(pre.time_s),
-                     f"{pre.flops / compute.approx_prefill_flops_2n(n, p):.2f}"])
+        rows.append(
+            [
+                f"{p:,}",
+                units.fmt_flops(pre.flops),
+                units.fmt_time(pre.time_s),
+                f"{pre.flops / compute.approx_prefill_flops_2n(n, p):.2f}",
+            ]
+        )
     return markdown_table(["Prompt (tokens)", "Prefill FLOPs", "TTFT bound", "FLOPs / 2NP"], rows)
 
 
@@ -361,10 +426,18 @@ def batch_sweep_markdown(deployment, context_tokens, batches) -> str:
     rows = []
     for b in _whole_numbers("batches", batches):
         s = d.step(b, ctx)
-        rows.append([f"{b:,}", units.fmt_time(s.time_s), f"{s.tokens_per_s_per_user:,.0f}", f"{s.tokens_per_s:,.0f}",
-                     f"{s.kv_share:.0%}"])
-    return markdown_table(["Batch B", "Step time (bound)", "Per user (tok/s)", "Aggregate (tok/s)", "KV share of bytes"],
-                          rows)
+        rows.append(
+            [
+                f"{b:,}",
+                units.fmt_time(s.time_s),
+                f"{s.tokens_per_s_per_user:,.0f}",
+                f"{s.tokens_per_s:,.0f}",
+                f"{s.kv_share:.0%}",
+            ]
+        )
+    return markdown_table(
+        ["Batch B", "Step time (bound)", "Per user (tok/s)", "Aggregate (tok/s)", "KV share of bytes"], rows
+    )
 
 
 def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -> str:
@@ -378,9 +451,17 @@ def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -
     rows = []
     for b in _whole_numbers("batches", batches):
         s = d.step(b, ctx)
-        rows.append([f"{b:,}", f"{s.tokens_per_s_per_user:,.0f}", f"{s.tokens_per_s / d.n_gpus:,.0f}",
-                     f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f}"])
-    return markdown_table(["Batch", "Per user (tok/s)", "Per GPU (tok/s)", "\\$ per million output tokens"], rows)
+        rows.append(
+            [
+                f"{b:,}",
+                f"{s.tokens_per_s_per_user:,.0f}",
+                f"{s.tokens_per_s / d.n_gpus:,.0f}",
+                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f}",
+            ]
+        )
+    return markdown_table(
+        ["Batch", "Per user (tok/s)", "Per GPU (tok/s)", "\\$ per million output tokens"], rows
+    )
 
 
 def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
@@ -404,13 +485,31 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
         if bmax < 1:
             continue
         full = at.step(bmax, ctx)
-        rows.append([g.name, f"{at.bandwidth_bytes_per_s / units.TB:.2f}", f"{at.ridge_flops_per_byte:,.0f}", f"{bmax:,}",
-                     f"{full.intensity_flops_per_byte:.1f}", f"{full.tokens_per_s_per_user:,.0f}",
-                     f"{full.tokens_per_s:,.0f}"])
+        rows.append(
+            [
+                g.name,
+                f"{at.bandwidth_bytes_per_s / units.TB:.2f}",
+                f"{at.ridge_flops_per_byte:,.0f}",
+                f"{bmax:,}",
+                f"{full.intensity_flops_per_byte:.1f}",
+                f"{full.tokens_per_s_per_user:,.0f}",
+                f"{full.tokens_per_s:,.0f}",
+            ]
+        )
     if not rows:
         raise ValueError("gpus must include at least one GPU whose memory holds the weights and one cache")
-    return markdown_table(["GPU", "HBM (TB/s)", "Ridge (FLOP/B)", "Batch that fits", "Intensity (FLOP/B)",
-                           "Per user (tok/s)", "Aggregate (tok/s)"], rows)
+    return markdown_table(
+        [
+            "GPU",
+            "HBM (TB/s)",
+            "Ridge (FLOP/B)",
+            "Batch that fits",
+            "Intensity (FLOP/B)",
+            "Per user (tok/s)",
+            "Aggregate (tok/s)",
+        ],
+        rows,
+    )
 
 
 def kv_configs_markdown(model_names, context_tokens=32768) -> str:
@@ -422,16 +521,36 @@ def kv_configs_markdown(model_names, context_tokens=32768) -> str:
     rows = []
     for name in model_names:
         m = models.load(name)
-        heads = (f"{m.n_heads} / {m.kv_lora_rank}+{m.qk_rope_head_dim} latent" if m.attention_kind == "mla"
-                 else f"{m.n_heads} / {m.n_kv_heads}")
-        rows.append([name, m.attention_kind.upper(), f"{m.n_layers}", heads,
-                     units.fmt_bytes(memory.kv_bytes_per_token(m), "KiB", digits=1),
-                     units.fmt_bytes(memory.mha_equivalent_kv_bytes_per_token(m), "KiB", digits=0),
-                     units.fmt_bytes(memory.kv_bytes_per_request(m, ctx), "GB")])
+        heads = (
+            f"{m.n_heads} / {m.kv_lora_rank}+{m.qk_rope_head_dim} latent"
+            if m.attention_kind == "mla"
+            else f"{m.n_heads} / {m.n_kv_heads}"
+        )
+        rows.append(
+            [
+                name,
+                m.attention_kind.upper(),
+                f"{m.n_layers}",
+                heads,
+                units.fmt_bytes(memory.kv_bytes_per_token(m), "KiB", digits=1),
+                units.fmt_bytes(memory.mha_equivalent_kv_bytes_per_token(m), "KiB", digits=0),
+                units.fmt_bytes(memory.kv_bytes_per_request(m, ctx), "GB"),
+            ]
+        )
     if not rows:
         raise ValueError("model_names must list at least one model")
-    return markdown_table(["Model", "Attention", "Layers", "Query heads / KV heads", "KV per token (BF16)",
-                           "Same model with MHA", f"One {ctx:,}-token request"], rows)
+    return markdown_table(
+        [
+            "Model",
+            "Attention",
+            "Layers",
+            "Query heads / KV heads",
+            "KV per token (BF16)",
+            "Same model with MHA",
+            f"One {ctx:,}-token request",
+        ],
+        rows,
+    )
 
 
 def trace_markdown(trace) -> str:
@@ -443,8 +562,11 @@ def trace_markdown(trace) -> str:
     if not isinstance(trace, batching.Trace):
         raise ValueError(f"trace must be an aiinfra.serving.batching.Trace, got {type(trace).__name__}")
     rows = []
-    for name, x in (("prompt", trace.prompt_tokens), ("answer (output)", trace.output_tokens),
-                    ("context at the end (prompt + answer)", trace.final_context_tokens)):
+    for name, x in (
+        ("prompt", trace.prompt_tokens),
+        ("answer (output)", trace.output_tokens),
+        ("context at the end (prompt + answer)", trace.final_context_tokens),
+    ):
         rows.append([name, f"{np.mean(x):,.0f}", f"{np.median(x):,.0f}", f"{np.min(x):,}", f"{np.max(x):,}"])
     return markdown_table(["Tokens per request", "Mean", "Median", "Shortest", "Longest"], rows)
 
@@ -455,10 +577,16 @@ def schedule_summary_markdown(results, percentiles=(50, 90, 99)) -> str:
 
     rows = batching.summary_rows(results, percentiles=percentiles)
     keys = [f"p{q:g}_latency" for q in percentiles]
-    body = [[r["policy"], f"{r['slot_utilization']:.0%}", f"{r['mean_batch']:.1f}", f"{r['busy_steps']:,}"]
-            + [f"{r[k]:,.0f}" for k in keys] for r in rows]
-    return markdown_table(["Policy", "Slot utilization", "Mean running batch", "Busy steps"]
-                          + [f"p{q:g} latency (steps)" for q in percentiles], body)
+    body = [
+        [r["policy"], f"{r['slot_utilization']:.0%}", f"{r['mean_batch']:.1f}", f"{r['busy_steps']:,}"]
+        + [f"{r[k]:,.0f}" for k in keys]
+        for r in rows
+    ]
+    return markdown_table(
+        ["Policy", "Slot utilization", "Mean running batch", "Busy steps"]
+        + [f"p{q:g} latency (steps)" for q in percentiles],
+        body,
+    )
 
 
 def kv_schemes_markdown(runs) -> str:
@@ -475,10 +603,27 @@ def kv_schemes_markdown(runs) -> str:
     for name, r in runs.items():
         if not isinstance(r, batching.ScheduleResult):
             raise ValueError(f"runs[{name!r}] must be a ScheduleResult, got {type(r).__name__}")
-        rows.append([name, f"{r.mean_batch:.1f}", f"{int(r.active.max()):,}", f"{r.total_steps:,}",
-                     f"{r.percentile_latency_steps(50):,.0f}", f"{r.percentile_latency_steps(99):,.0f}"])
-    return markdown_table(["Scheme", "Mean running batch", "Largest batch", "Steps to finish the trace",
-                           "p50 latency (steps)", "p99 latency (steps)"], rows)
+        rows.append(
+            [
+                name,
+                f"{r.mean_batch:.1f}",
+                f"{int(r.active.max()):,}",
+                f"{r.total_steps:,}",
+                f"{r.percentile_latency_steps(50):,.0f}",
+                f"{r.percentile_latency_steps(99):,.0f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "Scheme",
+            "Mean running batch",
+            "Largest batch",
+            "Steps to finish the trace",
+            "p50 latency (steps)",
+            "p99 latency (steps)",
+        ],
+        rows,
+    )
 
 
 def page_size_markdown(context_tokens, max_context_tokens, kv_budget_bytes, kv_bytes_per_token, pages) -> str:
@@ -493,8 +638,13 @@ def page_size_markdown(context_tokens, max_context_tokens, kv_budget_bytes, kv_b
     rows = []
     for p in _whole_numbers("pages", pages):
         fp = paging.kv_footprint(context_tokens, max_context_tokens, p, kv_bytes_per_token)
-        rows.append([f"{p:,}", f"{fp.paged_waste_fraction:.1%}",
-                     f"{paging.max_batch_paged(context_tokens, kv_budget_bytes, p, kv_bytes_per_token):,}"])
+        rows.append(
+            [
+                f"{p:,}",
+                f"{fp.paged_waste_fraction:.1%}",
+                f"{paging.max_batch_paged(context_tokens, kv_budget_bytes, p, kv_bytes_per_token):,}",
+            ]
+        )
     return markdown_table(["Page (tokens)", "Waste at final length", "Requests that fit"], rows)
 
 
@@ -506,17 +656,27 @@ def memory_tenants_markdown(deployment, context_tokens) -> str:
     ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
     bmax = d.max_batch(ctx)
     if bmax < 1:
-        raise ValueError(f"context_tokens must leave room for one request's KV cache next to the weights, got {ctx:,}")
+        raise ValueError(
+            f"context_tokens must leave room for one request's KV cache next to the weights, got {ctx:,}"
+        )
     kv = d.step(bmax, ctx).kv_bytes
     left = memory.free_bytes(d.weight_bytes, kv, d.reserve_bytes, d.capacity_bytes)
     cap = d.capacity_bytes
-    rows = [["Weights (BF16)" if d.weight_precision == "bf16" else f"Weights ({d.weight_precision})", d.weight_bytes,
-             "once per replica"],
-            [f"KV cache, {bmax:,} requests of {ctx:,} tokens", kv, "per request, grows with every token"],
-            ["Runtime buffers (reserve)", d.reserve_bytes, "activations, kernel workspace, allocator slack"],
-            ["Unusable remainder", left, "less than one more request"]]
-    return markdown_table(["Tenant", "Bytes", "Share of memory", "Scales with"],
-                          [[name, units.fmt_bytes(b, "GB"), f"{b / cap:.1%}", what] for name, b, what in rows], align="lrrl")
+    rows = [
+        [
+            "Weights (BF16)" if d.weight_precision == "bf16" else f"Weights ({d.weight_precision})",
+            d.weight_bytes,
+            "once per replica",
+        ],
+        [f"KV cache, {bmax:,} requests of {ctx:,} tokens", kv, "per request, grows with every token"],
+        ["Runtime buffers (reserve)", d.reserve_bytes, "activations, kernel workspace, allocator slack"],
+        ["Unusable remainder", left, "less than one more request"],
+    ]
+    return markdown_table(
+        ["Tenant", "Bytes", "Share of memory", "Scales with"],
+        [[name, units.fmt_bytes(b, "GB"), f"{b / cap:.1%}", what] for name, b, what in rows],
+        align="lrrl",
+    )
 
 
 def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
@@ -534,15 +694,31 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
         if b < 1:
             raise ValueError(f"contexts must each leave room for one request's KV cache, got {c:,} tokens")
         s = d.step(b, c)
-        rows.append([f"{c:,}", f"{b:,}", f"{units.fmt_time(s.time_s)} ({s.bound})", f"{s.tokens_per_s / d.n_gpus:,.0f}",
-                     f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, c):,.2f}"])
-    return markdown_table(["Context (tokens)", "Batch that fits", "Step time (bound)", "Tokens/s per GPU",
-                           "\\$ per million output tokens"], rows)
+        rows.append(
+            [
+                f"{c:,}",
+                f"{b:,}",
+                f"{units.fmt_time(s.time_s)} ({s.bound})",
+                f"{s.tokens_per_s / d.n_gpus:,.0f}",
+                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, c):,.2f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "Context (tokens)",
+            "Batch that fits",
+            "Step time (bound)",
+            "Tokens/s per GPU",
+            "\\$ per million output tokens",
+        ],
+        rows,
+    )
 
 
 # --------------------------------------------------------------------------------------
 # The cluster (chapter 6)
 # --------------------------------------------------------------------------------------
+
 
 def hierarchy_table_markdown(levels=None, watts_per_gpu=None, pue=1.0):
     """A Markdown table of the cluster's levels: GPUs, fabric, bandwidth per GPU and (optionally) power.
@@ -554,9 +730,11 @@ def hierarchy_table_markdown(levels=None, watts_per_gpu=None, pue=1.0):
     from aiinfra.cluster import hierarchy, scale
 
     levels = hierarchy.LLAMA3_CLUSTER if levels is None else levels
-    rows = ["| level | GPUs | joined by | bandwidth per GPU, one direction |"
-            + (" facility power |" if watts_per_gpu is not None else ""),
-            "|---|---:|---|---:|" + ("---:|" if watts_per_gpu is not None else "")]
+    rows = [
+        "| level | GPUs | joined by | bandwidth per GPU, one direction |"
+        + (" facility power |" if watts_per_gpu is not None else ""),
+        "|---|---:|---|---:|" + ("---:|" if watts_per_gpu is not None else ""),
+    ]
     for lv in levels:
         row = f"| {lv.name} | {lv.gpus:,} | {lv.fabric} | {units.fmt_rate_bytes(lv.bytes_per_s_per_gpu)} |"
         if watts_per_gpu is not None:
@@ -568,6 +746,7 @@ def hierarchy_table_markdown(levels=None, watts_per_gpu=None, pue=1.0):
 # --------------------------------------------------------------------------------------
 # The prose tables of chapters 1 and 2 (data in aiinfra/catalog/data)
 # --------------------------------------------------------------------------------------
+
 
 def _layers_top_down():
     return tuple(reversed(reference.table("layers")))
@@ -620,6 +799,7 @@ def scheduler_table_markdown() -> str:
 def propagation_table_markdown(link=None) -> str:
     """The shifts table (chapter 1) as Markdown. ``link(n)`` formats a chapter reference (default ``"Ch. n"``)."""
     if link is None:
+
         def link(c):
             return f"Ch. {c}"
     elif not callable(link):
@@ -636,7 +816,9 @@ def latency_table_rows(unit: str = "ns") -> list[tuple[str, float]]:
     scale = {"s": 1.0, "ms": units.ms, "us": units.us, "ns": units.ns}
     if unit not in scale:
         raise ValueError(f"unit must be one of {sorted(scale)}, got {unit!r}")
-    return [(r.operation, reference.latency_s(r.operation) / scale[unit]) for r in reference.table("latency_2009")]
+    return [
+        (r.operation, reference.latency_s(r.operation) / scale[unit]) for r in reference.table("latency_2009")
+    ]
 
 
 def model_families_markdown(names, context_tokens: int = 8192) -> str:
@@ -662,16 +844,33 @@ def model_families_markdown(names, context_tokens: int = 8192) -> str:
         n = min(ctx, m.max_position_embeddings or ctx)
         kv = units.fmt_bytes(memory.kv_bytes_per_request(m, n)) + (f" (at {n:,})" if n < ctx else "")
         copy = " (reconstructed)" if name in models.RECONSTRUCTED else ""
-        rows.append([f"`{m.model_type}`", f"{name}{copy}", f"{models.total_params(m):,}",
-                     f"{models.active_params(m):,}", layout, kv, FAMILY_NOTES[m.model_type]])
-    headers = ["family", "shipped config", "total", "active", "attention layers (window)",
-               f"KV @ {ctx:,} tokens", "what the count does differently"]
+        rows.append(
+            [
+                f"`{m.model_type}`",
+                f"{name}{copy}",
+                f"{models.total_params(m):,}",
+                f"{models.active_params(m):,}",
+                layout,
+                kv,
+                FAMILY_NOTES[m.model_type],
+            ]
+        )
+    headers = [
+        "family",
+        "shipped config",
+        "total",
+        "active",
+        "attention layers (window)",
+        f"KV @ {ctx:,} tokens",
+        "what the count does differently",
+    ]
     return markdown_table(headers, rows, align="llrrlrl")
 
 
 # --------------------------------------------------------------------------------------
 # Chapters 6 and 7: clusters, power and serving
 # --------------------------------------------------------------------------------------
+
 
 def tp_allreduce_table_markdown(model, tensor_parallel, links, tokens=(1, 64, 4096)) -> str:
     """Tensor-parallel all-reduces of ``model`` over ``tensor_parallel`` GPUs, one row per token count.
@@ -687,15 +886,23 @@ def tp_allreduce_table_markdown(model, tensor_parallel, links, tokens=(1, 64, 40
     m = models.load(model)
     t = check("tensor_parallel", tensor_parallel, "int>=1", scalar=True)
     links = list(links)
-    headers = ["tokens in flight", "message $S$"] + [f"one all-reduce, {name}" for name, _, _ in links] \
+    headers = (
+        ["tokens in flight", "message $S$"]
+        + [f"one all-reduce, {name}" for name, _, _ in links]
         + [f"whole pass, {name}" for name, _, _ in links]
+    )
     rows = []
     for n in tokens:
         size = parallelism.tp_allreduce_message_bytes(n, m.hidden_size)
         one = [network.ring_allreduce_time_s(size, t, bw, t0) for _, bw, t0 in links]
-        rows.append([f"{n:,}", units.fmt_bytes(size, "MiB" if size >= units.MiB else "KiB"),
-                     *(units.fmt_time(x) for x in one),
-                     *(units.fmt_time(parallelism.tp_comm_time_per_step_s(m.n_layers, x)) for x in one)])
+        rows.append(
+            [
+                f"{n:,}",
+                units.fmt_bytes(size, "MiB" if size >= units.MiB else "KiB"),
+                *(units.fmt_time(x) for x in one),
+                *(units.fmt_time(parallelism.tp_comm_time_per_step_s(m.n_layers, x)) for x in one),
+            ]
+        )
     return markdown_table(headers, rows)
 
 
@@ -713,11 +920,27 @@ def cluster_scale_table_markdown(sizes=(1, 8, 512, 8192, 32768), assumption=None
     for g in sizes:
         mfu = scale.mfu_log2_model(g)
         power = scale.cluster_power_w(g, a.watts_per_gpu, 1.0, convention=a.power_convention)
-        rows.append([f"{g:,}", units.fmt_flops_rate(scale.peak_flops_per_s(g, a.flops_per_s_per_gpu)), f"{mfu:.0%}",
-                     units.fmt_flops_rate(scale.realized_flops_per_s(g, a.flops_per_s_per_gpu, mfu)),
-                     units.fmt_power(power), f"{hierarchy.households_equivalent(power):,.0f}"])
-    return markdown_table(["GPUs", "peak compute", "MFU (log2 model)", "useful compute", "power (all-in)",
-                           "average U.S. homes"], rows)
+        rows.append(
+            [
+                f"{g:,}",
+                units.fmt_flops_rate(scale.peak_flops_per_s(g, a.flops_per_s_per_gpu)),
+                f"{mfu:.0%}",
+                units.fmt_flops_rate(scale.realized_flops_per_s(g, a.flops_per_s_per_gpu, mfu)),
+                units.fmt_power(power),
+                f"{hierarchy.households_equivalent(power):,.0f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "GPUs",
+            "peak compute",
+            "MFU (log2 model)",
+            "useful compute",
+            "power (all-in)",
+            "average U.S. homes",
+        ],
+        rows,
+    )
 
 
 def system_power_table_markdown(systems=None) -> str:
@@ -725,11 +948,20 @@ def system_power_table_markdown(systems=None) -> str:
     from aiinfra.cluster import hierarchy
 
     systems = reference.SYSTEM_POWER if systems is None else systems
-    rows = [[p.system, f"{p.gpus:,}", units.fmt_power(p.watts),
-             units.fmt_power(hierarchy.watts_per_gpu_at_server(p.watts, p.gpus), digits=3), p.boundary,
-             "vendor document" if p.confirmed else "press or analyst, unconfirmed"] for p in systems]
-    return markdown_table(["system", "GPUs", "published power", "per GPU", "what it covers", "status"], rows,
-                          align="lrrrll")
+    rows = [
+        [
+            p.system,
+            f"{p.gpus:,}",
+            units.fmt_power(p.watts),
+            units.fmt_power(hierarchy.watts_per_gpu_at_server(p.watts, p.gpus), digits=3),
+            p.boundary,
+            "vendor document" if p.confirmed else "press or analyst, unconfirmed",
+        ]
+        for p in systems
+    ]
+    return markdown_table(
+        ["system", "GPUs", "published power", "per GPU", "what it covers", "status"], rows, align="lrrrll"
+    )
 
 
 def tpot_capacity_table_markdown(deployment, targets_s, context_tokens) -> str:
@@ -743,12 +975,22 @@ def tpot_capacity_table_markdown(deployment, targets_s, context_tokens) -> str:
         users, limiting = deployment.max_users(tpot, context_tokens)
         if users:
             step = deployment.step(users, context_tokens)
-            rows.append([units.fmt_time(tpot, digits=0), f"{users:,}", limiting, units.fmt_time(step.time_s),
-                         f"{step.tokens_per_s:,.0f}"])
+            rows.append(
+                [
+                    units.fmt_time(tpot, digits=0),
+                    f"{users:,}",
+                    limiting,
+                    units.fmt_time(step.time_s),
+                    f"{step.tokens_per_s:,.0f}",
+                ]
+            )
         else:
             rows.append([units.fmt_time(tpot, digits=0), "0", limiting, "not reachable", "0"])
-    return markdown_table(["TPOT target", "users per replica", "what binds", "step time at that load",
-                           "tokens/s per replica"], rows, align="rrlrr")
+    return markdown_table(
+        ["TPOT target", "users per replica", "what binds", "step time at that load", "tokens/s per replica"],
+        rows,
+        align="rrlrr",
+    )
 
 
 def model_bytes_table_markdown(rows) -> str:
@@ -762,18 +1004,31 @@ def model_bytes_table_markdown(rows) -> str:
     out = []
     for name, label, stored, read in rows:
         m = models.load(name)
-        out.append([name, label, f"{models.total_params(m) / units.GIGA:,.1f}B",
-                    f"{models.active_params(m) / units.GIGA:,.1f}B", units.fmt_bytes(stored), units.fmt_bytes(read)])
-    return markdown_table(["model", "weights as stored", "parameters", "active per token", "stored",
-                           "read per token, batch 1"], out, align="llrrrr")
+        out.append(
+            [
+                name,
+                label,
+                f"{models.total_params(m) / units.GIGA:,.1f}B",
+                f"{models.active_params(m) / units.GIGA:,.1f}B",
+                units.fmt_bytes(stored),
+                units.fmt_bytes(read),
+            ]
+        )
+    return markdown_table(
+        ["model", "weights as stored", "parameters", "active per token", "stored", "read per token, batch 1"],
+        out,
+        align="llrrrr",
+    )
 
 
 def speculation_table_markdown(alphas, gammas, draft_cost_ratio) -> str:
     """Speedup of speculative decoding for each acceptance rate (rows) and draft length (columns)."""
     from aiinfra.serving import speculation
 
-    rows = [[f"{a:.1f}", *(f"{speculation.speculative_speedup(a, g, draft_cost_ratio):.2f}x" for g in gammas)]
-            for a in alphas]
+    rows = [
+        [f"{a:.1f}", *(f"{speculation.speculative_speedup(a, g, draft_cost_ratio):.2f}x" for g in gammas)]
+        for a in alphas
+    ]
     return markdown_table(["acceptance $\\alpha$", *(f"$\\gamma$ = {g}" for g in gammas)], rows)
 
 
@@ -787,10 +1042,30 @@ def capacity_cases_table_markdown(cases, watts_per_gpu, pue, usd_per_gpu_hour) -
     rows = []
     for label, p in cases:
         e = capacity.fleet_economics(p, watts_per_gpu, pue, usd_per_gpu_hour)
-        rows.append([label, f"{p.gpus_total:,}", f"{p.gpus_per_replica}", f"{p.users_per_replica}", p.limiting,
-                     units.fmt_power(e.power_w, digits=2), f"${e.usd_per_million_tokens:.2f}"])
-    return markdown_table(["case", "GPUs", "GPUs per replica", "users per replica", "binds", "facility power",
-                           "$ per million tokens"], rows, align="lrrrlrr")
+        rows.append(
+            [
+                label,
+                f"{p.gpus_total:,}",
+                f"{p.gpus_per_replica}",
+                f"{p.users_per_replica}",
+                p.limiting,
+                units.fmt_power(e.power_w, digits=2),
+                f"${e.usd_per_million_tokens:.2f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "case",
+            "GPUs",
+            "GPUs per replica",
+            "users per replica",
+            "binds",
+            "facility power",
+            "$ per million tokens",
+        ],
+        rows,
+        align="lrrrlrr",
+    )
 
 
 def routing_table_markdown(result, rate_index) -> str:
@@ -804,28 +1079,53 @@ def routing_table_markdown(result, rate_index) -> str:
     if k >= result.rates_per_s.size:
         raise ValueError(f"rate_index must be < {result.rates_per_s.size}, got {rate_index!r}")
     p50, p99 = result.ttft_percentile_s(50)[:, k], result.ttft_percentile_s(99)[:, k]
-    rows = [[routing.POLICY_LABELS[p], f"{result.hit_rate[i, k]:.0%}", units.fmt_time(result.mean_queue_s[i, k]),
-             units.fmt_time(p50[i]), units.fmt_time(p99[i])] for i, p in enumerate(result.policies)]
+    rows = [
+        [
+            routing.POLICY_LABELS[p],
+            f"{result.hit_rate[i, k]:.0%}",
+            units.fmt_time(result.mean_queue_s[i, k]),
+            units.fmt_time(p50[i]),
+            units.fmt_time(p99[i]),
+        ]
+        for i, p in enumerate(result.policies)
+    ]
     return markdown_table(["policy", "KV-cache hit rate", "mean queueing", "median TTFT", "p99 TTFT"], rows)
 
 
 def reported_runs_table_markdown(runs=None) -> str:
     """Published large training runs (:data:`aiinfra.catalog.reference.REPORTED_TRAINING_RUNS`): size, layout, MFU."""
     runs = reference.REPORTED_TRAINING_RUNS if runs is None else runs
-    rows = [[r.name, f"{r.gpus:,}", r.layout, f"{r.tflops_per_gpu:.0f}", f"{r.mfu:.0%}", r.source] for r in runs]
-    return markdown_table(["run", "GPUs", "layout", "TFLOP/s per GPU (dense BF16)", "MFU reported", "source"], rows,
-                          align="lrlrrl")
+    rows = [
+        [r.name, f"{r.gpus:,}", r.layout, f"{r.tflops_per_gpu:.0f}", f"{r.mfu:.0%}", r.source] for r in runs
+    ]
+    return markdown_table(
+        ["run", "GPUs", "layout", "TFLOP/s per GPU (dense BF16)", "MFU reported", "source"],
+        rows,
+        align="lrlrrl",
+    )
 
 
 def ceilings_table_markdown(ceilings, gpus=("RTX PRO 6000 Blackwell Workstation", "H100 SXM", "B200")) -> str:
     """This machine's measured ceilings (a :class:`aiinfra.measure.Ceilings`) next to GPUs' dense BF16 datasheet peaks."""
-    rows = [["this machine (measured, float32)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s),
-             units.fmt_flops_rate(ceilings.flops_per_s), f"{ceilings.ridge_flops_per_byte:,.1f}"]]
+    rows = [
+        [
+            "this machine (measured, float32)",
+            units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s),
+            units.fmt_flops_rate(ceilings.flops_per_s),
+            f"{ceilings.ridge_flops_per_byte:,.1f}",
+        ]
+    ]
     for name in gpus:
         g = hardware.gpu(name)
         pi = g.dense_flops_per_s("bf16")
-        rows.append([f"{g.name} (datasheet, dense BF16)", units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s),
-                     units.fmt_flops_rate(pi), f"{roofline.ridge_point_flops_per_byte(pi, g.memory_bandwidth_bytes_per_s):,.0f}"])
+        rows.append(
+            [
+                f"{g.name} (datasheet, dense BF16)",
+                units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s),
+                units.fmt_flops_rate(pi),
+                f"{roofline.ridge_point_flops_per_byte(pi, g.memory_bandwidth_bytes_per_s):,.0f}",
+            ]
+        )
     return markdown_table(["machine", "bandwidth", "compute", "ridge (FLOP/B)"], rows)
 
 
@@ -833,18 +1133,26 @@ def build_machine_table_markdown(ceilings, call_s, description) -> str:
     """What chapter 8 measured on the machine that ran it: ceilings, ridge, knee and the cost of one call."""
     from aiinfra import measure
 
-    rows = [("memory bandwidth (best of copy and sum)", units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s, "GB", 1)),
-            ("float32 matrix-multiply rate", units.fmt_flops_rate(ceilings.flops_per_s)),
-            ("ridge point", f"{ceilings.ridge_flops_per_byte:.1f} FLOP/B"),
-            ("knee of a float32 decode step", f"{measure.predicted_knee_batch(4, ceilings):.1f}"),
-            ("one tiny call", units.fmt_time(call_s))]
-    return (f"**The build machine** ({description}), measured when this page was built; run the page to see yours:\n\n"
-            + markdown_table(["quantity", "measured"], rows))
+    rows = [
+        (
+            "memory bandwidth (best of copy and sum)",
+            units.fmt_rate_bytes(ceilings.bandwidth_bytes_per_s, "GB", 1),
+        ),
+        ("float32 matrix-multiply rate", units.fmt_flops_rate(ceilings.flops_per_s)),
+        ("ridge point", f"{ceilings.ridge_flops_per_byte:.1f} FLOP/B"),
+        ("knee of a float32 decode step", f"{measure.predicted_knee_batch(4, ceilings):.1f}"),
+        ("one tiny call", units.fmt_time(call_s)),
+    ]
+    return (
+        f"**The build machine** ({description}), measured when this page was built; run the page to see yours:\n\n"
+        + markdown_table(["quantity", "measured"], rows)
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Chapters 1 and 2: tables of one request, one step and one server
 # --------------------------------------------------------------------------------------
+
 
 def request_traffic_markdown(label: str, traffics: Sequence[dict]) -> str:
     """What one batch-1 request moves, one column per :func:`aiinfra.memory.request_traffic` result.
@@ -854,10 +1162,12 @@ def request_traffic_markdown(label: str, traffics: Sequence[dict]) -> str:
     """
     if not traffics:
         raise ValueError("traffics must hold at least one request_traffic result")
-    rows = [("Weights loaded onto the card (once per instance)", "weights_loaded", "GB"),
-            ("Weights streamed from HBM (once per step)", "weights_streamed", "TB"),
-            ("KV cache written (prompt + output)", "kv_written", "GB"),
-            ("KV cache read (all steps)", "kv_read", "GB")]
+    rows = [
+        ("Weights loaded onto the card (once per instance)", "weights_loaded", "GB"),
+        ("Weights streamed from HBM (once per step)", "weights_streamed", "TB"),
+        ("KV cache written (prompt + output)", "kv_written", "GB"),
+        ("KV cache read (all steps)", "kv_read", "GB"),
+    ]
     body = [[name] + [units.fmt_bytes(t[key], unit) for t in traffics] for name, key, unit in rows]
     return markdown_table([label] + [f"{t['steps']:,} output tokens" for t in traffics], body)
 
@@ -868,11 +1178,22 @@ def step_changes_markdown(cases: dict) -> str:
     Columns: arithmetic and weight-read bounds, the step bound, the step per
     output token (ms) and the tokens per second of the whole batch.
     """
-    rows = [[name, units.fmt_time(s.compute_s, digits=4, unit="ms"), units.fmt_time(s.memory_s, unit="ms"),
-             units.fmt_time(s.time_s, unit="ms"), units.fmt_time(s.time_s / s.batch, unit="ms"), f"{s.tokens_per_s:,.1f}"]
-            for name, s in cases.items()]
-    return markdown_table(["Change", "Arithmetic", "Weight read", "Step bound", "Per output token",
-                           "Tokens/s (all requests)"], rows, align="lrrrrr")
+    rows = [
+        [
+            name,
+            units.fmt_time(s.compute_s, digits=4, unit="ms"),
+            units.fmt_time(s.memory_s, unit="ms"),
+            units.fmt_time(s.time_s, unit="ms"),
+            units.fmt_time(s.time_s / s.batch, unit="ms"),
+            f"{s.tokens_per_s:,.1f}",
+        ]
+        for name, s in cases.items()
+    ]
+    return markdown_table(
+        ["Change", "Arithmetic", "Weight read", "Step bound", "Per output token", "Tokens/s (all requests)"],
+        rows,
+        align="lrrrrr",
+    )
 
 
 def request_needs_markdown(d, prompt_tokens: int, context_tokens: int) -> str:
@@ -881,28 +1202,57 @@ def request_needs_markdown(d, prompt_tokens: int, context_tokens: int) -> str:
     kv = d.kv_bytes(context_tokens)
     rows = [
         ["All weights", units.fmt_bytes(d.weight_bytes, "GB"), "memory to load the model"],
-        ["KV per token of context", units.fmt_bytes(d.kv_bytes_per_token, "KiB", digits=0),
-         "times context length gives one request's cache"],
-        [f"KV for a {context_tokens:,}-token context",
-         f"{units.fmt_bytes(kv, 'MiB', digits=0)} ({units.fmt_bytes(kv, 'GB', digits=3)})",
-         "grows with every concurrent request"],
-        [f"Prefill of {prompt_tokens:,} tokens (causal)", units.fmt_flops(pre.flops),
-         "over peak FLOP/s gives the prefill bound"],
+        [
+            "KV per token of context",
+            units.fmt_bytes(d.kv_bytes_per_token, "KiB", digits=0),
+            "times context length gives one request's cache",
+        ],
+        [
+            f"KV for a {context_tokens:,}-token context",
+            f"{units.fmt_bytes(kv, 'MiB', digits=0)} ({units.fmt_bytes(kv, 'GB', digits=3)})",
+            "grows with every concurrent request",
+        ],
+        [
+            f"Prefill of {prompt_tokens:,} tokens (causal)",
+            units.fmt_flops(pre.flops),
+            "over peak FLOP/s gives the prefill bound",
+        ],
         ["One decode step", units.fmt_flops(step.flops), "one token in, plus attention over the context"],
-        ["Weights read per decode step", units.fmt_bytes(step.weight_bytes, "GB"),
-         "all weights except the embedding table, of which one row is read"],
-        ["Old KV read per decode step", units.fmt_bytes(step.kv_bytes, "GB", digits=3), "every cached entry read once"],
+        [
+            "Weights read per decode step",
+            units.fmt_bytes(step.weight_bytes, "GB"),
+            "all weights except the embedding table, of which one row is read",
+        ],
+        [
+            "Old KV read per decode step",
+            units.fmt_bytes(step.kv_bytes, "GB", digits=3),
+            "every cached entry read once",
+        ],
     ]
-    return markdown_table([f"What one request of {d.model.name} needs", "Value", "How to use it"], rows, align="lrl")
+    return markdown_table(
+        [f"What one request of {d.model.name} needs", "Value", "How to use it"], rows, align="lrl"
+    )
 
 
 def batch_comparison_markdown(one, batched) -> str:
     """One decode step alone against a batch of them (two :class:`aiinfra.deployment.Step`; chapter 2)."""
     rows = [
         ["batch", f"{one.batch:,.0f}", f"{batched.batch:,.0f}"],
-        ["bytes read per step", units.fmt_bytes(one.bytes_moved, "GB", 1), units.fmt_bytes(batched.bytes_moved, "GB", 1)],
-        ["step time = time per output token", units.fmt_time(one.time_s, digits=1), units.fmt_time(batched.time_s, digits=1)],
-        ["tokens/s one user sees", f"{one.tokens_per_s_per_user:,.0f}", f"{batched.tokens_per_s_per_user:,.0f}"],
+        [
+            "bytes read per step",
+            units.fmt_bytes(one.bytes_moved, "GB", 1),
+            units.fmt_bytes(batched.bytes_moved, "GB", 1),
+        ],
+        [
+            "step time = time per output token",
+            units.fmt_time(one.time_s, digits=1),
+            units.fmt_time(batched.time_s, digits=1),
+        ],
+        [
+            "tokens/s one user sees",
+            f"{one.tokens_per_s_per_user:,.0f}",
+            f"{batched.tokens_per_s_per_user:,.0f}",
+        ],
         ["tokens/s, all requests", f"{one.tokens_per_s:,.0f}", f"{batched.tokens_per_s:,.0f}"],
         ["KV share of bytes read", f"{one.kv_share:.0%}", f"{batched.kv_share:.0%}"],
     ]
@@ -913,10 +1263,26 @@ def decode_floor_markdown(options: Sequence[tuple]) -> str:
     """``(option, weight bytes per GPU, bandwidth)`` rows: the read floor per step and the one-user ceiling (chapter 2)."""
     from aiinfra import decode
 
-    rows = [[name, units.fmt_bytes(w, "GB", 0), units.fmt_rate_bytes(bw), units.fmt_time(roofline.memory_time_s(w, bw), digits=2),
-             f"{decode.memory_bound_tokens_per_s(w, bw):,.0f}"] for name, w, bw in options]
-    return markdown_table(["option", "bytes per GPU per step", "HBM bandwidth", "floor per step",
-                           "tokens/s for one user (ceiling)"], rows)
+    rows = [
+        [
+            name,
+            units.fmt_bytes(w, "GB", 0),
+            units.fmt_rate_bytes(bw),
+            units.fmt_time(roofline.memory_time_s(w, bw), digits=2),
+            f"{decode.memory_bound_tokens_per_s(w, bw):,.0f}",
+        ]
+        for name, w, bw in options
+    ]
+    return markdown_table(
+        [
+            "option",
+            "bytes per GPU per step",
+            "HBM bandwidth",
+            "floor per step",
+            "tokens/s for one user (ceiling)",
+        ],
+        rows,
+    )
 
 
 def link_transfer_markdown(size_bytes: float, links=None) -> str:
@@ -924,8 +1290,10 @@ def link_transfer_markdown(size_bytes: float, links=None) -> str:
     from aiinfra.cluster import network
 
     size = check("size_bytes", size_bytes, ">0", scalar=True)
-    rows = [[x.name, units.fmt_time(network.transfer_time_s(size, x.bytes_per_s_per_direction))]
-            for x in (links if links is not None else hardware.server_links())]
+    rows = [
+        [x.name, units.fmt_time(network.transfer_time_s(size, x.bytes_per_s_per_direction))]
+        for x in (links if links is not None else hardware.server_links())
+    ]
     return markdown_table(["link", f"time to move {units.fmt_bytes(size, digits=0)} one way (bound)"], rows)
 
 
@@ -945,10 +1313,21 @@ def launch_overhead_markdown(deployments: dict, kernels_per_layer: int, timing, 
         step, n_calls = d.step(1, context_tokens), k * d.model.n_layers
         for mode in timing.per_kernel_s:
             t = measure.step_time_with_calls_s(step.time_s, n_calls, timing.overhead_s(mode))
-            rows.append([name, f"{n_calls:,}", mode, units.fmt_time(step.time_s), units.fmt_time(t),
-                         f"{roofline.mbu(step.bytes_moved, d.bandwidth_bytes_per_s, t):.0%}"])
-    return markdown_table(["model (batch 1)", "kernels per step", "launch", "bound", "bound + launches", "MBU"],
-                          rows, align="lrlrrr")
+            rows.append(
+                [
+                    name,
+                    f"{n_calls:,}",
+                    mode,
+                    units.fmt_time(step.time_s),
+                    units.fmt_time(t),
+                    f"{roofline.mbu(step.bytes_moved, d.bandwidth_bytes_per_s, t):.0%}",
+                ]
+            )
+    return markdown_table(
+        ["model (batch 1)", "kernels per step", "launch", "bound", "bound + launches", "MBU"],
+        rows,
+        align="lrlrrr",
+    )
 
 
 def mig_profiles_markdown(gpu_name: str = "H100 SXM") -> str:
@@ -956,12 +1335,30 @@ def mig_profiles_markdown(gpu_name: str = "H100 SXM") -> str:
     rows = []
     for name, p in hardware.MIG_PROFILES.items():
         g = hardware.mig_instance(gpu_name, name)
-        rows.append([name, f"{p.compute_slices} of {hardware.MIG_COMPUTE_SLICES}",
-                     f"{p.memory_slices} of {hardware.MIG_MEMORY_SLICES}", units.fmt_bytes(g.memory_bytes, "GB", 0),
-                     units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s, "TB"),
-                     units.fmt_flops_rate(g.bf16_dense_flops_per_s), str(p.max_instances)])
-    return markdown_table(["profile", "compute slices", "memory slices", "memory", "bandwidth", "dense BF16",
-                           "instances per GPU"], rows, align="lccrrrr")
+        rows.append(
+            [
+                name,
+                f"{p.compute_slices} of {hardware.MIG_COMPUTE_SLICES}",
+                f"{p.memory_slices} of {hardware.MIG_MEMORY_SLICES}",
+                units.fmt_bytes(g.memory_bytes, "GB", 0),
+                units.fmt_rate_bytes(g.memory_bandwidth_bytes_per_s, "TB"),
+                units.fmt_flops_rate(g.bf16_dense_flops_per_s),
+                str(p.max_instances),
+            ]
+        )
+    return markdown_table(
+        [
+            "profile",
+            "compute slices",
+            "memory slices",
+            "memory",
+            "bandwidth",
+            "dense BF16",
+            "instances per GPU",
+        ],
+        rows,
+        align="lccrrrr",
+    )
 
 
 def die_yield_markdown(die, defect_densities: dict, wafer_diameter_m=None) -> str:
@@ -969,11 +1366,27 @@ def die_yield_markdown(die, defect_densities: dict, wafer_diameter_m=None) -> st
     from aiinfra.cluster import hierarchy
 
     d = hierarchy.WAFER_DIAMETER_M if wafer_diameter_m is None else wafer_diameter_m
-    rows = [[name, f"{d0 * units.cm2:.2f}", f"{hierarchy.poisson_die_yield(die.area_m2, d0):.0%}",
-             f"{hierarchy.murphy_die_yield(die.area_m2, d0):.0%}",
-             f"{hierarchy.good_dies_per_wafer(die.area_m2, d0, d):.0f}"] for name, d0 in defect_densities.items()]
-    return markdown_table(["defect density from", "defects per cm²", "yield (Poisson)", "yield (Murphy)",
-                           f"good {die.name} dies per wafer (Murphy)"], rows, align="lrrrr")
+    rows = [
+        [
+            name,
+            f"{d0 * units.cm2:.2f}",
+            f"{hierarchy.poisson_die_yield(die.area_m2, d0):.0%}",
+            f"{hierarchy.murphy_die_yield(die.area_m2, d0):.0%}",
+            f"{hierarchy.good_dies_per_wafer(die.area_m2, d0, d):.0f}",
+        ]
+        for name, d0 in defect_densities.items()
+    ]
+    return markdown_table(
+        [
+            "defect density from",
+            "defects per cm²",
+            "yield (Poisson)",
+            "yield (Murphy)",
+            f"good {die.name} dies per wafer (Murphy)",
+        ],
+        rows,
+        align="lrrrr",
+    )
 
 
 def systolic_batch_markdown(chip, batches: Sequence[int]) -> str:
@@ -990,9 +1403,24 @@ def systolic_batch_markdown(chip, batches: Sequence[int]) -> str:
     rows = []
     for b in batches:
         flops = compute.approx_decode_flops_2n(chip.macs, b)
-        t = decode.batched_decode_step_time_s(b, compute.approx_decode_flops_2n(chip.macs, 1), w, 0.0,
-                                              chip.peak_flops_per_s, chip.weight_memory_bandwidth_bytes_per_s)
-        rows.append([f"{b:,}", f"{roofline.arithmetic_intensity_flops_per_byte(flops, w) / units.FLOPS_PER_MAC:,.0f}",
-                     units.fmt_time(t), f"{roofline.mfu(flops, chip.peak_flops_per_s, t):.1%}"])
-    return markdown_table(["batch B", "MACs per weight byte", "time per weight tile (bound)", "array busy (bound)"],
-                          rows, align="rrrr")
+        t = decode.batched_decode_step_time_s(
+            b,
+            compute.approx_decode_flops_2n(chip.macs, 1),
+            w,
+            0.0,
+            chip.peak_flops_per_s,
+            chip.weight_memory_bandwidth_bytes_per_s,
+        )
+        rows.append(
+            [
+                f"{b:,}",
+                f"{roofline.arithmetic_intensity_flops_per_byte(flops, w) / units.FLOPS_PER_MAC:,.0f}",
+                units.fmt_time(t),
+                f"{roofline.mfu(flops, chip.peak_flops_per_s, t):.1%}",
+            ]
+        )
+    return markdown_table(
+        ["batch B", "MACs per weight byte", "time per weight tile (bound)", "array busy (bound)"],
+        rows,
+        align="rrrr",
+    )

@@ -30,6 +30,7 @@ Any other ``model_type`` raises ``ValueError`` unless ``approximate=True``:
 then a Llama-shaped estimate is returned with ``exact=False`` and its
 assumptions listed in :attr:`ModelConfig.assumptions`.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,23 @@ from typing import Any, Callable, Iterator, Mapping
 
 #: ``model_type`` values counted exactly (multimodal wrappers count their ``text_config``).
 EXACT_FAMILIES: tuple[str, ...] = (
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-    "gpt2", "gpt_neox", "phi3", "gemma", "gemma2", "gemma3_text", "gpt_oss", "olmo2", "granite",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt2",
+    "gpt_neox",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "gpt_oss",
+    "olmo2",
+    "granite",
     "starcoder2",
 )
 
@@ -55,18 +71,18 @@ FAMILY_NOTES: dict[str, str] = {
     "qwen3": "an RMSNorm of head_dim on queries and one on keys, in every layer",
     "qwen3_moe": "Qwen3 attention; expert layers chosen by decoder_sparse_step and mlp_only_layers",
     "deepseek_v2": "latent attention (MLA), with or without a query down-projection; shared and routed experts "
-                   "after first_k_dense_replace dense layers",
+    "after first_k_dense_replace dense layers",
     "deepseek_v3": "the DeepSeek-V2 layout plus a score-correction bias per expert; the stored MTP layer is "
-                   "not counted",
+    "not counted",
     "gpt2": "a learned position table, biases everywhere, LayerNorms with bias, Conv1D weights stored (in, out), "
-            "a tied head",
+    "a tied head",
     "gpt_neox": "one fused, biased QKV matrix, LayerNorms with bias, an untied embed_out; partial rotary adds nothing",
     "phi3": "fused qkv_proj and gate_up_proj matrices",
     "gemma": "head_dim set apart from the hidden size, a tied head",
     "gemma2": "four RMSNorms a layer; sliding and global layers alternate",
     "gemma3_text": "Gemma 2's norms plus q/k norms; one global layer in every sliding_window_pattern",
     "gpt_oss": "biased attention with a learned sink per head, fused biased experts stored (E, in, out), a biased "
-               "router; a 128-token window on every other layer",
+    "router; a 128-token window on every other layer",
     "olmo2": "norms after attention and after the MLP, q/k norms as wide as the whole projection",
     "granite": "the Llama block; its four multipliers scale activations and hold no weights",
     "starcoder2": "biased projections, a plain two-matrix MLP (c_fc, c_proj), LayerNorms with bias",
@@ -74,8 +90,20 @@ FAMILY_NOTES: dict[str, str] = {
 
 #: Tensor groups. Routed-expert groups are the ones "active" scales by ``k / E``.
 GROUPS: tuple[str, ...] = (
-    "embedding", "position_embedding", "lm_head", "attention", "attention_bias", "attention_sink",
-    "qk_norm", "mlp", "mlp_bias", "expert", "expert_bias", "shared_expert", "router", "router_bias",
+    "embedding",
+    "position_embedding",
+    "lm_head",
+    "attention",
+    "attention_bias",
+    "attention_sink",
+    "qk_norm",
+    "mlp",
+    "mlp_bias",
+    "expert",
+    "expert_bias",
+    "shared_expert",
+    "router",
+    "router_bias",
     "norm",
 )
 ROUTED_GROUPS: tuple[str, ...] = ("expert", "expert_bias")
@@ -88,6 +116,7 @@ LAYOUTS: tuple[str, ...] = ("out_in", "in_out", "experts_in_out")
 # --------------------------------------------------------------------------------------
 # The inventory
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Tensor:
@@ -211,24 +240,43 @@ class ModelConfig:
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         for f in ("hidden_size", "vocab_size", "n_heads", "n_kv_heads", "head_dim"):
             _whole(f, getattr(self, f), 1)
-        for f in ("intermediate_size", "n_routed_experts", "n_experts_per_token", "n_shared_experts",
-                  "moe_intermediate_size", "n_mtp_layers"):
+        for f in (
+            "intermediate_size",
+            "n_routed_experts",
+            "n_experts_per_token",
+            "n_shared_experts",
+            "moe_intermediate_size",
+            "n_mtp_layers",
+        ):
             _whole(f, getattr(self, f), 0)
         if not self.attention or [a.index for a in self.attention] != list(range(len(self.attention))):
             raise ValueError("attention must list layers 0, 1, ... in order")
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads, got {self.n_kv_heads}")
+            raise ValueError(
+                f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads, got {self.n_kv_heads}"
+            )
         if not (1 if self.n_routed_experts else 0) <= self.n_experts_per_token <= self.n_routed_experts:
-            raise ValueError(f"n_experts_per_token must lie in [1, n_routed_experts={self.n_routed_experts}] "
-                             f"(0 without experts), got {self.n_experts_per_token}")
-        if any(not 0 <= i < self.n_layers for i in self.moe_layers) or (self.moe_layers and not self.n_routed_experts):
-            raise ValueError(f"moe_layers must be layers in [0, {self.n_layers - 1}] of a model with experts, "
-                             f"got {self.moe_layers}")
-        per_token = (2 * self.n_kv_heads * self.head_dim if self.kv_lora_rank is None
-                     else self.kv_lora_rank + (self.qk_rope_head_dim or 0))
+            raise ValueError(
+                f"n_experts_per_token must lie in [1, n_routed_experts={self.n_routed_experts}] "
+                f"(0 without experts), got {self.n_experts_per_token}"
+            )
+        if any(not 0 <= i < self.n_layers for i in self.moe_layers) or (
+            self.moe_layers and not self.n_routed_experts
+        ):
+            raise ValueError(
+                f"moe_layers must be layers in [0, {self.n_layers - 1}] of a model with experts, "
+                f"got {self.moe_layers}"
+            )
+        per_token = (
+            2 * self.n_kv_heads * self.head_dim
+            if self.kv_lora_rank is None
+            else self.kv_lora_rank + (self.qk_rope_head_dim or 0)
+        )
         if any(a.kv_elements_per_token != per_token for a in self.attention):
-            raise ValueError(f"every layer must cache {per_token} elements per token (n_kv_heads x head_dim, or "
-                             f"the MLA latent); change heads with aiinfra.catalog.models.load on an edited config")
+            raise ValueError(
+                f"every layer must cache {per_token} elements per token (n_kv_heads x head_dim, or "
+                f"the MLA latent); change heads with aiinfra.catalog.models.load on an edited config"
+            )
 
     @property
     def n_layers(self) -> int:
@@ -272,6 +320,7 @@ class ModelConfig:
 # Reading a config
 # --------------------------------------------------------------------------------------
 
+
 def _read_config(source) -> dict:
     """The dict of a ``config.json``: from a dict, a path to the file, or a model folder holding one."""
     if isinstance(source, Mapping):
@@ -292,7 +341,9 @@ def _read_config(source) -> dict:
     return data
 
 
-def _from_config(config, *, approximate: bool = False, name: str | None = None, source: str = "") -> ModelConfig:
+def _from_config(
+    config, *, approximate: bool = False, name: str | None = None, source: str = ""
+) -> ModelConfig:
     """Count the model a ``config.json`` describes (see :func:`aiinfra.catalog.models.load`).
 
     ``config`` is a dict, a path to ``config.json`` or a model folder. Exact
@@ -323,8 +374,10 @@ def _from_config(config, *, approximate: bool = False, name: str | None = None, 
             raise
         model = _approximate(cfg, label, reason=str(exc).split(" (pass approximate=True")[0])
     if wrapper is not None:
-        note = (f"multimodal wrapper {wrapper!r}: counts the language model (text_config, "
-                f"model_type {model_type!r}) only; the vision tower and projector are not included")
+        note = (
+            f"multimodal wrapper {wrapper!r}: counts the language model (text_config, "
+            f"model_type {model_type!r}) only; the vision tower and projector are not included"
+        )
         model = replace(model, wrapper_model_type=str(wrapper), notes=model.notes + (note,))
     return replace(model, source=source) if source else model
 
@@ -365,6 +418,7 @@ def _unwrap(cfg: Mapping[str, Any]) -> dict:
 # --------------------------------------------------------------------------------------
 # Field access with transformers' class defaults
 # --------------------------------------------------------------------------------------
+
 
 class _Fields:
     """Reads config fields; a missing one takes the family default (recorded) or raises."""
@@ -410,12 +464,18 @@ def _whole(key: str, value, minimum: int) -> int:
 
 # Fields that add tensors; a family that does not have them refuses a config that sets them.
 _FOREIGN = {
-    "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
-    "n_shared_experts": "shared experts", "shared_expert_intermediate_size": "shared experts",
-    "kv_lora_rank": "latent attention", "q_lora_rank": "latent attention",
+    "num_local_experts": "experts",
+    "num_experts": "experts",
+    "n_routed_experts": "experts",
+    "n_shared_experts": "shared experts",
+    "shared_expert_intermediate_size": "shared experts",
+    "kv_lora_rank": "latent attention",
+    "q_lora_rank": "latent attention",
 }
 _ALLOWED_FOREIGN = {
-    "mixtral": {"num_local_experts"}, "qwen3_moe": {"num_experts"}, "gpt_oss": {"num_local_experts"},
+    "mixtral": {"num_local_experts"},
+    "qwen3_moe": {"num_experts"},
+    "gpt_oss": {"num_local_experts"},
     "deepseek_v2": {"n_routed_experts", "n_shared_experts", "kv_lora_rank", "q_lora_rank"},
     "deepseek_v3": {"n_routed_experts", "n_shared_experts", "kv_lora_rank", "q_lora_rank"},
 }
@@ -425,9 +485,17 @@ _NO_TIE = {"tie_word_embeddings": False}
 _TIE = {"tie_word_embeddings": True}
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": dict(
-        vocab_size=262_208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
-        num_attention_heads=8, num_key_value_heads=4, head_dim=256, max_position_embeddings=131_072,
-        sliding_window=4096, sliding_window_pattern=6, **_TIE,
+        vocab_size=262_208,
+        hidden_size=2304,
+        intermediate_size=9216,
+        num_hidden_layers=26,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+        max_position_embeddings=131_072,
+        sliding_window=4096,
+        sliding_window_pattern=6,
+        **_TIE,
     ),
     "gemma": dict(head_dim=256, **_TIE),
     "gemma2": dict(head_dim=256, sliding_window=4096, **_TIE),
@@ -450,7 +518,9 @@ def _build_exact(cfg: Mapping[str, Any], model_type: str, label: str) -> ModelCo
     spec["tensors"] = _drop_empty(spec["tensors"])
     quant = cfg.get("quantization_config")
     return ModelConfig(
-        name=label, model_type=model_type, exact=True,
+        name=label,
+        model_type=model_type,
+        exact=True,
         defaults_used=tuple(f.used),
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
         quant_method=quant.get("quant_method") if isinstance(quant, Mapping) else None,
@@ -461,6 +531,7 @@ def _build_exact(cfg: Mapping[str, Any], model_type: str, label: str) -> ModelCo
 # --------------------------------------------------------------------------------------
 # Building blocks
 # --------------------------------------------------------------------------------------
+
 
 def _drop_empty(rows) -> tuple[Tensor, ...]:
     """Per-layer rows that apply to no layer (a model with no dense or no MoE layer) hold nothing."""
@@ -494,29 +565,54 @@ def _linear(name: str, group: str, out_f: int, in_f: int, layers, bias: bool, bi
     return rows
 
 
-def _gqa(prefix: str, layers, hidden: int, heads: int, kv: int, head_dim: int, *,
-         qkv_bias: bool = False, o_bias: bool = False, fused: bool = False):
+def _gqa(
+    prefix: str,
+    layers,
+    hidden: int,
+    heads: int,
+    kv: int,
+    head_dim: int,
+    *,
+    qkv_bias: bool = False,
+    o_bias: bool = False,
+    fused: bool = False,
+):
     q, k = heads * head_dim, kv * head_dim
     p = f"{prefix}self_attn."
     if fused:
         rows = _linear(f"{p}qkv_proj", "attention", q + 2 * k, hidden, layers, qkv_bias, "attention_bias")
     else:
-        rows = (_linear(f"{p}q_proj", "attention", q, hidden, layers, qkv_bias, "attention_bias")
-                + _linear(f"{p}k_proj", "attention", k, hidden, layers, qkv_bias, "attention_bias")
-                + _linear(f"{p}v_proj", "attention", k, hidden, layers, qkv_bias, "attention_bias"))
+        rows = (
+            _linear(f"{p}q_proj", "attention", q, hidden, layers, qkv_bias, "attention_bias")
+            + _linear(f"{p}k_proj", "attention", k, hidden, layers, qkv_bias, "attention_bias")
+            + _linear(f"{p}v_proj", "attention", k, hidden, layers, qkv_bias, "attention_bias")
+        )
     return rows + _linear(f"{p}o_proj", "attention", hidden, q, layers, o_bias, "attention_bias")
 
 
-def _gated_mlp(prefix: str, layers, hidden: int, width: int, *, bias: bool = False, fused: bool = False,
-               group: str = "mlp", names=("gate_proj", "up_proj", "down_proj"), experts: int = 0):
+def _gated_mlp(
+    prefix: str,
+    layers,
+    hidden: int,
+    width: int,
+    *,
+    bias: bool = False,
+    fused: bool = False,
+    group: str = "mlp",
+    names=("gate_proj", "up_proj", "down_proj"),
+    experts: int = 0,
+):
     bias_group = "expert_bias" if group == "expert" else "mlp_bias"
     if fused:
-        return (_linear(f"{prefix}gate_up_proj", group, 2 * width, hidden, layers, bias, bias_group)
-                + _linear(f"{prefix}down_proj", group, hidden, width, layers, bias, bias_group))
+        return _linear(f"{prefix}gate_up_proj", group, 2 * width, hidden, layers, bias, bias_group) + _linear(
+            f"{prefix}down_proj", group, hidden, width, layers, bias, bias_group
+        )
     gate, up, down = names
-    rows = (_linear(f"{prefix}{gate}", group, width, hidden, layers, bias, bias_group)
-            + _linear(f"{prefix}{up}", group, width, hidden, layers, bias, bias_group)
-            + _linear(f"{prefix}{down}", group, hidden, width, layers, bias, bias_group))
+    rows = (
+        _linear(f"{prefix}{gate}", group, width, hidden, layers, bias, bias_group)
+        + _linear(f"{prefix}{up}", group, width, hidden, layers, bias, bias_group)
+        + _linear(f"{prefix}{down}", group, hidden, width, layers, bias, bias_group)
+    )
     if experts:
         rows = [replace(r, experts=experts) for r in rows]
     return rows
@@ -527,15 +623,19 @@ def _head_dim(f: _Fields, hidden: int, heads: int) -> int:
     if explicit is not None:
         return explicit
     if hidden % heads:
-        raise _BadValue(f"config field 'hidden_size' ({hidden}) must be a multiple of "
-                        f"num_attention_heads ({heads}) when head_dim is absent")
+        raise _BadValue(
+            f"config field 'hidden_size' ({hidden}) must be a multiple of "
+            f"num_attention_heads ({heads}) when head_dim is absent"
+        )
     return hidden // heads
 
 
 def _kv_heads(f: _Fields, heads: int) -> int:
     kv = f.int("num_key_value_heads", default=heads)
     if heads % kv:
-        raise _BadValue(f"config field 'num_key_value_heads' ({kv}) must divide num_attention_heads ({heads})")
+        raise _BadValue(
+            f"config field 'num_key_value_heads' ({kv}) must divide num_attention_heads ({heads})"
+        )
     return kv
 
 
@@ -544,15 +644,24 @@ def _gqa_dims(f: _Fields, tied_default: bool):
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers")
     heads = f.int("num_attention_heads")
-    return (hidden, n_layers, heads, _kv_heads(f, heads), _head_dim(f, hidden, heads), f.int("vocab_size"),
-            f.bool("tie_word_embeddings", tied_default))
+    return (
+        hidden,
+        n_layers,
+        heads,
+        _kv_heads(f, heads),
+        _head_dim(f, hidden, heads),
+        f.int("vocab_size"),
+        f.bool("tie_word_embeddings", tied_default),
+    )
 
 
 def _heads(kinds, window: int | None, heads: int, kv: int, head_dim: int) -> dict:
     """The per-layer attention and head shape of an MHA/GQA model."""
     width = heads * head_dim
-    layers = tuple(LayerAttention(i, kind, window if kind == "sliding" else None, 2 * kv * head_dim, width, width)
-                   for i, kind in enumerate(kinds))
+    layers = tuple(
+        LayerAttention(i, kind, window if kind == "sliding" else None, 2 * kv * head_dim, width, width)
+        for i, kind in enumerate(kinds)
+    )
     return dict(attention=layers, n_heads=heads, n_kv_heads=kv, head_dim=head_dim)
 
 
@@ -609,21 +718,37 @@ def _alternating_kinds(f: _Fields, n_layers: int, pattern: int) -> list[str]:
 
 
 def _common(f: _Fields, hidden: int, vocab: int, tied: bool, max_pos_key: str = "max_position_embeddings"):
-    return dict(hidden_size=hidden, vocab_size=vocab, tie_word_embeddings=tied,
-                max_position_embeddings=f.opt_int(max_pos_key))
+    return dict(
+        hidden_size=hidden,
+        vocab_size=vocab,
+        tie_word_embeddings=tied,
+        max_position_embeddings=f.opt_int(max_pos_key),
+    )
 
 
 def _check_topk(experts: int, k: int):
     if k > experts:
-        raise _BadValue(f"config field 'num_experts_per_tok' ({k}) must lie in [1, {experts}] (the expert count)")
+        raise _BadValue(
+            f"config field 'num_experts_per_tok' ({k}) must lie in [1, {experts}] (the expert count)"
+        )
 
 
 # --------------------------------------------------------------------------------------
 # Families
 # --------------------------------------------------------------------------------------
 
-def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm: str | None = None,
-                norm_names=("input_layernorm", "post_attention_layernorm"), kinds_fn=None, tied_default=False):
+
+def _llama_like(
+    f: _Fields,
+    *,
+    qkv_bias=False,
+    o_bias=False,
+    mlp_bias=False,
+    qk_norm: str | None = None,
+    norm_names=("input_layernorm", "post_attention_layernorm"),
+    kinds_fn=None,
+    tied_default=False,
+):
     """The Llama block: GQA attention, gated MLP, RMSNorms; options cover Qwen, Gemma, OLMo 2, Granite."""
     hidden, n_layers, heads, kv, head_dim, vocab, tied = _gqa_dims(f, tied_default)
     width = f.int("intermediate_size")
@@ -634,14 +759,20 @@ def _llama_like(f: _Fields, *, qkv_bias=False, o_bias=False, mlp_bias=False, qk_
     if qk_norm == "head":  # one norm of head_dim, shared by every head (Qwen3, Gemma 3)
         rows += _norms(f"{p}self_attn.", ("q_norm", "k_norm"), head_dim, layers, group="qk_norm")
     elif qk_norm == "full":  # OLMo 2 normalises the whole projection
-        rows += [_t(f"{p}self_attn.q_norm.weight", "qk_norm", (heads * head_dim,), layers),
-                 _t(f"{p}self_attn.k_norm.weight", "qk_norm", (kv * head_dim,), layers)]
+        rows += [
+            _t(f"{p}self_attn.q_norm.weight", "qk_norm", (heads * head_dim,), layers),
+            _t(f"{p}self_attn.k_norm.weight", "qk_norm", (kv * head_dim,), layers),
+        ]
     rows += _gated_mlp(f"{p}mlp.", layers, hidden, width, bias=mlp_bias)
     rows += _norms(p, norm_names, hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = kinds_fn(f, n_layers) if kinds_fn else (_kinds_from_layer_types(f, n_layers) or _all(n_layers))
-    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
-                **_common(f, hidden, vocab, tied))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=width,
+        **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 def _llama(f):
@@ -677,8 +808,13 @@ def _qwen3(f):
 
 def _olmo2(f):
     bias = f.bool("attention_bias", False)
-    return _llama_like(f, qkv_bias=bias, o_bias=bias, qk_norm="full",
-                       norm_names=("post_attention_layernorm", "post_feedforward_layernorm"))
+    return _llama_like(
+        f,
+        qkv_bias=bias,
+        o_bias=bias,
+        qk_norm="full",
+        norm_names=("post_attention_layernorm", "post_feedforward_layernorm"),
+    )
 
 
 def _gemma(f):
@@ -686,22 +822,36 @@ def _gemma(f):
     return _llama_like(f, tied_default=True)
 
 
-_GEMMA2_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                 "post_feedforward_layernorm")
+_GEMMA2_NORMS = (
+    "input_layernorm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+)
 
 
 def _gemma2(f):
     _refuse_bias(f)
-    return _llama_like(f, norm_names=_GEMMA2_NORMS, tied_default=True,
-                       kinds_fn=lambda f, n: _alternating_kinds(f, n, 2))
+    return _llama_like(
+        f, norm_names=_GEMMA2_NORMS, tied_default=True, kinds_fn=lambda f, n: _alternating_kinds(f, n, 2)
+    )
 
 
 def _gemma3_text(f):
     _refuse_bias(f)
     pattern = f.cfg.get("sliding_window_pattern") or f.cfg.get("_sliding_window_pattern")
-    pattern = _whole("sliding_window_pattern", pattern, 1) if pattern is not None else f.int("sliding_window_pattern")
-    return _llama_like(f, norm_names=_GEMMA2_NORMS, qk_norm="head", tied_default=True,
-                       kinds_fn=lambda f, n: _alternating_kinds(f, n, pattern))
+    pattern = (
+        _whole("sliding_window_pattern", pattern, 1)
+        if pattern is not None
+        else f.int("sliding_window_pattern")
+    )
+    return _llama_like(
+        f,
+        norm_names=_GEMMA2_NORMS,
+        qk_norm="head",
+        tied_default=True,
+        kinds_fn=lambda f, n: _alternating_kinds(f, n, pattern),
+    )
 
 
 def _phi3(f):
@@ -714,8 +864,12 @@ def _phi3(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
-                **_common(f, hidden, vocab, tied))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=width,
+        **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 def _starcoder2(f):
@@ -725,13 +879,18 @@ def _starcoder2(f):
     rows = _token_embeddings(vocab, hidden, tied, "model.embed_tokens.weight")
     rows += _gqa(p, layers, hidden, heads, kv, head_dim, qkv_bias=bias, o_bias=bias)
     width = f.int("intermediate_size")
-    rows += (_linear(f"{p}mlp.c_fc", "mlp", width, hidden, layers, bias, "mlp_bias")
-             + _linear(f"{p}mlp.c_proj", "mlp", hidden, width, layers, bias, "mlp_bias"))
+    rows += _linear(f"{p}mlp.c_fc", "mlp", width, hidden, layers, bias, "mlp_bias") + _linear(
+        f"{p}mlp.c_proj", "mlp", hidden, width, layers, bias, "mlp_bias"
+    )
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers, bias=True)
     rows += _norms("model.", ("norm",), hidden, (), bias=True)
     kinds = _sliding_everywhere(f, n_layers)
-    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
-                **_common(f, hidden, vocab, tied))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=width,
+        **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 def _gpt2(f):
@@ -747,18 +906,23 @@ def _gpt2(f):
     layers, p = range(n_layers), "transformer.h.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "transformer.wte.weight")
     rows.append(_t("transformer.wpe.weight", "position_embedding", (f.int("n_positions"), hidden)))
-    for name, group, (n_in, n_out) in (("attn.c_attn", "attention", (hidden, 3 * hidden)),
-                                        ("attn.c_proj", "attention", (hidden, hidden)),
-                                        ("mlp.c_fc", "mlp", (hidden, inner)),
-                                        ("mlp.c_proj", "mlp", (inner, hidden))):
+    for name, group, (n_in, n_out) in (
+        ("attn.c_attn", "attention", (hidden, 3 * hidden)),
+        ("attn.c_proj", "attention", (hidden, hidden)),
+        ("mlp.c_fc", "mlp", (hidden, inner)),
+        ("mlp.c_proj", "mlp", (inner, hidden)),
+    ):
         # Conv1D stores its weight as (in, out), the transpose of nn.Linear.
         rows.append(_t(f"{p}{name}.weight", group, (n_in, n_out), layers, layout="in_out"))
         rows.append(_t(f"{p}{name}.bias", f"{group}_bias", (n_out,), layers))
     rows += _norms(p, ("ln_1", "ln_2"), hidden, layers, bias=True)
     rows += _norms("transformer.", ("ln_f",), hidden, (), bias=True)
-    return dict(tensors=tuple(rows), intermediate_size=inner,
-                **_heads(_all(n_layers), None, heads, heads, hidden // heads),
-                **_common(f, hidden, vocab, tied, max_pos_key="n_positions"))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=inner,
+        **_heads(_all(n_layers), None, heads, heads, hidden // heads),
+        **_common(f, hidden, vocab, tied, max_pos_key="n_positions"),
+    )
 
 
 def _gpt_neox(f):
@@ -766,30 +930,46 @@ def _gpt_neox(f):
     n_layers = f.int("num_hidden_layers")
     heads = f.int("num_attention_heads")
     if hidden % heads:
-        raise _BadValue(f"config field 'hidden_size' ({hidden}) must be a multiple of num_attention_heads ({heads})")
+        raise _BadValue(
+            f"config field 'hidden_size' ({hidden}) must be a multiple of num_attention_heads ({heads})"
+        )
     vocab = f.int("vocab_size")
     tied = f.bool("tie_word_embeddings", False)
     bias = f.bool("attention_bias", True)
     width = f.int("intermediate_size")
     layers, p = range(n_layers), "gpt_neox.layers.{layer}."
     rows = _token_embeddings(vocab, hidden, tied, "gpt_neox.embed_in.weight", head="embed_out.weight")
-    rows += (_linear(f"{p}attention.query_key_value", "attention", 3 * hidden, hidden, layers, bias, "attention_bias")
-             + _linear(f"{p}attention.dense", "attention", hidden, hidden, layers, bias, "attention_bias")
-             + _linear(f"{p}mlp.dense_h_to_4h", "mlp", width, hidden, layers, True, "mlp_bias")
-             + _linear(f"{p}mlp.dense_4h_to_h", "mlp", hidden, width, layers, True, "mlp_bias"))
+    rows += (
+        _linear(
+            f"{p}attention.query_key_value", "attention", 3 * hidden, hidden, layers, bias, "attention_bias"
+        )
+        + _linear(f"{p}attention.dense", "attention", hidden, hidden, layers, bias, "attention_bias")
+        + _linear(f"{p}mlp.dense_h_to_4h", "mlp", width, hidden, layers, True, "mlp_bias")
+        + _linear(f"{p}mlp.dense_4h_to_h", "mlp", hidden, width, layers, True, "mlp_bias")
+    )
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers, bias=True)
     rows += _norms("gpt_neox.", ("final_layer_norm",), hidden, (), bias=True)
     notes = ()
     rotary = f.cfg.get("rotary_pct", 1.0)
     if rotary != 1.0:
         notes = (f"partial rotary: RoPE on {rotary:g} of each head's channels (no parameters, no KV change)",)
-    return dict(tensors=tuple(rows), intermediate_size=width, notes=notes,
-                **_heads(_all(n_layers), None, heads, heads, hidden // heads), **_common(f, hidden, vocab, tied))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=width,
+        notes=notes,
+        **_heads(_all(n_layers), None, heads, heads, hidden // heads),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 def _moe(experts: int, k: int, width: int, moe_layers, shared: int = 0) -> dict:
-    return dict(n_routed_experts=experts, n_experts_per_token=k, moe_intermediate_size=width,
-                moe_layers=tuple(moe_layers), n_shared_experts=shared)
+    return dict(
+        n_routed_experts=experts,
+        n_experts_per_token=k,
+        moe_intermediate_size=width,
+        moe_layers=tuple(moe_layers),
+        n_shared_experts=shared,
+    )
 
 
 def _mixtral(f):
@@ -801,8 +981,15 @@ def _mixtral(f):
     width = f.int("intermediate_size")
     layers, p = range(n_layers), "model.layers.{layer}.block_sparse_moe."
     dense = tuple(t for t in spec["tensors"] if t.group != "mlp")
-    moe = _gated_mlp(f"{p}experts.{{expert}}.", layers, hidden, width, group="expert",
-                     names=("w1", "w3", "w2"), experts=experts)
+    moe = _gated_mlp(
+        f"{p}experts.{{expert}}.",
+        layers,
+        hidden,
+        width,
+        group="expert",
+        names=("w1", "w3", "w2"),
+        experts=experts,
+    )
     moe += [_t(f"{p}gate.weight", "router", (experts, hidden), layers)]
     return dict(spec, tensors=dense + tuple(moe), **_moe(experts, k, width, layers))
 
@@ -829,7 +1016,9 @@ def _qwen3_moe(f):
 def _deepseek(f):
     """DeepSeek-V2/V3: multi-head latent attention, shared + routed experts, the first k layers dense."""
     if f.cfg.get("attention_bias"):
-        raise ValueError(f"cannot count model_type {f.model_type!r} exactly: attention_bias on MLA projections")
+        raise ValueError(
+            f"cannot count model_type {f.model_type!r} exactly: attention_bias on MLA projections"
+        )
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers")
     heads = f.int("num_attention_heads")
@@ -844,13 +1033,17 @@ def _deepseek(f):
     if q_rank is None:
         rows.append(_t(f"{a}q_proj.weight", "attention", (heads * (nope + rope), hidden), layers))
     else:
-        rows += [_t(f"{a}q_a_proj.weight", "attention", (q_rank, hidden), layers),
-                 _t(f"{a}q_a_layernorm.weight", "norm", (q_rank,), layers),
-                 _t(f"{a}q_b_proj.weight", "attention", (heads * (nope + rope), q_rank), layers)]
-    rows += [_t(f"{a}kv_a_proj_with_mqa.weight", "attention", (kv_rank + rope, hidden), layers),
-             _t(f"{a}kv_a_layernorm.weight", "norm", (kv_rank,), layers),
-             _t(f"{a}kv_b_proj.weight", "attention", (heads * (nope + v_dim), kv_rank), layers),
-             _t(f"{a}o_proj.weight", "attention", (hidden, heads * v_dim), layers)]
+        rows += [
+            _t(f"{a}q_a_proj.weight", "attention", (q_rank, hidden), layers),
+            _t(f"{a}q_a_layernorm.weight", "norm", (q_rank,), layers),
+            _t(f"{a}q_b_proj.weight", "attention", (heads * (nope + rope), q_rank), layers),
+        ]
+    rows += [
+        _t(f"{a}kv_a_proj_with_mqa.weight", "attention", (kv_rank + rope, hidden), layers),
+        _t(f"{a}kv_a_layernorm.weight", "norm", (kv_rank,), layers),
+        _t(f"{a}kv_b_proj.weight", "attention", (heads * (nope + v_dim), kv_rank), layers),
+        _t(f"{a}o_proj.weight", "attention", (hidden, heads * v_dim), layers),
+    ]
     experts, k = f.int("n_routed_experts"), f.int("num_experts_per_tok")
     _check_topk(experts, k)
     first_dense = f.int("first_k_dense_replace", minimum=0, default=0)
@@ -872,13 +1065,29 @@ def _deepseek(f):
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     mtp = f.int("num_nextn_predict_layers", minimum=0, default=0)
-    notes = (f"{mtp} multi-token-prediction layer(s) stored in the checkpoint are not counted",) if mtp else ()
-    attention = tuple(LayerAttention(i, "full", None, kv_rank + rope, heads * (nope + rope), heads * v_dim)
-                      for i in layers)
-    return dict(tensors=tuple(rows), attention=attention, n_heads=heads, n_kv_heads=heads, head_dim=nope + rope,
-                intermediate_size=dense_width, q_lora_rank=q_rank, kv_lora_rank=kv_rank, qk_nope_head_dim=nope,
-                qk_rope_head_dim=rope, v_head_dim=v_dim, n_mtp_layers=mtp, notes=notes,
-                **_moe(experts, k, width, moe_layers, shared), **_common(f, hidden, vocab, tied))
+    notes = (
+        (f"{mtp} multi-token-prediction layer(s) stored in the checkpoint are not counted",) if mtp else ()
+    )
+    attention = tuple(
+        LayerAttention(i, "full", None, kv_rank + rope, heads * (nope + rope), heads * v_dim) for i in layers
+    )
+    return dict(
+        tensors=tuple(rows),
+        attention=attention,
+        n_heads=heads,
+        n_kv_heads=heads,
+        head_dim=nope + rope,
+        intermediate_size=dense_width,
+        q_lora_rank=q_rank,
+        kv_lora_rank=kv_rank,
+        qk_nope_head_dim=nope,
+        qk_rope_head_dim=rope,
+        v_head_dim=v_dim,
+        n_mtp_layers=mtp,
+        notes=notes,
+        **_moe(experts, k, width, moe_layers, shared),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 def _gpt_oss(f):
@@ -899,24 +1108,45 @@ def _gpt_oss(f):
     rows += _gqa(p, layers, hidden, heads, kv, head_dim, qkv_bias=bias, o_bias=bias)
     rows.append(_t(f"{p}self_attn.sinks", "attention_sink", (heads,), layers))
     fused = "experts_in_out"  # fused experts: (experts, in, out) weights and (experts, out) biases
-    rows += [_t(f"{p}mlp.router.weight", "router", (experts, hidden), layers),
-             _t(f"{p}mlp.router.bias", "router_bias", (experts,), layers),
-             _t(f"{p}mlp.experts.gate_up_proj", "expert", (experts, hidden, 2 * width), layers, layout=fused),
-             _t(f"{p}mlp.experts.gate_up_proj_bias", "expert_bias", (experts, 2 * width), layers),
-             _t(f"{p}mlp.experts.down_proj", "expert", (experts, width, hidden), layers, layout=fused),
-             _t(f"{p}mlp.experts.down_proj_bias", "expert_bias", (experts, hidden), layers)]
+    rows += [
+        _t(f"{p}mlp.router.weight", "router", (experts, hidden), layers),
+        _t(f"{p}mlp.router.bias", "router_bias", (experts,), layers),
+        _t(f"{p}mlp.experts.gate_up_proj", "expert", (experts, hidden, 2 * width), layers, layout=fused),
+        _t(f"{p}mlp.experts.gate_up_proj_bias", "expert_bias", (experts, 2 * width), layers),
+        _t(f"{p}mlp.experts.down_proj", "expert", (experts, width, hidden), layers, layout=fused),
+        _t(f"{p}mlp.experts.down_proj_bias", "expert_bias", (experts, hidden), layers),
+    ]
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, layers)
     rows += _norms("model.", ("norm",), hidden, ())
     kinds = _alternating_kinds(f, n_layers, 2)
-    return dict(tensors=tuple(rows), intermediate_size=width, **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
-                **_moe(experts, k, width, layers), **_common(f, hidden, vocab, tied))
+    return dict(
+        tensors=tuple(rows),
+        intermediate_size=width,
+        **_heads(kinds, _window(f, kinds), heads, kv, head_dim),
+        **_moe(experts, k, width, layers),
+        **_common(f, hidden, vocab, tied),
+    )
 
 
 _BUILDERS: dict[str, Callable[[_Fields], dict]] = {
-    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3,
-    "qwen3_moe": _qwen3_moe, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt2": _gpt2,
-    "gpt_neox": _gpt_neox, "phi3": _phi3, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3_text,
-    "gpt_oss": _gpt_oss, "olmo2": _olmo2, "granite": _granite, "starcoder2": _starcoder2,
+    "llama": _llama,
+    "mistral": _mistral,
+    "mixtral": _mixtral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "phi3": _phi3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
+    "gpt_oss": _gpt_oss,
+    "olmo2": _olmo2,
+    "granite": _granite,
+    "starcoder2": _starcoder2,
 }
 assert set(_BUILDERS) == set(EXACT_FAMILIES) == set(FAMILY_NOTES)
 
@@ -939,15 +1169,25 @@ def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> ModelConfig
     for key, aliases in _ALIASES.items():
         value = next((cfg[a] for a in aliases if cfg.get(a) is not None), None)
         if value is None:
-            raise ValueError(f"approximate count needs config field {key!r} (or one of {list(aliases[1:])}) "
-                             f"for model_type {cfg.get('model_type')!r}")
+            raise ValueError(
+                f"approximate count needs config field {key!r} (or one of {list(aliases[1:])}) "
+                f"for model_type {cfg.get('model_type')!r}"
+            )
         found[key] = _whole(key, value, 1)
-    assumptions = [f"not an exact family: {reason}",
-                   "Llama-shaped blocks: q/k/v/o projections without biases, a gated (3-matrix) MLP, "
-                   "two RMSNorms per layer and a final one",
-                   "no extra tensors (positional tables, adapters, vision towers) are counted"]
+    assumptions = [
+        f"not an exact family: {reason}",
+        "Llama-shaped blocks: q/k/v/o projections without biases, a gated (3-matrix) MLP, "
+        "two RMSNorms per layer and a final one",
+        "no extra tensors (positional tables, adapters, vision towers) are counted",
+    ]
     base = dict(found, model_type=cfg.get("model_type"))
-    for key in ("num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "layer_types"):
+    for key in (
+        "num_key_value_heads",
+        "head_dim",
+        "max_position_embeddings",
+        "sliding_window",
+        "layer_types",
+    ):
         if cfg.get(key) is not None:
             base[key] = cfg[key]
     hidden = found["hidden_size"]
@@ -958,21 +1198,30 @@ def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> ModelConfig
         assumptions.append("intermediate_size absent: taken as 4 * hidden_size")
     if cfg.get("sliding_window") is not None and cfg.get("layer_types") is None:
         del base["sliding_window"]
-        assumptions.append("sliding_window given without layer_types: every layer is taken as full attention "
-                           "(the KV may be overstated)")
+        assumptions.append(
+            "sliding_window given without layer_types: every layer is taken as full attention "
+            "(the KV may be overstated)"
+        )
     tied = cfg.get("tie_word_embeddings")
     base["tie_word_embeddings"] = bool(tied)
     if tied is None:
         assumptions.append("tie_word_embeddings absent: an untied LM head is counted")
     f = _Fields(base, {})
     spec = _llama_like(f, tied_default=False)
-    n_experts = next((cfg[a] for a in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(a)), 0)
+    n_experts = next(
+        (cfg[a] for a in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(a)), 0
+    )
     if n_experts:
         spec = _approx_experts(f, spec, cfg, _whole("experts", n_experts, 1), assumptions)
     spec["tensors"] = _drop_empty(spec["tensors"])
-    return ModelConfig(name=label, model_type=str(cfg.get("model_type")), exact=False,
-                       torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
-                       assumptions=tuple(assumptions), **spec)
+    return ModelConfig(
+        name=label,
+        model_type=str(cfg.get("model_type")),
+        exact=False,
+        torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
+        assumptions=tuple(assumptions),
+        **spec,
+    )
 
 
 def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int, assumptions: list) -> dict:
@@ -988,12 +1237,21 @@ def _approx_experts(f: _Fields, spec: dict, cfg: Mapping[str, Any], experts: int
     rows = [t for t in spec["tensors"] if t.group != "mlp"]
     rows += _gated_mlp(f"{p}experts.{{expert}}.", layers, hidden, width, group="expert", experts=experts)
     rows.append(_t(f"{p}gate.weight", "router", (experts, hidden), layers))
-    assumptions.append(f"every layer is a mixture of {experts} gated experts of width {width} "
-                       f"({k} per token) with a linear router; no shared experts")
+    assumptions.append(
+        f"every layer is a mixture of {experts} gated experts of width {width} "
+        f"({k} per token) with a linear router; no shared experts"
+    )
     return dict(spec, tensors=tuple(rows), **_moe(experts, k, width, layers))
 
 
 __all__ = [
-    "ModelConfig", "Tensor", "LayerAttention", "EXACT_FAMILIES", "FAMILY_NOTES", "GROUPS", "ROUTED_GROUPS", "MATMUL_GROUPS",
+    "ModelConfig",
+    "Tensor",
+    "LayerAttention",
+    "EXACT_FAMILIES",
+    "FAMILY_NOTES",
+    "GROUPS",
+    "ROUTED_GROUPS",
+    "MATMUL_GROUPS",
     "LAYOUTS",
 ]

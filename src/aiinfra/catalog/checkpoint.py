@@ -25,6 +25,7 @@ Quantized releases are predicted as stored: ``mxfp4`` experts (gpt-oss) as
 values; ``fp8`` block quantization (DeepSeek-V3) as ``F8_E4M3`` matrices with
 an ``F32`` ``weight_scale_inv`` per 128 x 128 block.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,13 +45,32 @@ MAX_HEADER_BYTES: int = 100_000_000
 
 #: Bytes per element of each safetensors dtype.
 DTYPE_BYTES: dict[str, int] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2,
-    "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
 }
 
 #: ``torch_dtype`` of a config -> safetensors dtype.
 TORCH_TO_SAFETENSORS: dict[str, str] = {
-    "float32": "F32", "float": "F32", "bfloat16": "BF16", "float16": "F16", "half": "F16", "float64": "F64",
+    "float32": "F32",
+    "float": "F32",
+    "bfloat16": "BF16",
+    "float16": "F16",
+    "half": "F16",
+    "float64": "F64",
 }
 
 INDEX_FILE = "model.safetensors.index.json"
@@ -63,20 +83,48 @@ PUBLISHED_INDEXES: dict[str, str] = {
 }
 
 # Stored names differ from the model's own by a wrapper prefix; both sides drop it before matching.
-_PREFIXES = ("language_model.model.", "model.language_model.", "language_model.", "model.", "transformer.",
-             "gpt_neox.")
-_BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias",
-                    ".rotary_emb.inv_freq")
-_QUANT_SUFFIXES = ("_scale_inv", ".weight_scale", ".input_scale", "_scales", ".scales", ".qzeros", ".g_idx",
-                   ".absmax", ".quant_map")
-_VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "vision_model.", "model.vision_tower.",
-                    "model.multi_modal_projector.", "visual.", "model.visual.")
+_PREFIXES = (
+    "language_model.model.",
+    "model.language_model.",
+    "language_model.",
+    "model.",
+    "transformer.",
+    "gpt_neox.",
+)
+_BUFFER_SUFFIXES = (
+    ".attn.bias",
+    ".attn.masked_bias",
+    ".attention.bias",
+    ".attention.masked_bias",
+    ".rotary_emb.inv_freq",
+)
+_QUANT_SUFFIXES = (
+    "_scale_inv",
+    ".weight_scale",
+    ".input_scale",
+    "_scales",
+    ".scales",
+    ".qzeros",
+    ".g_idx",
+    ".absmax",
+    ".quant_map",
+)
+_VISION_PREFIXES = (
+    "vision_tower.",
+    "multi_modal_projector.",
+    "vision_model.",
+    "model.vision_tower.",
+    "model.multi_modal_projector.",
+    "visual.",
+    "model.visual.",
+)
 _QUANTIZED_GROUPS = ("attention", "mlp", "expert", "shared_expert")
 
 
 # --------------------------------------------------------------------------------------
 # Reading what is stored
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class StoredTensor:
@@ -113,14 +161,20 @@ def read_safetensors_header(path, max_header_bytes: int = MAX_HEADER_BYTES) -> d
         with path.open("rb") as fh:
             head = fh.read(8)
             if len(head) < 8:
-                raise ValueError(f"{path.name}: {size} bytes is too short for a safetensors file "
-                                 f"(the header length alone takes 8)")
+                raise ValueError(
+                    f"{path.name}: {size} bytes is too short for a safetensors file "
+                    f"(the header length alone takes 8)"
+                )
             (n,) = struct.unpack("<Q", head)
             if n > max_header_bytes:
-                raise ValueError(f"{path.name}: header of {n:,} bytes exceeds the bound of {max_header_bytes:,} "
-                                 f"(max_header_bytes); refusing to read it")
+                raise ValueError(
+                    f"{path.name}: header of {n:,} bytes exceeds the bound of {max_header_bytes:,} "
+                    f"(max_header_bytes); refusing to read it"
+                )
             if n > size - 8:
-                raise ValueError(f"{path.name}: header of {n:,} bytes is longer than the file ({size:,} bytes)")
+                raise ValueError(
+                    f"{path.name}: header of {n:,} bytes is longer than the file ({size:,} bytes)"
+                )
             raw = fh.read(n)
     except OSError as exc:
         raise ValueError(f"safetensors file {str(path)!r} cannot be read: {exc}") from None
@@ -131,8 +185,11 @@ def read_safetensors_header(path, max_header_bytes: int = MAX_HEADER_BYTES) -> d
     if not isinstance(header, dict):
         raise ValueError(f"{path.name}: header must be a JSON object, got {type(header).__name__}")
     data_bytes = size - 8 - n
-    return {name: _entry(path.name, name, spec, data_bytes)
-            for name, spec in header.items() if name != "__metadata__"}
+    return {
+        name: _entry(path.name, name, spec, data_bytes)
+        for name, spec in header.items()
+        if name != "__metadata__"
+    }
 
 
 def _entry(file: str, name: str, spec, data_bytes: int) -> StoredTensor:
@@ -140,18 +197,28 @@ def _entry(file: str, name: str, spec, data_bytes: int) -> StoredTensor:
         raise ValueError(f"{file}: entry {name!r} must be an object, got {spec!r}")
     dtype, shape, offsets = spec.get("dtype"), spec.get("shape"), spec.get("data_offsets")
     if dtype not in DTYPE_BYTES:
-        raise ValueError(f"{file}: tensor {name!r} has dtype {dtype!r}; known dtypes are {sorted(DTYPE_BYTES)}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                              for d in shape):
-        raise ValueError(f"{file}: tensor {name!r} has shape {shape!r}; a shape is a list of whole numbers >= 0")
-    if (not isinstance(offsets, list) or len(offsets) != 2
-            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+        raise ValueError(
+            f"{file}: tensor {name!r} has dtype {dtype!r}; known dtypes are {sorted(DTYPE_BYTES)}"
+        )
+    if not isinstance(shape, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise ValueError(
+            f"{file}: tensor {name!r} has shape {shape!r}; a shape is a list of whole numbers >= 0"
+        )
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+    ):
         raise ValueError(f"{file}: tensor {name!r} has data_offsets {offsets!r}; expected [begin, end]")
     begin, end = offsets
     expected = prod(shape) * DTYPE_BYTES[dtype]
     if not 0 <= begin <= end <= data_bytes or end - begin != expected:
-        raise ValueError(f"{file}: tensor {name!r} data_offsets {offsets} do not hold {expected:,} bytes "
-                         f"of {dtype} {tuple(shape)} inside {data_bytes:,} data bytes")
+        raise ValueError(
+            f"{file}: tensor {name!r} data_offsets {offsets} do not hold {expected:,} bytes "
+            f"of {dtype} {tuple(shape)} inside {data_bytes:,} data bytes"
+        )
     return StoredTensor(name, dtype, tuple(shape), file)
 
 
@@ -181,8 +248,13 @@ def _read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored
     present = [n for n in names if (folder / n).is_file()]
     missing = tuple(n for n in names if n not in present)
     if missing:  # shards not downloaded: the index alone can be compared
-        return Stored({k: StoredTensor(k, None, None, f) for k, f in weight_map.items()}, "index",
-                      total, tuple(names), missing)
+        return Stored(
+            {k: StoredTensor(k, None, None, f) for k, f in weight_map.items()},
+            "index",
+            total,
+            tuple(names),
+            missing,
+        )
     tensors: dict[str, StoredTensor] = {}
     for name in present:
         for key, t in read_safetensors_header(folder / name, max_header_bytes).items():
@@ -190,8 +262,10 @@ def _read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored
                 raise ValueError(f"tensor {key!r} is stored twice ({tensors[key].file} and {name})")
             tensors[key] = t
     if weight_map and set(weight_map) != set(tensors):
-        raise ValueError(f"{INDEX_FILE} lists {len(weight_map)} tensors but the headers hold {len(tensors)}; "
-                         "the folder is inconsistent")
+        raise ValueError(
+            f"{INDEX_FILE} lists {len(weight_map)} tensors but the headers hold {len(tensors)}; "
+            "the folder is inconsistent"
+        )
     return Stored(tensors, "safetensors headers", total, tuple(names), ())
 
 
@@ -219,7 +293,7 @@ def _folder_label(path: Path) -> str:
     """``org/name`` for a Hugging Face cache snapshot (``models--org--name/snapshots/<rev>``), else the folder name."""
     path = path.resolve()
     if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
-        return path.parent.parent.name[len("models--"):].replace("--", "/")
+        return path.parent.parent.name[len("models--") :].replace("--", "/")
     return path.name
 
 
@@ -236,8 +310,9 @@ def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path.name} is not valid JSON: {exc}") from None
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) and "/" not in v and "\\" not in v
-                                                   for v in weight_map.values()):
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(v, str) and "/" not in v and "\\" not in v for v in weight_map.values()
+    ):
         raise ValueError(f"{path.name} must hold a weight_map of tensor name -> file name in this folder")
     total = (data.get("metadata") or {}).get("total_size")
     if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
@@ -248,6 +323,7 @@ def _read_index(path: Path) -> tuple[dict[str, str], int | None]:
 # --------------------------------------------------------------------------------------
 # What the config predicts is stored
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Expected:
@@ -269,8 +345,9 @@ def _expected_tensors(m: ModelConfig) -> dict[str, tuple[str, tuple[int, ...]]]:
     return {name: (t.group, t.shape) for t in m.tensors for name in t.names()}
 
 
-def _expected_storage(arch: ModelConfig, config: Mapping | None = None, dtype: str | None = None
-                      ) -> dict[str, Expected]:
+def _expected_storage(
+    arch: ModelConfig, config: Mapping | None = None, dtype: str | None = None
+) -> dict[str, Expected]:
     """Every tensor the checkpoint should store, keyed by its name without a wrapper prefix.
 
     ``dtype`` is a safetensors dtype (``"BF16"``) or a ``torch_dtype``
@@ -302,13 +379,17 @@ def _stored_forms(name, group, shape, dtype, method, quant) -> list[Expected]:
         experts, n_in, n_out = shape  # stored transposed: (experts, out, in / 32 blocks, 16 bytes)
         if n_in % 32:
             raise ValueError(f"mxfp4 needs the input width of {name} ({n_in}) to be a multiple of 32")
-        return [Expected(f"{name}_blocks", group, (experts, n_out, n_in // 32, 16), "U8", params),
-                Expected(f"{name}_scales", group, (experts, n_out, n_in // 32), "U8", 0)]
+        return [
+            Expected(f"{name}_blocks", group, (experts, n_out, n_in // 32, 16), "U8", params),
+            Expected(f"{name}_scales", group, (experts, n_out, n_in // 32), "U8", 0),
+        ]
     if method == "fp8" and group in _QUANTIZED_GROUPS and len(shape) == 2 and name.endswith(".weight"):
         block = quant.get("weight_block_size") or [128, 128]
         scale_shape = (ceil(shape[0] / block[0]), ceil(shape[1] / block[1]))
-        return [Expected(name, group, shape, "F8_E4M3", params),
-                Expected(f"{name}_scale_inv", group, scale_shape, "F32", 0)]
+        return [
+            Expected(name, group, shape, "F8_E4M3", params),
+            Expected(f"{name}_scale_inv", group, scale_shape, "F32", 0),
+        ]
     return [Expected(name, group, shape, dtype, params)]
 
 
@@ -319,20 +400,23 @@ def _safetensors_dtype(dtype) -> str | None:
         return dtype
     if dtype in TORCH_TO_SAFETENSORS:
         return TORCH_TO_SAFETENSORS[dtype]
-    raise ValueError(f"dtype must be a safetensors dtype {sorted(DTYPE_BYTES)} or a torch_dtype "
-                     f"{sorted(TORCH_TO_SAFETENSORS)}, got {dtype!r}")
+    raise ValueError(
+        f"dtype must be a safetensors dtype {sorted(DTYPE_BYTES)} or a torch_dtype "
+        f"{sorted(TORCH_TO_SAFETENSORS)}, got {dtype!r}"
+    )
 
 
 def _canonical(name: str) -> str:
     for prefix in _PREFIXES:
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name
 
 
 # --------------------------------------------------------------------------------------
 # The comparison
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class GroupDiff:
@@ -348,8 +432,9 @@ class GroupDiff:
 
     @property
     def matches(self) -> bool:
-        return (not (self.missing or self.unexpected or self.shape_mismatches or self.dtype_mismatches)
-                and self.stored_params in (None, self.predicted_params))
+        return not (
+            self.missing or self.unexpected or self.shape_mismatches or self.dtype_mismatches
+        ) and self.stored_params in (None, self.predicted_params)
 
 
 @dataclass(frozen=True)
@@ -374,16 +459,22 @@ class CheckpointReport:
 
     def summary(self) -> str:
         """``exact match: ...`` or one line per group that differs."""
-        head = (f"{self.name}: exact match ({self.predicted_params:,} parameters, compared with the "
-                f"{self.source})" if self.exact else f"{self.name}: differs from the {self.source}")
+        head = (
+            f"{self.name}: exact match ({self.predicted_params:,} parameters, compared with the "
+            f"{self.source})"
+            if self.exact
+            else f"{self.name}: differs from the {self.source}"
+        )
         lines = [head]
         for g in self.differences:
             lines.append(_describe(g))
         if not self.exact and self.index_total_size is not None and self.source == "index":
             predicted = sum(self.predicted_bytes.values())
             if predicted != self.index_total_size:
-                lines.append(f"  bytes: index total_size {self.index_total_size:,} vs predicted {predicted:,} "
-                             f"({self.index_total_size - predicted:+,})")
+                lines.append(
+                    f"  bytes: index total_size {self.index_total_size:,} vs predicted {predicted:,} "
+                    f"({self.index_total_size - predicted:+,})"
+                )
         for kind, (count, nbytes) in sorted(self.extras.items()):
             lines.append(f"  not parameters: {count} {kind} tensor(s), {nbytes:,} bytes")
         lines += [f"  note: {n}" for n in self.notes]
@@ -398,7 +489,9 @@ def _describe(g: GroupDiff) -> str:
         parts.append(f"{len(g.unexpected)} unexpected (e.g. {g.unexpected[0]})")
     if g.shape_mismatches:
         n, want, got = g.shape_mismatches[0]
-        parts.append(f"{len(g.shape_mismatches)} with another shape (e.g. {n}: {got} stored, {want} predicted)")
+        parts.append(
+            f"{len(g.shape_mismatches)} with another shape (e.g. {n}: {got} stored, {want} predicted)"
+        )
     if g.dtype_mismatches:
         n, want, got = g.dtype_mismatches[0]
         parts.append(f"{len(g.dtype_mismatches)} in another dtype (e.g. {n}: {got} stored, {want} predicted)")
@@ -406,8 +499,14 @@ def _describe(g: GroupDiff) -> str:
     return f"  {g.group}: predicted {g.predicted_params:,} parameters, stored {stored}; " + "; ".join(parts)
 
 
-def compare(folder, *, config=None, approximate: bool = False, dtype: str | None = None,
-            max_header_bytes: int = MAX_HEADER_BYTES) -> CheckpointReport:
+def compare(
+    folder,
+    *,
+    config=None,
+    approximate: bool = False,
+    dtype: str | None = None,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+) -> CheckpointReport:
     """Compare the count a config gives with the tensors a model folder stores (chapter 1, "count your own model").
 
     ``folder`` holds the safetensors files and/or ``model.safetensors.index.json``.
@@ -423,9 +522,13 @@ def compare(folder, *, config=None, approximate: bool = False, dtype: str | None
     if config is None:
         config = _read_config(path)
     elif isinstance(config, str) and not Path(config).expanduser().exists():
-        name = next((n for n in models.SHIPPED if models._key(n) == models._key(config.rsplit("/", 1)[-1])), None)
+        name = next(
+            (n for n in models.SHIPPED if models._key(n) == models._key(config.rsplit("/", 1)[-1])), None
+        )
         if name is None:
-            raise ValueError(f"config must be a shipped model name {models.shipped_names()} or a path, got {config!r}")
+            raise ValueError(
+                f"config must be a shipped model name {models.shipped_names()} or a path, got {config!r}"
+            )
         config = models.shipped_config(name)
     else:
         config = _read_config(config)
@@ -462,11 +565,26 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
                 if e.dtype is not None and t.dtype != e.dtype:
                     dtypes.append((t.name, e.dtype, t.dtype))
                 params += e.params if t.shape == e.shape else t.numel
-        groups.append(GroupDiff(group, sum(e.params for e in rows), params if headers else None,
-                                tuple(missing), (), tuple(shapes), tuple(dtypes)))
+        groups.append(
+            GroupDiff(
+                group,
+                sum(e.params for e in rows),
+                params if headers else None,
+                tuple(missing),
+                (),
+                tuple(shapes),
+                tuple(dtypes),
+            )
+        )
     if unexpected:
-        groups.append(GroupDiff("unexpected", 0, sum(t.numel for t in unexpected) if headers else None,
-                                unexpected=tuple(t.name for t in unexpected)))
+        groups.append(
+            GroupDiff(
+                "unexpected",
+                0,
+                sum(t.numel for t in unexpected) if headers else None,
+                unexpected=tuple(t.name for t in unexpected),
+            )
+        )
     predicted_bytes = _bytes_by_dtype(expected.values())
     stored_bytes = _bytes_by_dtype(t for t in stored.tensors.values()) if headers else {}
     extra_summary = {k: (len(v), sum(t.nbytes or 0 for t in v)) for k, v in extras.items()}
@@ -474,22 +592,37 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
     if not arch.exact:
         notes.append("approximate count: " + "; ".join(arch.assumptions))
     if stored.missing_files:
-        held = "none" if len(stored.missing_files) == len(stored.files) else \
-            f"{len(stored.files) - len(stored.missing_files)}"
-        notes.append(f"{held} of the {len(stored.files)} weight files listed in the index are in the folder; "
-                     f"compared with the index only")
+        held = (
+            "none"
+            if len(stored.missing_files) == len(stored.files)
+            else f"{len(stored.files) - len(stored.missing_files)}"
+        )
+        notes.append(
+            f"{held} of the {len(stored.files)} weight files listed in the index are in the folder; "
+            f"compared with the index only"
+        )
     if any(e.dtype is None for e in expected.values()):
-        notes.append("the config names no torch_dtype: dtypes and bytes were not predicted "
-                     "(pass dtype, e.g. 'bfloat16')")
+        notes.append(
+            "the config names no torch_dtype: dtypes and bytes were not predicted "
+            "(pass dtype, e.g. 'bfloat16')"
+        )
     exact = all(g.matches for g in groups) and arch.exact
     if not headers:
         total = sum(predicted_bytes.values())
         exact = exact and stored.index_total_size is not None and stored.index_total_size == total
     stored_params = sum(g.stored_params for g in groups) if headers else None
     return CheckpointReport(
-        name=arch.name, source=stored.source, exact=exact, predicted_params=models.total_params(arch),
-        stored_params=stored_params, predicted_bytes=predicted_bytes, stored_bytes=stored_bytes,
-        groups=tuple(groups), extras=extra_summary, index_total_size=stored.index_total_size, notes=tuple(notes),
+        name=arch.name,
+        source=stored.source,
+        exact=exact,
+        predicted_params=models.total_params(arch),
+        stored_params=stored_params,
+        predicted_bytes=predicted_bytes,
+        stored_bytes=stored_bytes,
+        groups=tuple(groups),
+        extras=extra_summary,
+        index_total_size=stored.index_total_size,
+        notes=tuple(notes),
     )
 
 
@@ -524,7 +657,17 @@ def _extra_kind(arch: ModelConfig, name: str, key: str) -> str | None:
 
 
 __all__ = [
-    "CheckpointReport", "DTYPE_BYTES", "Expected", "GroupDiff", "INDEX_FILE", "MAX_HEADER_BYTES", "Stored",
-    "StoredTensor", "TORCH_TO_SAFETENSORS", "PUBLISHED_INDEXES", "compare", "published_index_folder",
+    "CheckpointReport",
+    "DTYPE_BYTES",
+    "Expected",
+    "GroupDiff",
+    "INDEX_FILE",
+    "MAX_HEADER_BYTES",
+    "Stored",
+    "StoredTensor",
+    "TORCH_TO_SAFETENSORS",
+    "PUBLISHED_INDEXES",
+    "compare",
+    "published_index_folder",
     "read_safetensors_header",
 ]

@@ -18,6 +18,7 @@ Conventions (chapters 1, 2, 4 and 6 rely on them):
   use. What a driver reports can differ by a few percent.
 * GPUs without NVLink use their PCIe link as the scale-up link.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -93,8 +94,12 @@ class GPU:
         if year > 2100:
             raise ValueError(f"year must be a whole number in [1990, 2100], got {self.year!r}")
         object.__setattr__(self, "year", year)
-        for f in ("memory_bytes", "memory_bandwidth_bytes_per_s", "scaleup_bytes_per_s_per_direction",
-                  "tdp_watts"):
+        for f in (
+            "memory_bytes",
+            "memory_bandwidth_bytes_per_s",
+            "scaleup_bytes_per_s_per_direction",
+            "tdp_watts",
+        ):
             object.__setattr__(self, f, _scalar_positive(f, getattr(self, f)))
         for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s"):
             value = getattr(self, f)
@@ -143,100 +148,173 @@ def _gpu(**kw) -> GPU:
 
 _CATALOG: tuple[GPU, ...] = (
     _gpu(
-        name="V100 SXM2 32GB", vendor="NVIDIA", architecture="Volta", year=2018,
-        memory_bytes=32e9, memory_type="HBM2", memory_bandwidth_bytes_per_s=900e9,
-        bf16_dense_flops_per_s=None, fp16_dense_flops_per_s=125e12, fp8_dense_flops_per_s=None,
-        scaleup_link="NVLink 2", scaleup_bytes_per_s_per_direction=150e9, tdp_watts=300,
+        name="V100 SXM2 32GB",
+        vendor="NVIDIA",
+        architecture="Volta",
+        year=2018,
+        memory_bytes=32e9,
+        memory_type="HBM2",
+        memory_bandwidth_bytes_per_s=900e9,
+        bf16_dense_flops_per_s=None,
+        fp16_dense_flops_per_s=125e12,
+        fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink 2",
+        scaleup_bytes_per_s_per_direction=150e9,
+        tdp_watts=300,
         form_factor="SXM2",
         sources={
             "year": _V100_DS + "; the 32GB version shipped in 2018 (the 16GB V100 in 2017)",
-            "memory_bytes": _V100_DS, "memory_bandwidth_bytes_per_s": _V100_DS + ": 900 GB/s",
-            "fp16_dense_flops_per_s": _V100_DS + ": 125 TFLOP/s mixed-precision tensor (dense; Volta has no sparsity)",
+            "memory_bytes": _V100_DS,
+            "memory_bandwidth_bytes_per_s": _V100_DS + ": 900 GB/s",
+            "fp16_dense_flops_per_s": _V100_DS
+            + ": 125 TFLOP/s mixed-precision tensor (dense; Volta has no sparsity)",
             "bf16_dense_flops_per_s": "Volta tensor cores support FP16 only, no BF16",
             "fp8_dense_flops_per_s": "no FP8 before Ada/Hopper",
-            "scaleup_bytes_per_s_per_direction": _V100_DS + ": NVLink 300 GB/s total (6 links x 50 GB/s both ways)"
+            "scaleup_bytes_per_s_per_direction": _V100_DS
+            + ": NVLink 300 GB/s total (6 links x 50 GB/s both ways)"
             " -> 150 GB/s per direction",
             "tdp_watts": _V100_DS,
         },
     ),
     _gpu(
-        name="A100 80GB SXM", vendor="NVIDIA", architecture="Ampere", year=2020,
-        memory_bytes=80e9, memory_type="HBM2e", memory_bandwidth_bytes_per_s=2.039e12,
-        bf16_dense_flops_per_s=312e12, fp8_dense_flops_per_s=None,
-        scaleup_link="NVLink 3", scaleup_bytes_per_s_per_direction=300e9, tdp_watts=400,
+        name="A100 80GB SXM",
+        vendor="NVIDIA",
+        architecture="Ampere",
+        year=2020,
+        memory_bytes=80e9,
+        memory_type="HBM2e",
+        memory_bandwidth_bytes_per_s=2.039e12,
+        bf16_dense_flops_per_s=312e12,
+        fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink 3",
+        scaleup_bytes_per_s_per_direction=300e9,
+        tdp_watts=400,
         form_factor="SXM4",
         sources={
-            "memory_bytes": _A100_DS, "memory_bandwidth_bytes_per_s": _A100_DS + ": 2,039 GB/s",
+            "memory_bytes": _A100_DS,
+            "memory_bandwidth_bytes_per_s": _A100_DS + ": 2,039 GB/s",
             "bf16_dense_flops_per_s": _A100_DS + ": BF16 tensor 312 TFLOP/s dense (624 with sparsity)",
             "fp8_dense_flops_per_s": "no FP8 on Ampere",
-            "scaleup_bytes_per_s_per_direction": _A100_DS + ": NVLink 600 GB/s total (12 links) -> 300 per direction",
-            "tdp_watts": _A100_DS, "year": "A100 80GB announced November 2020",
+            "scaleup_bytes_per_s_per_direction": _A100_DS
+            + ": NVLink 600 GB/s total (12 links) -> 300 per direction",
+            "tdp_watts": _A100_DS,
+            "year": "A100 80GB announced November 2020",
         },
     ),
     _gpu(
-        name="RTX A6000", vendor="NVIDIA", architecture="Ampere", year=2020,
-        memory_bytes=48e9, memory_type="GDDR6", memory_bandwidth_bytes_per_s=768e9,
-        bf16_dense_flops_per_s=154.8e12, fp8_dense_flops_per_s=None,
-        scaleup_link="NVLink bridge (2 GPUs)", scaleup_bytes_per_s_per_direction=56.25e9, tdp_watts=300,
+        name="RTX A6000",
+        vendor="NVIDIA",
+        architecture="Ampere",
+        year=2020,
+        memory_bytes=48e9,
+        memory_type="GDDR6",
+        memory_bandwidth_bytes_per_s=768e9,
+        bf16_dense_flops_per_s=154.8e12,
+        fp8_dense_flops_per_s=None,
+        scaleup_link="NVLink bridge (2 GPUs)",
+        scaleup_bytes_per_s_per_direction=56.25e9,
+        tdp_watts=300,
         form_factor="PCIe dual-slot",
         sources={
-            "memory_bytes": _A6000_DS, "memory_bandwidth_bytes_per_s": _A6000_DS + ": 768 GB/s",
+            "memory_bytes": _A6000_DS,
+            "memory_bandwidth_bytes_per_s": _A6000_DS + ": 768 GB/s",
             "bf16_dense_flops_per_s": _A6000_DS + ": 309.7 TFLOP/s tensor with sparsity -> 154.8 dense",
             "fp8_dense_flops_per_s": "no FP8 on Ampere",
-            "scaleup_bytes_per_s_per_direction": _A6000_DS + ": NVLink bridge 112.5 GB/s bidirectional -> 56.25 per direction",
+            "scaleup_bytes_per_s_per_direction": _A6000_DS
+            + ": NVLink bridge 112.5 GB/s bidirectional -> 56.25 per direction",
             "tdp_watts": _A6000_DS,
         },
     ),
     _gpu(
-        name="H100 SXM", vendor="NVIDIA", architecture="Hopper", year=2022,
-        memory_bytes=80e9, memory_type="HBM3", memory_bandwidth_bytes_per_s=3.35e12,
-        bf16_dense_flops_per_s=989.4e12, fp8_dense_flops_per_s=1978.9e12,
-        scaleup_link="NVLink 4", scaleup_bytes_per_s_per_direction=450e9, tdp_watts=700,
+        name="H100 SXM",
+        vendor="NVIDIA",
+        architecture="Hopper",
+        year=2022,
+        memory_bytes=80e9,
+        memory_type="HBM3",
+        memory_bandwidth_bytes_per_s=3.35e12,
+        bf16_dense_flops_per_s=989.4e12,
+        fp8_dense_flops_per_s=1978.9e12,
+        scaleup_link="NVLink 4",
+        scaleup_bytes_per_s_per_direction=450e9,
+        tdp_watts=700,
         form_factor="SXM5",
         sources={
-            "memory_bytes": _H100_WP + ": 80 GB", "memory_bandwidth_bytes_per_s": _H100_WP + ": 3.35 TB/s",
+            "memory_bytes": _H100_WP + ": 80 GB",
+            "memory_bandwidth_bytes_per_s": _H100_WP + ": 3.35 TB/s",
             "bf16_dense_flops_per_s": _H100_WP + ": BF16 tensor 1,979 TFLOP/s with sparsity -> 989.4 dense",
             "fp8_dense_flops_per_s": _H100_WP + ": FP8 tensor 3,958 TFLOP/s with sparsity -> 1,978.9 dense",
-            "scaleup_bytes_per_s_per_direction": _H100_WP + ": NVLink 900 GB/s total (18 links) -> 450 per direction",
+            "scaleup_bytes_per_s_per_direction": _H100_WP
+            + ": NVLink 900 GB/s total (18 links) -> 450 per direction",
             "tdp_watts": _H100_WP + ": up to 700 W (configurable)",
         },
     ),
     _gpu(
-        name="RTX 4090", vendor="NVIDIA", architecture="Ada Lovelace", year=2022,
-        memory_bytes=24e9, memory_type="GDDR6X", memory_bandwidth_bytes_per_s=1.008e12,
-        bf16_dense_flops_per_s=165.2e12, fp8_dense_flops_per_s=330.3e12,
-        scaleup_link="PCIe Gen4 x16", scaleup_bytes_per_s_per_direction=32e9, tdp_watts=450,
+        name="RTX 4090",
+        vendor="NVIDIA",
+        architecture="Ada Lovelace",
+        year=2022,
+        memory_bytes=24e9,
+        memory_type="GDDR6X",
+        memory_bandwidth_bytes_per_s=1.008e12,
+        bf16_dense_flops_per_s=165.2e12,
+        fp8_dense_flops_per_s=330.3e12,
+        scaleup_link="PCIe Gen4 x16",
+        scaleup_bytes_per_s_per_direction=32e9,
+        tdp_watts=450,
         form_factor="PCIe triple-slot (consumer)",
         sources={
-            "memory_bytes": _ADA_WP, "memory_bandwidth_bytes_per_s": _ADA_WP + ": 1,008 GB/s",
+            "memory_bytes": _ADA_WP,
+            "memory_bandwidth_bytes_per_s": _ADA_WP + ": 1,008 GB/s",
             "bf16_dense_flops_per_s": _ADA_WP + ": BF16 165.2 dense / 330.4 sparse TFLOP/s",
             "fp8_dense_flops_per_s": _ADA_WP + ": FP8 330.3 dense / 660.6 sparse TFLOP/s",
-            "scaleup_bytes_per_s_per_direction": "no NVLink on the RTX 4090; " + _PCIE + ": Gen4 x16 = 32 GB/s per direction",
+            "scaleup_bytes_per_s_per_direction": "no NVLink on the RTX 4090; "
+            + _PCIE
+            + ": Gen4 x16 = 32 GB/s per direction",
             "tdp_watts": _ADA_WP + ": 450 W total graphics power",
         },
     ),
     _gpu(
-        name="L40S", vendor="NVIDIA", architecture="Ada Lovelace", year=2023,
-        memory_bytes=48e9, memory_type="GDDR6", memory_bandwidth_bytes_per_s=864e9,
-        bf16_dense_flops_per_s=362.05e12, fp8_dense_flops_per_s=733e12,
-        scaleup_link="PCIe Gen4 x16", scaleup_bytes_per_s_per_direction=32e9, tdp_watts=350,
+        name="L40S",
+        vendor="NVIDIA",
+        architecture="Ada Lovelace",
+        year=2023,
+        memory_bytes=48e9,
+        memory_type="GDDR6",
+        memory_bandwidth_bytes_per_s=864e9,
+        bf16_dense_flops_per_s=362.05e12,
+        fp8_dense_flops_per_s=733e12,
+        scaleup_link="PCIe Gen4 x16",
+        scaleup_bytes_per_s_per_direction=32e9,
+        tdp_watts=350,
         form_factor="PCIe dual-slot (passive)",
         sources={
-            "memory_bytes": _L40S_DS, "memory_bandwidth_bytes_per_s": _L40S_DS + ": 864 GB/s",
+            "memory_bytes": _L40S_DS,
+            "memory_bandwidth_bytes_per_s": _L40S_DS + ": 864 GB/s",
             "bf16_dense_flops_per_s": _L40S_DS + ": BF16 362.05 dense / 733 sparse TFLOP/s",
             "fp8_dense_flops_per_s": _L40S_DS + ": FP8 733 dense / 1,466 sparse TFLOP/s",
-            "scaleup_bytes_per_s_per_direction": _L40S_DS + ": PCIe Gen4 x16, 64 GB/s bidirectional -> 32 per direction; no NVLink",
+            "scaleup_bytes_per_s_per_direction": _L40S_DS
+            + ": PCIe Gen4 x16, 64 GB/s bidirectional -> 32 per direction; no NVLink",
             "tdp_watts": _L40S_DS + ": 350 W max power",
         },
     ),
     _gpu(
-        name="MI300X", vendor="AMD", architecture="CDNA 3", year=2023,
-        memory_bytes=192e9, memory_type="HBM3", memory_bandwidth_bytes_per_s=5.3e12,
-        bf16_dense_flops_per_s=1307.4e12, fp8_dense_flops_per_s=2614.9e12,
-        scaleup_link="Infinity Fabric (7 links)", scaleup_bytes_per_s_per_direction=448e9, tdp_watts=750,
+        name="MI300X",
+        vendor="AMD",
+        architecture="CDNA 3",
+        year=2023,
+        memory_bytes=192e9,
+        memory_type="HBM3",
+        memory_bandwidth_bytes_per_s=5.3e12,
+        bf16_dense_flops_per_s=1307.4e12,
+        fp8_dense_flops_per_s=2614.9e12,
+        scaleup_link="Infinity Fabric (7 links)",
+        scaleup_bytes_per_s_per_direction=448e9,
+        tdp_watts=750,
         form_factor="OAM",
         sources={
-            "memory_bytes": _MI300X_DS, "memory_bandwidth_bytes_per_s": _MI300X_DS + ": 5.3 TB/s peak",
+            "memory_bytes": _MI300X_DS,
+            "memory_bandwidth_bytes_per_s": _MI300X_DS + ": 5.3 TB/s peak",
             "bf16_dense_flops_per_s": _MI300X_DS + ": BF16 1,307.4 dense / 2,614.9 sparse TFLOP/s",
             "fp8_dense_flops_per_s": _MI300X_DS + ": FP8 2,614.9 dense / 5,229.8 sparse TFLOP/s",
             "scaleup_bytes_per_s_per_direction": _MI300X_DS + ": 7 Infinity Fabric links, 128 GB/s each "
@@ -245,24 +323,42 @@ _CATALOG: tuple[GPU, ...] = (
         },
     ),
     _gpu(
-        name="H200 SXM", vendor="NVIDIA", architecture="Hopper", year=2024,
-        memory_bytes=141e9, memory_type="HBM3e", memory_bandwidth_bytes_per_s=4.8e12,
-        bf16_dense_flops_per_s=989.4e12, fp8_dense_flops_per_s=1978.9e12,
-        scaleup_link="NVLink 4", scaleup_bytes_per_s_per_direction=450e9, tdp_watts=700,
+        name="H200 SXM",
+        vendor="NVIDIA",
+        architecture="Hopper",
+        year=2024,
+        memory_bytes=141e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=4.8e12,
+        bf16_dense_flops_per_s=989.4e12,
+        fp8_dense_flops_per_s=1978.9e12,
+        scaleup_link="NVLink 4",
+        scaleup_bytes_per_s_per_direction=450e9,
+        tdp_watts=700,
         form_factor="SXM5",
         sources={
-            "memory_bytes": _H200_DS + ": 141 GB", "memory_bandwidth_bytes_per_s": _H200_DS + ": 4.8 TB/s",
-            "bf16_dense_flops_per_s": _H200_DS + ": BF16 1,979 TFLOP/s with sparsity -> 989.4 dense (same die as H100)",
+            "memory_bytes": _H200_DS + ": 141 GB",
+            "memory_bandwidth_bytes_per_s": _H200_DS + ": 4.8 TB/s",
+            "bf16_dense_flops_per_s": _H200_DS
+            + ": BF16 1,979 TFLOP/s with sparsity -> 989.4 dense (same die as H100)",
             "fp8_dense_flops_per_s": _H200_DS + ": FP8 3,958 TFLOP/s with sparsity -> 1,978.9 dense",
             "scaleup_bytes_per_s_per_direction": _H200_DS + ": NVLink 900 GB/s total -> 450 per direction",
             "tdp_watts": _H200_DS + ": up to 700 W",
         },
     ),
     _gpu(
-        name="B200", vendor="NVIDIA", architecture="Blackwell", year=2024,
-        memory_bytes=180e9, memory_type="HBM3e", memory_bandwidth_bytes_per_s=8e12,
-        bf16_dense_flops_per_s=2250e12, fp8_dense_flops_per_s=4500e12,
-        scaleup_link="NVLink 5", scaleup_bytes_per_s_per_direction=900e9, tdp_watts=1000,
+        name="B200",
+        vendor="NVIDIA",
+        architecture="Blackwell",
+        year=2024,
+        memory_bytes=180e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2250e12,
+        fp8_dense_flops_per_s=4500e12,
+        scaleup_link="NVLink 5",
+        scaleup_bytes_per_s_per_direction=900e9,
+        tdp_watts=1000,
         form_factor="SXM6 (HGX baseboard)",
         sources={
             "memory_bytes": _B200_DS + ": 1,440 GB per 8-GPU system -> 180 GB per GPU",
@@ -270,15 +366,24 @@ _CATALOG: tuple[GPU, ...] = (
             "(the HGX page prints 7.7 TB/s)",
             "bf16_dense_flops_per_s": _B200_DS + ": BF16 4.5 PFLOP/s with sparsity -> 2.25 dense",
             "fp8_dense_flops_per_s": _B200_DS + ": FP8 9 PFLOP/s with sparsity -> 4.5 dense",
-            "scaleup_bytes_per_s_per_direction": _B200_DS + ": NVLink 5 1.8 TB/s total per GPU -> 900 per direction",
+            "scaleup_bytes_per_s_per_direction": _B200_DS
+            + ": NVLink 5 1.8 TB/s total per GPU -> 900 per direction",
             "tdp_watts": _B200_DS + ": 1,000 W",
         },
     ),
     _gpu(
-        name="RTX PRO 6000 Blackwell Workstation", vendor="NVIDIA", architecture="Blackwell", year=2025,
-        memory_bytes=96e9, memory_type="GDDR7", memory_bandwidth_bytes_per_s=1.792e12,
-        bf16_dense_flops_per_s=503.8e12, fp8_dense_flops_per_s=1007.6e12,
-        scaleup_link="PCIe Gen5 x16", scaleup_bytes_per_s_per_direction=64e9, tdp_watts=600,
+        name="RTX PRO 6000 Blackwell Workstation",
+        vendor="NVIDIA",
+        architecture="Blackwell",
+        year=2025,
+        memory_bytes=96e9,
+        memory_type="GDDR7",
+        memory_bandwidth_bytes_per_s=1.792e12,
+        bf16_dense_flops_per_s=503.8e12,
+        fp8_dense_flops_per_s=1007.6e12,
+        scaleup_link="PCIe Gen5 x16",
+        scaleup_bytes_per_s_per_direction=64e9,
+        tdp_watts=600,
         form_factor="PCIe dual-slot (workstation)",
         sources={
             "memory_bytes": _PRO6000 + ": 96 GB GDDR7 with ECC",
@@ -294,17 +399,31 @@ _CATALOG: tuple[GPU, ...] = (
 )
 
 _ALIASES = {
-    "v100": "V100 SXM2 32GB", "v100sxm2": "V100 SXM2 32GB", "v10032gb": "V100 SXM2 32GB",
-    "a100": "A100 80GB SXM", "a10080gb": "A100 80GB SXM", "a100sxm": "A100 80GB SXM",
+    "v100": "V100 SXM2 32GB",
+    "v100sxm2": "V100 SXM2 32GB",
+    "v10032gb": "V100 SXM2 32GB",
+    "a100": "A100 80GB SXM",
+    "a10080gb": "A100 80GB SXM",
+    "a100sxm": "A100 80GB SXM",
     "a100sxm480gb": "A100 80GB SXM",
-    "a6000": "RTX A6000", "rtxa6000": "RTX A6000",
-    "h100": "H100 SXM", "h100sxm5": "H100 SXM", "h100sxm80gb": "H100 SXM",
-    "4090": "RTX 4090", "rtx4090": "RTX 4090", "geforcertx4090": "RTX 4090",
+    "a6000": "RTX A6000",
+    "rtxa6000": "RTX A6000",
+    "h100": "H100 SXM",
+    "h100sxm5": "H100 SXM",
+    "h100sxm80gb": "H100 SXM",
+    "4090": "RTX 4090",
+    "rtx4090": "RTX 4090",
+    "geforcertx4090": "RTX 4090",
     "l40s": "L40S",
-    "mi300x": "MI300X", "instinctmi300x": "MI300X", "amdmi300x": "MI300X",
-    "h200": "H200 SXM", "h200sxm": "H200 SXM",
-    "b200": "B200", "hgxb200": "B200",
-    "rtxpro6000": "RTX PRO 6000 Blackwell Workstation", "pro6000": "RTX PRO 6000 Blackwell Workstation",
+    "mi300x": "MI300X",
+    "instinctmi300x": "MI300X",
+    "amdmi300x": "MI300X",
+    "h200": "H200 SXM",
+    "h200sxm": "H200 SXM",
+    "b200": "B200",
+    "hgxb200": "B200",
+    "rtxpro6000": "RTX PRO 6000 Blackwell Workstation",
+    "pro6000": "RTX PRO 6000 Blackwell Workstation",
     "rtxpro6000blackwell": "RTX PRO 6000 Blackwell Workstation",
     "rtxpro6000blackwellworkstationedition": "RTX PRO 6000 Blackwell Workstation",
 }
@@ -372,6 +491,7 @@ def custom_gpu(**fields_) -> GPU:
 # Links
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Link:
     """One interconnect or memory interface, in bytes per second per direction.
@@ -397,47 +517,124 @@ class Link:
                 raise ValueError(f"{f} must be a non-empty string, got {getattr(self, f)!r}")
         choice("kind", self.kind, {"memory", "scale-up", "host", "network"})
         object.__setattr__(
-            self, "bytes_per_s_per_direction",
+            self,
+            "bytes_per_s_per_direction",
             _scalar_positive("bytes_per_s_per_direction", self.bytes_per_s_per_direction),
         )
 
 
 _LINKS: tuple[Link, ...] = (
-    Link("HBM3 (H100 SXM)", 3.35e12, "3.35 TB/s", False, False, "memory", _H100_WP,
-         "one GPU's HBM3, reads and writes share it; the source texts also quote 3,352 GB/s"),
-    Link("NVLink 4 (per GPU, 18 links)", 450e9, "900 GB/s total, 18 links", True, True, "scale-up", _H100_WP,
-         "the blog's 'up to 900 GB/s per link' is this per-GPU total, both directions added"),
-    Link("NVLink 4 (one link)", 25e9, "50 GB/s per link, both directions", True, True, "scale-up", _H100_WP,
-         "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way; each link is two lanes (differential "
-         "pairs) per direction"),
+    Link(
+        "HBM3 (H100 SXM)",
+        3.35e12,
+        "3.35 TB/s",
+        False,
+        False,
+        "memory",
+        _H100_WP,
+        "one GPU's HBM3, reads and writes share it; the source texts also quote 3,352 GB/s",
+    ),
+    Link(
+        "NVLink 4 (per GPU, 18 links)",
+        450e9,
+        "900 GB/s total, 18 links",
+        True,
+        True,
+        "scale-up",
+        _H100_WP,
+        "the blog's 'up to 900 GB/s per link' is this per-GPU total, both directions added",
+    ),
+    Link(
+        "NVLink 4 (one link)",
+        25e9,
+        "50 GB/s per link, both directions",
+        True,
+        True,
+        "scale-up",
+        _H100_WP,
+        "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way; each link is two lanes (differential "
+        "pairs) per direction",
+    ),
     Link("NVLink 5 (per GPU, 18 links)", 900e9, "1.8 TB/s total, 18 links", True, True, "scale-up", _B200_DS),
-    Link("NVLink 5 (one link)", 50e9, "100 GB/s per link, both directions", True, True, "scale-up", _B200_DS,
-         "1.8 TB/s / 18 links; 50 GB/s each way (Blackwell technical brief, section 3.6)"),
+    Link(
+        "NVLink 5 (one link)",
+        50e9,
+        "100 GB/s per link, both directions",
+        True,
+        True,
+        "scale-up",
+        _B200_DS,
+        "1.8 TB/s / 18 links; 50 GB/s each way (Blackwell technical brief, section 3.6)",
+    ),
     Link("NVLink 3 (per GPU, 12 links)", 300e9, "600 GB/s total, 12 links", True, True, "scale-up", _A100_DS),
-    Link("PCIe Gen4 x16", 32e9, "64 GB/s bidirectional (16 GT/s x 16 lanes)", True, True, "host", _PCIE,
-         "raw signalling rate; 128b/130b encoding is NOT removed (31.5 GB/s after it)"),
-    Link("PCIe Gen5 x16", 64e9, "128 GB/s bidirectional (32 GT/s x 16 lanes)", True, True, "host", _PCIE,
-         "raw signalling rate; 128b/130b encoding is NOT removed (63.0 GB/s after it)"),
-    Link("ConnectX-7 400 Gbit/s", 50e9, "400 Gb/s per port", False, True, "network",
-         "NVIDIA ConnectX-7 adapter datasheet; " + _DGX_H100,
-         "line rate per direction; Ethernet/IB framing and protocol overhead not removed"),
-    Link("InfiniBand NDR 400 Gbit/s", 50e9, "400 Gb/s per port (4x 100G lanes)", False, True, "network",
-         "InfiniBand Trade Association roadmap (NDR = 400 Gb/s per 4x port)",
-         "line rate per direction, as ConnectX-7 runs it in a DGX H100"),
-    Link("DDR5-4800, 8 channels (one Xeon 8480C socket)", 307.2e9, "8 channels x 4800 MT/s x 8 B",
-         False, False, "memory",
-         "Intel Xeon Platinum 8480+ product specification (8 DDR5-4800 channels); " + _DGX_H100,
-         "8 x 4.8e9 transfers/s x 8 bytes = 307.2 GB/s, shared by reads and writes"),
+    Link(
+        "PCIe Gen4 x16",
+        32e9,
+        "64 GB/s bidirectional (16 GT/s x 16 lanes)",
+        True,
+        True,
+        "host",
+        _PCIE,
+        "raw signalling rate; 128b/130b encoding is NOT removed (31.5 GB/s after it)",
+    ),
+    Link(
+        "PCIe Gen5 x16",
+        64e9,
+        "128 GB/s bidirectional (32 GT/s x 16 lanes)",
+        True,
+        True,
+        "host",
+        _PCIE,
+        "raw signalling rate; 128b/130b encoding is NOT removed (63.0 GB/s after it)",
+    ),
+    Link(
+        "ConnectX-7 400 Gbit/s",
+        50e9,
+        "400 Gb/s per port",
+        False,
+        True,
+        "network",
+        "NVIDIA ConnectX-7 adapter datasheet; " + _DGX_H100,
+        "line rate per direction; Ethernet/IB framing and protocol overhead not removed",
+    ),
+    Link(
+        "InfiniBand NDR 400 Gbit/s",
+        50e9,
+        "400 Gb/s per port (4x 100G lanes)",
+        False,
+        True,
+        "network",
+        "InfiniBand Trade Association roadmap (NDR = 400 Gb/s per 4x port)",
+        "line rate per direction, as ConnectX-7 runs it in a DGX H100",
+    ),
+    Link(
+        "DDR5-4800, 8 channels (one Xeon 8480C socket)",
+        307.2e9,
+        "8 channels x 4800 MT/s x 8 B",
+        False,
+        False,
+        "memory",
+        "Intel Xeon Platinum 8480+ product specification (8 DDR5-4800 channels); " + _DGX_H100,
+        "8 x 4.8e9 transfers/s x 8 bytes = 307.2 GB/s, shared by reads and writes",
+    ),
 )
 
 _LINKS_BY_KEY = {_norm(x.name): x for x in _LINKS}
 _LINK_ALIASES = {
-    "hbm3": "HBM3 (H100 SXM)", "nvlink4": "NVLink 4 (per GPU, 18 links)",
-    "nvlink4link": "NVLink 4 (one link)", "nvlink5": "NVLink 5 (per GPU, 18 links)",
-    "nvlink5link": "NVLink 5 (one link)", "nvlink3": "NVLink 3 (per GPU, 12 links)",
-    "pcie4": "PCIe Gen4 x16", "pcie5": "PCIe Gen5 x16", "pciegen4": "PCIe Gen4 x16", "pciegen5": "PCIe Gen5 x16",
-    "connectx7": "ConnectX-7 400 Gbit/s", "cx7": "ConnectX-7 400 Gbit/s",
-    "ndr": "InfiniBand NDR 400 Gbit/s", "infinibandndr": "InfiniBand NDR 400 Gbit/s",
+    "hbm3": "HBM3 (H100 SXM)",
+    "nvlink4": "NVLink 4 (per GPU, 18 links)",
+    "nvlink4link": "NVLink 4 (one link)",
+    "nvlink5": "NVLink 5 (per GPU, 18 links)",
+    "nvlink5link": "NVLink 5 (one link)",
+    "nvlink3": "NVLink 3 (per GPU, 12 links)",
+    "pcie4": "PCIe Gen4 x16",
+    "pcie5": "PCIe Gen5 x16",
+    "pciegen4": "PCIe Gen4 x16",
+    "pciegen5": "PCIe Gen5 x16",
+    "connectx7": "ConnectX-7 400 Gbit/s",
+    "cx7": "ConnectX-7 400 Gbit/s",
+    "ndr": "InfiniBand NDR 400 Gbit/s",
+    "infinibandndr": "InfiniBand NDR 400 Gbit/s",
     "ddr5": "DDR5-4800, 8 channels (one Xeon 8480C socket)",
     "xeon8480c": "DDR5-4800, 8 channels (one Xeon 8480C socket)",
 }
@@ -462,6 +659,7 @@ def link(name: str) -> Link:
 # --------------------------------------------------------------------------------------
 # Servers
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Server:
@@ -506,7 +704,8 @@ DGX_H100 = Server(
     cpu_memory_link=link("ddr5"),
     system_memory_bytes=2e12,
     max_power_watts=10.2e3,
-    source=_DGX_H100 + ": 8x H100 SXM (640 GB total), 4 NVSwitch, 8 single-port ConnectX-7 (400 Gb/s InfiniBand/"
+    source=_DGX_H100
+    + ": 8x H100 SXM (640 GB total), 4 NVSwitch, 8 single-port ConnectX-7 (400 Gb/s InfiniBand/"
     "Ethernet) for the compute fabric, 2 dual-port ConnectX-7 for storage, 2x Xeon 8480C (56 cores each), "
     "2 TB DDR5, ~10.2 kW max",
     internal_links=(
@@ -527,6 +726,7 @@ def ratio(fast: Link | GPU | str, slow: Link | GPU | str) -> float:
 
     HBM3 on an H100 against one ConnectX-7 port: 3.35e12 / 5e10 = 67.
     """
+
     def rate(x):
         if isinstance(x, GPU):
             return x.memory_bandwidth_bytes_per_s
@@ -596,7 +796,12 @@ class ScaleUpDomain:
             check("quoted_bytes_per_s", self.quoted_bytes_per_s, ">0", scalar=True)
         check("n_cpus", self.n_cpus, "int>=0", scalar=True)
         link(self.link)  # raises ValueError for an unknown link
-        if not isinstance(self.name, str) or not self.name or not isinstance(self.source, str) or not self.source:
+        if (
+            not isinstance(self.name, str)
+            or not self.name
+            or not isinstance(self.source, str)
+            or not self.source
+        ):
             raise ValueError("name and source must be non-empty strings")
 
     @property
@@ -607,21 +812,34 @@ class ScaleUpDomain:
 
 #: One DGX H100: 8 GPUs, NVLink 4 through 4 NVSwitch chips, 2 Xeon sockets on PCIe
 #: (the whitepaper's "7.2 TB/s total GPU-to-GPU" is 8 x 900 GB/s, both directions).
-DGX_H100_DOMAIN = ScaleUpDomain("DGX H100", 8, "NVLink 4 (per GPU, 18 links)", 2,
-                                _DGX_H100 + "; H100 whitepaper V1.04, section 7.3 (7.2 TB/s)", 7.2e12)
+DGX_H100_DOMAIN = ScaleUpDomain(
+    "DGX H100",
+    8,
+    "NVLink 4 (per GPU, 18 links)",
+    2,
+    _DGX_H100 + "; H100 whitepaper V1.04, section 7.3 (7.2 TB/s)",
+    7.2e12,
+)
 #: One GB200 NVL72 rack: 72 Blackwell GPUs in one NVLink 5 switch domain (18 compute trays, 9 NVLink
 #: switch trays). Its 36 Grace CPUs each attach to two GPUs over NVLink-C2C, outside the switch fabric.
 #: NVIDIA quotes 130 TB/s for the domain, a rounding of 72 x 1.8 TB/s (both directions).
-GB200_NVL72 = ScaleUpDomain("GB200 NVL72", 72, "NVLink 5 (per GPU, 18 links)", 36,
-                            "NVIDIA GB200 NVL72 product page (2024); NVIDIA Blackwell Architecture Technical Brief "
-                            "v2.1, section 3.6 (130 TB/s, 18 links of 50 GB/s per direction); NVIDIA developer blog "
-                            "'GB200 NVL72 Delivers Trillion-Parameter LLM Training' (2024): Grace to GPUs over "
-                            "NVLink-C2C", 130e12)
+GB200_NVL72 = ScaleUpDomain(
+    "GB200 NVL72",
+    72,
+    "NVLink 5 (per GPU, 18 links)",
+    36,
+    "NVIDIA GB200 NVL72 product page (2024); NVIDIA Blackwell Architecture Technical Brief "
+    "v2.1, section 3.6 (130 TB/s, 18 links of 50 GB/s per direction); NVIDIA developer blog "
+    "'GB200 NVL72 Delivers Trillion-Parameter LLM Training' (2024): Grace to GPUs over "
+    "NVLink-C2C",
+    130e12,
+)
 
 
 # --------------------------------------------------------------------------------------
 # One GPU cut into instances (Multi-Instance GPU)
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MigProfile:
@@ -636,14 +854,23 @@ class MigProfile:
 #: Compute and memory slices an H100 (or A100) is cut into by MIG.
 MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES = 7, 8
 
-_MIG_SOURCE = ("NVIDIA Multi-Instance GPU User Guide, H100 80GB profile table; H100 whitepaper V1.04, section 4.5 "
-               "(up to 7 instances, each with its own L2 banks, memory controllers and DRAM bus)")
+_MIG_SOURCE = (
+    "NVIDIA Multi-Instance GPU User Guide, H100 80GB profile table; H100 whitepaper V1.04, section 4.5 "
+    "(up to 7 instances, each with its own L2 banks, memory controllers and DRAM bus)"
+)
 
 #: The MIG profiles of an 80 GB H100, by name (the +me media-extension variant is left out).
-MIG_PROFILES = {p.name: p for p in (
-    MigProfile("1g.10gb", 1, 1, 7), MigProfile("1g.20gb", 1, 2, 4), MigProfile("2g.20gb", 2, 2, 3),
-    MigProfile("3g.40gb", 3, 4, 2), MigProfile("4g.40gb", 4, 4, 1), MigProfile("7g.80gb", 7, 8, 1),
-)}
+MIG_PROFILES = {
+    p.name: p
+    for p in (
+        MigProfile("1g.10gb", 1, 1, 7),
+        MigProfile("1g.20gb", 1, 2, 4),
+        MigProfile("2g.20gb", 2, 2, 3),
+        MigProfile("3g.40gb", 3, 4, 2),
+        MigProfile("4g.40gb", 4, 4, 1),
+        MigProfile("7g.80gb", 7, 8, 1),
+    )
+}
 
 #: GPUs whose MIG profiles the catalog carries.
 MIG_GPUS = ("H100 SXM",)
@@ -662,14 +889,48 @@ def mig_instance(base: GPU | str, profile: str) -> GPU:
     choice("base", g.name, set(MIG_GPUS))
     p = MIG_PROFILES[choice("profile", profile, set(MIG_PROFILES))]
     mem, comp = p.memory_slices / MIG_MEMORY_SLICES, p.compute_slices / MIG_COMPUTE_SLICES
-    peaks = {f: getattr(g, f) * comp for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s")
-             if getattr(g, f) is not None}
-    shares = {"memory_bytes": g.memory_bytes * mem, "memory_bandwidth_bytes_per_s": g.memory_bandwidth_bytes_per_s * mem}
-    return custom_gpu(base=g, name=f"{g.name} MIG {p.name}", sources={k: _MIG_SOURCE for k in (*peaks, *shares)},
-                      **peaks, **shares)
+    peaks = {
+        f: getattr(g, f) * comp
+        for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s")
+        if getattr(g, f) is not None
+    }
+    shares = {
+        "memory_bytes": g.memory_bytes * mem,
+        "memory_bandwidth_bytes_per_s": g.memory_bandwidth_bytes_per_s * mem,
+    }
+    return custom_gpu(
+        base=g,
+        name=f"{g.name} MIG {p.name}",
+        sources={k: _MIG_SOURCE for k in (*peaks, *shares)},
+        **peaks,
+        **shares,
+    )
 
 
-__all__ = ["GPU", "SourceMap", "Link", "Server", "DGX_H100", "catalog", "gpu", "custom_gpu", "links", "link", "ratio",
-           "HBM_STACKS", "GENERATION_GPUS", "generations", "SERVER_LINK_ROLES", "server_links", "ScaleUpDomain",
-           "DGX_H100_DOMAIN", "GB200_NVL72", "MigProfile", "MIG_COMPUTE_SLICES", "MIG_MEMORY_SLICES", "MIG_PROFILES",
-           "MIG_GPUS", "mig_instance"]
+__all__ = [
+    "GPU",
+    "SourceMap",
+    "Link",
+    "Server",
+    "DGX_H100",
+    "catalog",
+    "gpu",
+    "custom_gpu",
+    "links",
+    "link",
+    "ratio",
+    "HBM_STACKS",
+    "GENERATION_GPUS",
+    "generations",
+    "SERVER_LINK_ROLES",
+    "server_links",
+    "ScaleUpDomain",
+    "DGX_H100_DOMAIN",
+    "GB200_NVL72",
+    "MigProfile",
+    "MIG_COMPUTE_SLICES",
+    "MIG_MEMORY_SLICES",
+    "MIG_PROFILES",
+    "MIG_GPUS",
+    "mig_instance",
+]

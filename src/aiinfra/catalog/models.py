@@ -26,6 +26,7 @@ Conventions used throughout (chapters 1, 3, 4, 5 and 7):
   671B total for DeepSeek-V3 excludes them, and they are not run when the
   model serves ordinary decoding.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,7 +40,14 @@ from typing import Mapping
 import numpy as np
 
 from aiinfra.catalog.architectures import (
-    EXACT_FAMILIES, GROUPS, MATMUL_GROUPS, ROUTED_GROUPS, LayerAttention, ModelConfig, Tensor, _from_config,
+    EXACT_FAMILIES,
+    GROUPS,
+    MATMUL_GROUPS,
+    ROUTED_GROUPS,
+    LayerAttention,
+    ModelConfig,
+    Tensor,
+    _from_config,
 )
 
 #: ``model_type`` values whose parameter count this module computes exactly.
@@ -82,10 +90,19 @@ SHIPPED: dict[str, tuple[str, str]] = {
 #: (two copies, field for field), DeepSeek-V2-Lite (a test fixture quoting the release minus bookkeeping
 #: keys), starcoder2-3b (inference-engine test configs, rope_theta 999999.4420358813 included) and gpt2
 #: (copies re-saved by transformers). Every other shipped config is a copy of the release.
-RECONSTRUCTED: frozenset[str] = frozenset({
-    "gpt2", "pythia-160m", "gemma-2b", "gemma-3-1b-it", "DeepSeek-V2-Lite", "DeepSeek-V2",
-    "granite-3.3-2b-instruct", "starcoder2-3b", "Qwen2.5-7B-Instruct",
-})
+RECONSTRUCTED: frozenset[str] = frozenset(
+    {
+        "gpt2",
+        "pythia-160m",
+        "gemma-2b",
+        "gemma-3-1b-it",
+        "DeepSeek-V2-Lite",
+        "DeepSeek-V2",
+        "granite-3.3-2b-instruct",
+        "starcoder2-3b",
+        "Qwen2.5-7B-Instruct",
+    }
+)
 
 _ALIASES = {"mixtral-8x7b": "Mixtral-8x7B-v0.1", "mistral-7b": "Mistral-7B-v0.1"}
 
@@ -103,6 +120,7 @@ def _key(name: str) -> str:
 # --------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------
+
 
 def shipped_names() -> list[str]:
     """Names accepted by :func:`load` without a path (case-insensitive)."""
@@ -139,7 +157,9 @@ def shipped_config(name: str) -> dict:
     """The ``config.json`` of a shipped model, as a dict (a fresh copy to edit and pass to :func:`load`)."""
     if name not in SHIPPED:
         raise ValueError(f"name must be one of {shipped_names()}, got {name!r}")
-    text = resources.files("aiinfra.catalog").joinpath("configs", SHIPPED[name][0]).read_text(encoding="utf-8")
+    text = (
+        resources.files("aiinfra.catalog").joinpath("configs", SHIPPED[name][0]).read_text(encoding="utf-8")
+    )
     return json.loads(text)
 
 
@@ -194,13 +214,15 @@ def _check_context(m: ModelConfig, context_tokens) -> None:
         warnings.warn(
             f"context_tokens {float(np.max(context_tokens)):,.0f} exceeds max_position_embeddings {limit:,} of "
             f"{m.name}: the model was not trained (or configured) for that length",
-            ContextLengthWarning, stacklevel=3,
+            ContextLengthWarning,
+            stacklevel=3,
         )
 
 
 # --------------------------------------------------------------------------------------
 # Sums over the inventory
 # --------------------------------------------------------------------------------------
+
 
 @lru_cache(maxsize=256)
 def _groups(m: ModelConfig) -> dict[str, int]:
@@ -308,7 +330,9 @@ def decode_read_params(m) -> int:
 def _one_width(m: ModelConfig, attr: str) -> int:
     widths = {getattr(a, attr) for a in m.attention}
     if len(widths) != 1:
-        raise ValueError(f"{m.name} has layers of different attention widths {sorted(widths)}; use m.attention")
+        raise ValueError(
+            f"{m.name} has layers of different attention widths {sorted(widths)}; use m.attention"
+        )
     return widths.pop()
 
 
@@ -346,8 +370,24 @@ def param_breakdown(m) -> dict[str, int]:
 
 
 __all__ = [
-    "ModelConfig", "Tensor", "LayerAttention", "ContextLengthWarning", "SUPPORTED_MODEL_TYPES", "SHIPPED",
-    "RECONSTRUCTED", "load", "shipped_names", "shipped_config", "params_by_group", "total_params", "active_params",
-    "embedding_params", "lm_head_params", "block_linear_params_per_token", "decode_read_params",
-    "attention_qk_width", "attention_v_width", "param_breakdown",
+    "ModelConfig",
+    "Tensor",
+    "LayerAttention",
+    "ContextLengthWarning",
+    "SUPPORTED_MODEL_TYPES",
+    "SHIPPED",
+    "RECONSTRUCTED",
+    "load",
+    "shipped_names",
+    "shipped_config",
+    "params_by_group",
+    "total_params",
+    "active_params",
+    "embedding_params",
+    "lm_head_params",
+    "block_linear_params_per_token",
+    "decode_read_params",
+    "attention_qk_width",
+    "attention_v_width",
+    "param_breakdown",
 ]

@@ -21,6 +21,7 @@ one model step. (The follow-up also turned off prefix caching and rebuilt
 the inputs, so the logging effect is not perfectly isolated; the GPU-side
 time excludes sampling and output processing.)
 """
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,35 @@ from aiinfra import roofline, units
 from aiinfra.formula import check, choice
 
 __all__ = [
-    "TABLES", "table", "source", "layer", "latency_s", "latency_ratio",
-    "DecodeMeasurement", "QWEN3_8B_RTX_PRO_6000", "ReportedRun", "REPORTED_TRAINING_RUNS",
-    "ClusterAssumption", "THECATCH_CLUSTER", "PublishedPower", "SYSTEM_POWER", "system_power",
-    "PublishedShare", "NVIDIA_FY2024_INFERENCE_SHARE", "PublishedGain", "ROUTING_GAINS",
-    "SystolicChip", "TPU_V1", "Die", "GH100", "DEFECT_DENSITY_PER_M2", "DEFECT_DENSITY_SOURCE",
-    "LaunchTiming", "CUDA_GRAPHS_V100", "MPS_MAX_CLIENTS", "MPS_SOURCE",
+    "TABLES",
+    "table",
+    "source",
+    "layer",
+    "latency_s",
+    "latency_ratio",
+    "DecodeMeasurement",
+    "QWEN3_8B_RTX_PRO_6000",
+    "ReportedRun",
+    "REPORTED_TRAINING_RUNS",
+    "ClusterAssumption",
+    "THECATCH_CLUSTER",
+    "PublishedPower",
+    "SYSTEM_POWER",
+    "system_power",
+    "PublishedShare",
+    "NVIDIA_FY2024_INFERENCE_SHARE",
+    "PublishedGain",
+    "ROUTING_GAINS",
+    "SystolicChip",
+    "TPU_V1",
+    "Die",
+    "GH100",
+    "DEFECT_DENSITY_PER_M2",
+    "DEFECT_DENSITY_SOURCE",
+    "LaunchTiming",
+    "CUDA_GRAPHS_V100",
+    "MPS_MAX_CLIENTS",
+    "MPS_SOURCE",
 ]
 
 #: The prose tables shipped as package data (``aiinfra/catalog/data/NAME.json``).
@@ -105,6 +129,7 @@ def latency_ratio(slower: str, faster: str) -> float:
 # Measured decode points (chapter 1)
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DecodeMeasurement:
     """A measured decode sweep: conditions, measured points and follow-ups (SI units)."""
@@ -116,9 +141,9 @@ class DecodeMeasurement:
     prompt_tokens: int
     output_tokens: int
     repeats: int
-    tpot_s: dict            # batch -> measured TPOT (s)
+    tpot_s: dict  # batch -> measured TPOT (s)
     throughput_ratio: dict  # batch -> measured throughput / throughput at batch 1
-    followups_s: dict       # name -> measured time (s) at batch 1
+    followups_s: dict  # name -> measured time (s) at batch 1
     source: str
 
     def measured_batches(self) -> list[int]:
@@ -129,7 +154,9 @@ class DecodeMeasurement:
         """Measured TPOT at ``batch``; a batch that was not measured raises ``ValueError``."""
         b = check("batch", batch, "int>=1", scalar=True)
         if b not in self.tpot_s:
-            raise ValueError(f"batch must be one of the measured batches {self.measured_batches()}, got {batch!r}")
+            raise ValueError(
+                f"batch must be one of the measured batches {self.measured_batches()}, got {batch!r}"
+            )
         return self.tpot_s[b]
 
     @property
@@ -157,6 +184,7 @@ QWEN3_8B_RTX_PRO_6000 = DecodeMeasurement(
 # Published training runs (chapter 6)
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ReportedRun:
     """A published large training run: GPUs, layout and achieved BF16 MFU."""
@@ -164,9 +192,9 @@ class ReportedRun:
     name: str
     gpu: str
     gpus: int
-    layout: str                 # parallel layout as the authors give it ("" if not quoted here)
-    tflops_per_gpu: float       # achieved, dense BF16, per GPU
-    mfu: float                  # as the authors report it
+    layout: str  # parallel layout as the authors give it ("" if not quoted here)
+    tflops_per_gpu: float  # achieved, dense BF16, per GPU
+    mfu: float  # as the authors report it
     source: str
 
     @property
@@ -177,14 +205,42 @@ class ReportedRun:
 
 #: Runs cited in chapter 6 (figures checked against the papers).
 REPORTED_TRAINING_RUNS = (
-    ReportedRun("Megatron-LM GPT, 1T parameters", "A100 80GB", 3072, "TP 8 inside each DGX A100, PP across nodes",
-                163.0, 0.52, "Narayanan et al. 2021 (502 PFLOP/s aggregate; A100 dense BF16 peak 312 TFLOP/s)"),
-    ReportedRun("Llama 3 405B, 8K sequence", "H100 SXM", 8192, "TP 8, CP 1, PP 16, DP 64",
-                430.0, 0.43, "Llama 3 Herd of Models 2024, Table 4"),
-    ReportedRun("Llama 3 405B, 8K sequence", "H100 SXM", 16384, "TP 8, CP 1, PP 16, DP 128",
-                400.0, 0.41, "Llama 3 Herd of Models 2024, Table 4"),
-    ReportedRun("Llama 3 405B, 128K sequence", "H100 SXM", 16384, "TP 8, CP 16, PP 16, DP 4",
-                380.0, 0.38, "Llama 3 Herd of Models 2024, Table 4"),
+    ReportedRun(
+        "Megatron-LM GPT, 1T parameters",
+        "A100 80GB",
+        3072,
+        "TP 8 inside each DGX A100, PP across nodes",
+        163.0,
+        0.52,
+        "Narayanan et al. 2021 (502 PFLOP/s aggregate; A100 dense BF16 peak 312 TFLOP/s)",
+    ),
+    ReportedRun(
+        "Llama 3 405B, 8K sequence",
+        "H100 SXM",
+        8192,
+        "TP 8, CP 1, PP 16, DP 64",
+        430.0,
+        0.43,
+        "Llama 3 Herd of Models 2024, Table 4",
+    ),
+    ReportedRun(
+        "Llama 3 405B, 8K sequence",
+        "H100 SXM",
+        16384,
+        "TP 8, CP 1, PP 16, DP 128",
+        400.0,
+        0.41,
+        "Llama 3 Herd of Models 2024, Table 4",
+    ),
+    ReportedRun(
+        "Llama 3 405B, 128K sequence",
+        "H100 SXM",
+        16384,
+        "TP 8, CP 16, PP 16, DP 4",
+        380.0,
+        0.38,
+        "Llama 3 Herd of Models 2024, Table 4",
+    ),
 )
 
 
@@ -192,15 +248,16 @@ REPORTED_TRAINING_RUNS = (
 # Cluster figures and published power (chapter 6)
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ClusterAssumption:
     """Round per-GPU figures a cluster estimate starts from, with the boundary of the watts."""
 
-    flops_per_s_per_gpu: float      # dense, one precision
+    flops_per_s_per_gpu: float  # dense, one precision
     watts_per_gpu: float
-    power_convention: str           # "all-in" (host, network and cooling included) or "chip-only"
+    power_convention: str  # "all-in" (host, network and cooling included) or "chip-only"
     source: str
-    cite: str                       # key in book/references.bib
+    cite: str  # key in book/references.bib
 
 
 #: The Catch's cluster chapter: about 1 PFLOP/s of dense compute per GPU (an H100-class round
@@ -208,7 +265,9 @@ class ClusterAssumption:
 #: (1.275 kW, facility overhead excluded) and SemiAnalysis's 1.5 kW per GPU for a 100,000-H100
 #: site: an H100-era figure, too low for Blackwell (see :data:`SYSTEM_POWER`).
 THECATCH_CLUSTER = ClusterAssumption(
-    flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, power_convention="all-in",
+    flops_per_s_per_gpu=1e15,
+    watts_per_gpu=1400.0,
+    power_convention="all-in",
     source="The Catch, 'AI infrastructure from first principles', cluster chapter (round figures)",
     cite="thecatch2025firstprinciples",
 )
@@ -221,8 +280,8 @@ class PublishedPower:
     system: str
     gpus: int
     watts: float
-    boundary: str        # what the figure includes
-    confirmed: bool      # True: read in a vendor document; False: press or analyst figure
+    boundary: str  # what the figure includes
+    confirmed: bool  # True: read in a vendor document; False: press or analyst figure
     source: str
     cite: str
 
@@ -230,21 +289,60 @@ class PublishedPower:
 #: Published power of GPU systems, server to row (chapter 6). Checked against
 #: /work/notes/research-18.md sections 1 and 10.
 SYSTEM_POWER = (
-    PublishedPower("DGX H100", 8, 10.2e3, "server maximum (8 H100 SXM, CPUs, NICs, NVSwitch, fans)", True,
-                   "NVIDIA DGX H100/H200 User Guide", "nvidia2023dgxh100"),
-    PublishedPower("DGX B200", 8, 14.3e3, "server maximum (8 B200 at up to 1,000 W each, CPUs, NICs, fans)", True,
-                   "NVIDIA DGX B200 User Guide, introduction", "nvidia2024dgxb200"),
-    PublishedPower("GB200 NVL72", 72, 120e3, "one rack (72 GPUs, 36 Grace CPUs, NVLink switch trays)", False,
-                   "NVIDIA at GTC 2024, as reported by ServeTheHome; no NVIDIA document gives a rack draw",
-                   "kennedy2024dgxgb200"),
-    PublishedPower("DGX SuperPOD GB200 scalable unit", 576, 1.2e6,
-                   "power budget (TDP) of 8 DGX GB200 racks with their share of the network", True,
-                   "NVIDIA DGX SuperPOD reference architecture (GB200)", "nvidia2025superpodgb200"),
-    PublishedPower("100,000-H100 cluster", 100_000, 150e6,
-                   "data-center capacity the site needs (an estimate: 'more than 150 MW')", False,
-                   "SemiAnalysis, '100,000 H100 Clusters', June 2024", "semianalysis2024h100clusters"),
-    PublishedPower("B200 in a GB200 NVL72", 1, 1.2e3, "one GPU (analyst figure; NVIDIA publishes none)", False,
-                   "SemiAnalysis, 'GB300 & B300', December 2024", "semianalysis2024gb300"),
+    PublishedPower(
+        "DGX H100",
+        8,
+        10.2e3,
+        "server maximum (8 H100 SXM, CPUs, NICs, NVSwitch, fans)",
+        True,
+        "NVIDIA DGX H100/H200 User Guide",
+        "nvidia2023dgxh100",
+    ),
+    PublishedPower(
+        "DGX B200",
+        8,
+        14.3e3,
+        "server maximum (8 B200 at up to 1,000 W each, CPUs, NICs, fans)",
+        True,
+        "NVIDIA DGX B200 User Guide, introduction",
+        "nvidia2024dgxb200",
+    ),
+    PublishedPower(
+        "GB200 NVL72",
+        72,
+        120e3,
+        "one rack (72 GPUs, 36 Grace CPUs, NVLink switch trays)",
+        False,
+        "NVIDIA at GTC 2024, as reported by ServeTheHome; no NVIDIA document gives a rack draw",
+        "kennedy2024dgxgb200",
+    ),
+    PublishedPower(
+        "DGX SuperPOD GB200 scalable unit",
+        576,
+        1.2e6,
+        "power budget (TDP) of 8 DGX GB200 racks with their share of the network",
+        True,
+        "NVIDIA DGX SuperPOD reference architecture (GB200)",
+        "nvidia2025superpodgb200",
+    ),
+    PublishedPower(
+        "100,000-H100 cluster",
+        100_000,
+        150e6,
+        "data-center capacity the site needs (an estimate: 'more than 150 MW')",
+        False,
+        "SemiAnalysis, '100,000 H100 Clusters', June 2024",
+        "semianalysis2024h100clusters",
+    ),
+    PublishedPower(
+        "B200 in a GB200 NVL72",
+        1,
+        1.2e3,
+        "one GPU (analyst figure; NVIDIA publishes none)",
+        False,
+        "SemiAnalysis, 'GB300 & B300', December 2024",
+        "semianalysis2024gb300",
+    ),
 )
 
 
@@ -258,6 +356,7 @@ def system_power(name: str) -> PublishedPower:
 # --------------------------------------------------------------------------------------
 # What inference is worth (chapter 7)
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PublishedShare:
@@ -274,14 +373,18 @@ class PublishedShare:
 #: 28 January 2024) came from AI inference (Form 10-K, "Market Platform Highlights"; the CFO
 #: repeated it on the Q4 FY2024 call).
 NVIDIA_FY2024_INFERENCE_SHARE = PublishedShare(
-    "share of NVIDIA Data Center revenue for AI inference", 0.40, "fiscal 2024 (year to 28 January 2024)",
-    "NVIDIA Form 10-K for fiscal 2024, MD&A", "nvidia2024annual",
+    "share of NVIDIA Data Center revenue for AI inference",
+    0.40,
+    "fiscal 2024 (year to 28 January 2024)",
+    "NVIDIA Form 10-K for fiscal 2024, MD&A",
+    "nvidia2024annual",
 )
 
 
 # --------------------------------------------------------------------------------------
 # Published gains of cache-aware routing (chapter 7)
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PublishedGain:
@@ -303,20 +406,45 @@ class PublishedGain:
 #: Reported gains of routing requests to where their prefix is cached (factors over the baseline
 #: the authors compared with). Preble: ICLR 2025 paper; SGLang v0.4: LMSYS blog, 4 Dec 2024.
 ROUTING_GAINS = (
-    PublishedGain("preble_mean_latency", "lower mean latency than the state of the art", 1.5, 14.5,
-                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
-    PublishedGain("preble_p99_latency", "lower p99 latency than the state of the art", 2.0, 10.0,
-                  "Srivatsa et al., Preble (ICLR 2025)", "srivatsa2024preble"),
-    PublishedGain("sglang_throughput", "higher throughput with the cache-aware load balancer", 1.9, 1.9,
-                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
-    PublishedGain("sglang_hit_rate", "higher cache hit rate with the cache-aware load balancer", 3.8, 3.8,
-                  "SGLang v0.4 release blog (LMSYS, 2024)", "sglang2024v04"),
+    PublishedGain(
+        "preble_mean_latency",
+        "lower mean latency than the state of the art",
+        1.5,
+        14.5,
+        "Srivatsa et al., Preble (ICLR 2025)",
+        "srivatsa2024preble",
+    ),
+    PublishedGain(
+        "preble_p99_latency",
+        "lower p99 latency than the state of the art",
+        2.0,
+        10.0,
+        "Srivatsa et al., Preble (ICLR 2025)",
+        "srivatsa2024preble",
+    ),
+    PublishedGain(
+        "sglang_throughput",
+        "higher throughput with the cache-aware load balancer",
+        1.9,
+        1.9,
+        "SGLang v0.4 release blog (LMSYS, 2024)",
+        "sglang2024v04",
+    ),
+    PublishedGain(
+        "sglang_hit_rate",
+        "higher cache hit rate with the cache-aware load balancer",
+        3.8,
+        3.8,
+        "SGLang v0.4 release blog (LMSYS, 2024)",
+        "sglang2024v04",
+    ),
 )
 
 
 # --------------------------------------------------------------------------------------
 # Chapter 2: a chip built for one workload, the die and the wafer, launches and sharing
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SystolicChip:
@@ -345,7 +473,7 @@ class SystolicChip:
     throughput_at_latency_limit: dict
     share_of_inference_mlp_lstm_cnn: float
     share_of_inference_cnn: float
-    memory_bound_apps: tuple     # (applications on the memory-bound slope, applications studied)
+    memory_bound_apps: tuple  # (applications on the memory-bound slope, applications studied)
     source: str
 
     @property
@@ -360,17 +488,27 @@ class SystolicChip:
 
 
 TPU_V1 = SystolicChip(
-    name="TPU v1", array_rows=256, array_cols=256, clock_hz=700e6, bits_per_weight=8,
-    weight_memory_bytes=8 * units.GiB, weight_memory_bandwidth_bytes_per_s=34e9,
-    unified_buffer_bytes=24 * units.MiB, accumulator_bytes=4 * units.MiB,
-    reported_peak_ops_per_s=92e12, reported_ridge_macs_per_byte=1350.0, latency_limit_s=7e-3,
+    name="TPU v1",
+    array_rows=256,
+    array_cols=256,
+    clock_hz=700e6,
+    bits_per_weight=8,
+    weight_memory_bytes=8 * units.GiB,
+    weight_memory_bandwidth_bytes_per_s=34e9,
+    unified_buffer_bytes=24 * units.MiB,
+    accumulator_bytes=4 * units.MiB,
+    reported_peak_ops_per_s=92e12,
+    reported_ridge_macs_per_byte=1350.0,
+    latency_limit_s=7e-3,
     throughput_at_latency_limit={"Haswell CPU": 0.42, "K80 GPU": 0.37, "TPU v1": 0.80},
-    share_of_inference_mlp_lstm_cnn=0.95, share_of_inference_cnn=0.05, memory_bound_apps=(4, 6),
+    share_of_inference_mlp_lstm_cnn=0.95,
+    share_of_inference_cnn=0.05,
+    memory_bound_apps=(4, 6),
     source="Jouppi et al., 'In-Datacenter Performance Analysis of a Tensor Processing Unit', ISCA 2017: abstract "
-           "(65,536 8-bit MACs, 92 TOPS, 28 MiB on chip), section 2 (8 GiB DDR3 Weight Memory, 24 MiB Unified Buffer, "
-           "4 MiB accumulators), section 9 (700 MHz, 34 GB/s), figure 5 (ridge ~1,350 MAC per weight byte), section 4 "
-           "(7 ms 99th-percentile limit of MLP0; 42 %, 37 % and 80 % of peak throughput), sections 1 and 10 "
-           "(MLPs, CNNs and LSTMs 95 % of inference, CNNs about 5 %; 4 of the 6 applications memory-bound)",
+    "(65,536 8-bit MACs, 92 TOPS, 28 MiB on chip), section 2 (8 GiB DDR3 Weight Memory, 24 MiB Unified Buffer, "
+    "4 MiB accumulators), section 9 (700 MHz, 34 GB/s), figure 5 (ridge ~1,350 MAC per weight byte), section 4 "
+    "(7 ms 99th-percentile limit of MLP0; 42 %, 37 % and 80 % of peak throughput), sections 1 and 10 "
+    "(MLPs, CNNs and LSTMs 95 % of inference, CNNs about 5 %; 4 of the 6 applications memory-bound)",
 )
 """TPU v1 (deployed 2015, published 2017): the systolic matrix unit of chapter 2."""
 
@@ -383,21 +521,32 @@ class Die:
     area_m2: float
     transistors: float
     process: str
-    enabled_of_built: dict   # unit -> (enabled in the product, built on the die)
+    enabled_of_built: dict  # unit -> (enabled in the product, built on the die)
     source: str
 
 
-GH100 = Die("GH100", 814 * units.mm2, 80e9, "TSMC 4N", {"SMs": (132, 144), "HBM3 stack sites": (5, 6)},
-            "NVIDIA H100 Tensor Core GPU Architecture whitepaper V1.04, section 4 (814 mm^2, 80 billion "
-            "transistors, 144 SMs on the full die, 132 on H100 SXM5, 5 active HBM3 stacks of 6 sites)")
+GH100 = Die(
+    "GH100",
+    814 * units.mm2,
+    80e9,
+    "TSMC 4N",
+    {"SMs": (132, 144), "HBM3 stack sites": (5, 6)},
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper V1.04, section 4 (814 mm^2, 80 billion "
+    "transistors, 144 SMs on the full die, 132 on H100 SXM5, 5 active HBM3 stacks of 6 sites)",
+)
 """The H100's die: the chapter-2 example of dies per wafer and yield."""
 
 #: Defect densities TSMC showed for its leading processes, per square metre: N7 three quarters into
 #: volume production (2019), and N5 in 2020 (a range). TSMC publishes none for N4/4N.
-DEFECT_DENSITY_PER_M2 = {"TSMC N7, 2019": 0.09 / units.cm2, "TSMC N5, 2020 (low)": 0.10 / units.cm2,
-                         "TSMC N5, 2020 (high)": 0.11 / units.cm2}
-DEFECT_DENSITY_SOURCE = ("I. Cutress, 'Better Yield on 5nm than 7nm: TSMC Update on Defect Rates for N5', AnandTech, "
-                         "25 Aug 2020 (a reading of TSMC's 2020 Technology Symposium slides)")
+DEFECT_DENSITY_PER_M2 = {
+    "TSMC N7, 2019": 0.09 / units.cm2,
+    "TSMC N5, 2020 (low)": 0.10 / units.cm2,
+    "TSMC N5, 2020 (high)": 0.11 / units.cm2,
+}
+DEFECT_DENSITY_SOURCE = (
+    "I. Cutress, 'Better Yield on 5nm than 7nm: TSMC Update on Defect Rates for N5', AnandTech, "
+    "25 Aug 2020 (a reading of TSMC's 2020 Technology Symposium slides)"
+)
 
 
 @dataclass(frozen=True)
@@ -422,10 +571,12 @@ class LaunchTiming:
 
 
 CUDA_GRAPHS_V100 = LaunchTiming(
-    gpu="V100", kernel_s=2.9e-6, per_kernel_s={"synchronized": 9.6e-6, "stream": 3.8e-6, "graph": 3.4e-6},
+    gpu="V100",
+    kernel_s=2.9e-6,
+    per_kernel_s={"synchronized": 9.6e-6, "stream": 3.8e-6, "graph": 3.4e-6},
     graph_instantiation_s=400e-6,
     source="A. Gray, 'Getting Started with CUDA Graphs', NVIDIA Technical Blog, 2019 (V100, CUDA 10.1; figures as "
-           "two independent summaries of the post give them)",
+    "two independent summaries of the post give them)",
 )
 """Kernel-launch overhead and what a CUDA graph saves (chapter 2)."""
 

@@ -25,6 +25,7 @@ of them a defect density ``D_0`` leaves working (:func:`poisson_die_yield`,
 :func:`murphy_die_yield`, :func:`good_dies_per_wafer`). Areas are in square
 metres (``units.mm2``, ``units.cm2``), defect densities per square metre.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,8 +74,12 @@ LLAMA3_AGGREGATION_OVERSUBSCRIPTION = 7.0
 DENSE_RACK_POWER_RANGE_W = (40e3, 100e3)
 
 
-@formula("beta/k_over", sample={"oversubscription": (1.0, 16.0)},
-         bandwidth_bytes_per_s="beta >0", oversubscription="k_over >=1")
+@formula(
+    "beta/k_over",
+    sample={"oversubscription": (1.0, 16.0)},
+    bandwidth_bytes_per_s="beta >0",
+    oversubscription="k_over >=1",
+)
 def oversubscribed_bandwidth_bytes_per_s(bandwidth_bytes_per_s, oversubscription=1.0):
     """Bandwidth per GPU left across an oversubscribed switch layer: ``beta / k``.
 
@@ -85,8 +90,12 @@ def oversubscribed_bandwidth_bytes_per_s(bandwidth_bytes_per_s, oversubscription
     return bandwidth_bytes_per_s / oversubscription
 
 
-@formula("P_server/n_server", sample={"gpus_per_server": (1, 16)},
-         server_power_w="P_server >0", gpus_per_server="n_server int>=1")
+@formula(
+    "P_server/n_server",
+    sample={"gpus_per_server": (1, 16)},
+    server_power_w="P_server >0",
+    gpus_per_server="n_server int>=1",
+)
 def watts_per_gpu_at_server(server_power_w, gpus_per_server):
     """IT power per GPU at the server boundary: ``P_server / n``.
 
@@ -117,9 +126,12 @@ def households_equivalent(power_w, household_kwh_per_year=HOUSEHOLD_KWH_PER_YEAR
 WAFER_DIAMETER_M = 0.3
 
 
-@formula("Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))",
-         sample={"die_area_m2": (1e-5, 1e-3), "wafer_diameter_m": (0.1, 0.45)},
-         die_area_m2="A_die >0", wafer_diameter_m="d_w >0")
+@formula(
+    "Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))",
+    sample={"die_area_m2": (1e-5, 1e-3), "wafer_diameter_m": (0.1, 0.45)},
+    die_area_m2="A_die >0",
+    wafer_diameter_m="d_w >0",
+)
 def gross_dies_per_wafer(die_area_m2, wafer_diameter_m=WAFER_DIAMETER_M):
     """Whole dies of area ``A`` on a round wafer of diameter ``d``: ``pi (d/2)^2 / A - pi d / sqrt(2 A)``.
 
@@ -130,19 +142,30 @@ def gross_dies_per_wafer(die_area_m2, wafer_diameter_m=WAFER_DIAMETER_M):
     GH100 (814 mm^2) on a 300 mm wafer: 63.5. A die too large for the formula
     gives 0. Chapter 2.
     """
-    return np.maximum(0.0, np.pi * (wafer_diameter_m / 2) ** 2 / die_area_m2
-                      - np.pi * wafer_diameter_m / np.sqrt(2 * die_area_m2))
+    return np.maximum(
+        0.0,
+        np.pi * (wafer_diameter_m / 2) ** 2 / die_area_m2
+        - np.pi * wafer_diameter_m / np.sqrt(2 * die_area_m2),
+    )
 
 
-@formula("A_die*D_0", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
-         die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
+@formula(
+    "A_die*D_0",
+    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+    die_area_m2="A_die >0",
+    defects_per_m2="D_0 >=0",
+)
 def expected_defects_per_die(die_area_m2, defects_per_m2):
     """Defects a die of area ``A`` expects at density ``D_0``: ``A D_0``. GH100 at 0.1/cm^2: 0.814. Chapter 2."""
     return die_area_m2 * defects_per_m2
 
 
-@formula("exp(-A_die*D_0)", sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
-         die_area_m2="A_die >0", defects_per_m2="D_0 >=0")
+@formula(
+    "exp(-A_die*D_0)",
+    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+    die_area_m2="A_die >0",
+    defects_per_m2="D_0 >=0",
+)
 def poisson_die_yield(die_area_m2, defects_per_m2):
     """Share of dies with no killer defect when defects land independently: ``exp(-A D_0)``.
 
@@ -153,9 +176,12 @@ def poisson_die_yield(die_area_m2, defects_per_m2):
     return np.exp(-expected_defects_per_die(die_area_m2, defects_per_m2))
 
 
-@formula("((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
-         sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
-         die_area_m2="A_die >0", defects_per_m2="D_0 >0")
+@formula(
+    "((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
+    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
+    die_area_m2="A_die >0",
+    defects_per_m2="D_0 >0",
+)
 def murphy_die_yield(die_area_m2, defects_per_m2):
     """Murphy's yield (Proc. IEEE 1964): ``((1 - exp(-A D_0)) / (A D_0))^2``.
 
@@ -165,12 +191,16 @@ def murphy_die_yield(die_area_m2, defects_per_m2):
     yield is 1). Chapter 2.
     """
     x = expected_defects_per_die(die_area_m2, defects_per_m2)
-    return (-np.expm1(-x) / x) ** 2          # 1 - exp(-x), accurate for small x
+    return (-np.expm1(-x) / x) ** 2  # 1 - exp(-x), accurate for small x
 
 
-@formula("Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))*((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
-         sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0), "wafer_diameter_m": (0.1, 0.45)},
-         die_area_m2="A_die >0", defects_per_m2="D_0 >0", wafer_diameter_m="d_w >0")
+@formula(
+    "Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))*((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
+    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0), "wafer_diameter_m": (0.1, 0.45)},
+    die_area_m2="A_die >0",
+    defects_per_m2="D_0 >0",
+    wafer_diameter_m="d_w >0",
+)
 def good_dies_per_wafer(die_area_m2, defects_per_m2, wafer_diameter_m=WAFER_DIAMETER_M):
     """Working dies per wafer: :func:`gross_dies_per_wafer` x :func:`murphy_die_yield`. Chapter 2."""
     return gross_dies_per_wafer(die_area_m2, wafer_diameter_m) * murphy_die_yield(die_area_m2, defects_per_m2)
@@ -181,9 +211,9 @@ class Level:
     """One level of the hierarchy: how many GPUs it holds and how fast each talks within it."""
 
     name: str
-    gpus: int                       # GPUs in one unit of this level
-    fabric: str                     # what joins the parts of this level
-    bytes_per_s_per_gpu: float      # per direction, one GPU to the rest of its level, all sending at once
+    gpus: int  # GPUs in one unit of this level
+    fabric: str  # what joins the parts of this level
+    bytes_per_s_per_gpu: float  # per direction, one GPU to the rest of its level, all sending at once
     source: str
 
 
@@ -191,15 +221,35 @@ def _llama3_levels() -> tuple[Level, ...]:
     h100 = hardware.gpu("H100 SXM")
     nic = units.bytes_per_s_from_gbit_per_s(400)
     return (
-        Level("GPU", 1, "HBM3 (its own memory; reads and writes share it)", h100.memory_bandwidth_bytes_per_s, h100.sources.get(
-            "memory_bandwidth_bytes_per_s", "H100 SXM datasheet")),
-        Level("server", 8, "NVLink 4 through NVSwitch", h100.scaleup_bytes_per_s_per_direction,
-              _LLAMA3 + "; NVLink per H100 from the H100 whitepaper"),
+        Level(
+            "GPU",
+            1,
+            "HBM3 (its own memory; reads and writes share it)",
+            h100.memory_bandwidth_bytes_per_s,
+            h100.sources.get("memory_bandwidth_bytes_per_s", "H100 SXM datasheet"),
+        ),
+        Level(
+            "server",
+            8,
+            "NVLink 4 through NVSwitch",
+            h100.scaleup_bytes_per_s_per_direction,
+            _LLAMA3 + "; NVLink per H100 from the H100 whitepaper",
+        ),
         Level("rack", 16, "400 Gbit/s RoCE to one top-of-rack switch", nic, _LLAMA3),
-        Level("pod", 3072, "cluster switches, full bisection (192 racks)", oversubscribed_bandwidth_bytes_per_s(nic, 1),
-              _LLAMA3),
-        Level("building", 24576, "aggregation switches, 1:7 oversubscribed (8 pods)",
-              oversubscribed_bandwidth_bytes_per_s(nic, LLAMA3_AGGREGATION_OVERSUBSCRIPTION), _LLAMA3),
+        Level(
+            "pod",
+            3072,
+            "cluster switches, full bisection (192 racks)",
+            oversubscribed_bandwidth_bytes_per_s(nic, 1),
+            _LLAMA3,
+        ),
+        Level(
+            "building",
+            24576,
+            "aggregation switches, 1:7 oversubscribed (8 pods)",
+            oversubscribed_bandwidth_bytes_per_s(nic, LLAMA3_AGGREGATION_OVERSUBSCRIPTION),
+            _LLAMA3,
+        ),
     )
 
 

@@ -21,6 +21,7 @@ Conventions, stated once:
 
 Serves: Chapters 1 (links, SmartNIC), 2 (inside one server) and 6 (collectives in a cluster).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,8 +53,12 @@ __all__ = [
 MIN_ETHERNET_FRAME_BYTES_ON_WIRE = 84
 
 #: Printed units of a link figure, in bytes per second (bits divided by 8, decimal prefixes).
-_SPEC_UNITS = {"Gbit/s": units.bytes_from_bits(units.Gbit), "GB/s": units.GB,
-               "Tbit/s": units.bytes_from_bits(1e3 * units.Gbit), "TB/s": units.TB}
+_SPEC_UNITS = {
+    "Gbit/s": units.bytes_from_bits(units.Gbit),
+    "GB/s": units.GB,
+    "Tbit/s": units.bytes_from_bits(1e3 * units.Gbit),
+    "TB/s": units.TB,
+}
 
 _COLLECTIVE_FACTORS = {
     # NCCL tests' busbw factors, as functions of the rank count n
@@ -66,10 +71,10 @@ _COLLECTIVE_FACTORS = {
 }
 
 
-
 # --------------------------------------------------------------------------------------
 # Reading a spec sheet
 # --------------------------------------------------------------------------------------
+
 
 @formula(None, value=">0", unit="label", both_directions="bool")
 def per_direction_bytes_per_s(value, unit: str, both_directions: bool):
@@ -108,8 +113,14 @@ def bidirectional_from_per_direction(per_direction_bytes_per_s):
 # Transfers and paths
 # --------------------------------------------------------------------------------------
 
-@formula("t_0 + S/beta", sample={"latency_s": (0.0, 10.0)},
-         size_bytes="S >=0", bandwidth_bytes_per_s="beta >0", latency_s="t_0 >=0")
+
+@formula(
+    "t_0 + S/beta",
+    sample={"latency_s": (0.0, 10.0)},
+    size_bytes="S >=0",
+    bandwidth_bytes_per_s="beta >0",
+    latency_s="t_0 >=0",
+)
 def transfer_time_s(size_bytes, bandwidth_bytes_per_s, latency_s=0.0):
     """Time to send ``size_bytes`` over one link: ``t_0 + S / beta``.
 
@@ -120,8 +131,13 @@ def transfer_time_s(size_bytes, bandwidth_bytes_per_s, latency_s=0.0):
     return latency_s + size_bytes / bandwidth_bytes_per_s
 
 
-@formula("t_0/(t_0 + S/beta)", sample={"latency_s": (1e-6, 10.0)},
-         size_bytes="S >=0", bandwidth_bytes_per_s="beta >0", latency_s="t_0 >0")
+@formula(
+    "t_0/(t_0 + S/beta)",
+    sample={"latency_s": (1e-6, 10.0)},
+    size_bytes="S >=0",
+    bandwidth_bytes_per_s="beta >0",
+    latency_s="t_0 >0",
+)
 def latency_share_of_transfer(size_bytes, bandwidth_bytes_per_s, latency_s):
     """Share of a transfer's time that is the fixed cost: ``t_0 / (t_0 + S / beta)``.
 
@@ -163,7 +179,9 @@ def domain_bandwidth_bytes_per_s(domain, both_directions: bool = False) -> float
     ``domain`` is a :class:`aiinfra.catalog.hardware.ScaleUpDomain`.
     """
     if not isinstance(domain, hardware.ScaleUpDomain):
-        raise ValueError(f"domain must be an aiinfra.catalog.hardware.ScaleUpDomain, got {type(domain).__name__}")
+        raise ValueError(
+            f"domain must be an aiinfra.catalog.hardware.ScaleUpDomain, got {type(domain).__name__}"
+        )
     per_dir = domain.n_gpus * domain.link_bytes_per_s_per_direction
     both = check("both_directions", both_directions, "bool")
     return bidirectional_from_per_direction(per_dir) if both else per_dir
@@ -173,8 +191,15 @@ def domain_bandwidth_bytes_per_s(domain, both_directions: bool = False) -> float
 # Collectives
 # --------------------------------------------------------------------------------------
 
-@formula("2*(n_G - 1)/n_G*S/beta + 2*(n_G - 1)*t_0", sample={"n_ranks": (1, 1024), "latency_s": (0.0, 1.0)},
-         size_bytes="S >=0", n_ranks="n_G int>=1", bandwidth_bytes_per_s="beta >0", latency_s="t_0 >=0")
+
+@formula(
+    "2*(n_G - 1)/n_G*S/beta + 2*(n_G - 1)*t_0",
+    sample={"n_ranks": (1, 1024), "latency_s": (0.0, 1.0)},
+    size_bytes="S >=0",
+    n_ranks="n_G int>=1",
+    bandwidth_bytes_per_s="beta >0",
+    latency_s="t_0 >=0",
+)
 def ring_allreduce_time_s(size_bytes, n_ranks, bandwidth_bytes_per_s, latency_s=0.0):
     """Ring all-reduce of ``size_bytes`` over ``n_ranks``: ``2(N-1)/N * S/beta + 2(N-1) t_0``.
 
@@ -204,8 +229,13 @@ def bus_bandwidth_factor(n_ranks, collective="all_reduce"):
     return _COLLECTIVE_FACTORS[collective](n_ranks)
 
 
-@formula("b_algo*2*(n_G - 1)/n_G", sample={"n_ranks": (1, 1024)},
-         algorithm_bytes_per_s="b_algo >=0", n_ranks="n_G int>=1", collective="label")
+@formula(
+    "b_algo*2*(n_G - 1)/n_G",
+    sample={"n_ranks": (1, 1024)},
+    algorithm_bytes_per_s="b_algo >=0",
+    n_ranks="n_G int>=1",
+    collective="label",
+)
 def bus_bandwidth_bytes_per_s(algorithm_bytes_per_s, n_ranks, collective="all_reduce"):
     """NCCL's bus bandwidth: ``busbw = algbw * factor(collective, n)`` (all-reduce: ``2(n-1)/n``).
 
@@ -220,8 +250,13 @@ def bus_bandwidth_bytes_per_s(algorithm_bytes_per_s, n_ranks, collective="all_re
 # Packets (chapter 1's SmartNIC)
 # --------------------------------------------------------------------------------------
 
-@formula("r_bits/(8*s_frame)", sample={"frame_bytes_on_wire": (64, 1600)},
-         link_bits_per_s="r_bits >0", frame_bytes_on_wire="s_frame >0")
+
+@formula(
+    "r_bits/(8*s_frame)",
+    sample={"frame_bytes_on_wire": (64, 1600)},
+    link_bits_per_s="r_bits >0",
+    frame_bytes_on_wire="s_frame >0",
+)
 def packets_per_s(link_bits_per_s, frame_bytes_on_wire=MIN_ETHERNET_FRAME_BYTES_ON_WIRE):
     """Packets per second a link carries when every packet occupies ``frame_bytes_on_wire``.
 
@@ -232,9 +267,13 @@ def packets_per_s(link_bits_per_s, frame_bytes_on_wire=MIN_ETHERNET_FRAME_BYTES_
     return units.bytes_from_bits(link_bits_per_s) / frame_bytes_on_wire
 
 
-@formula("ceiling(lambda_packet/mu_core)", out=int,
-         sample={"packets_per_s": (1.0, 1000.0), "packets_per_s_per_core": (0.5, 50.0)},
-         packets_per_s="lambda_packet >=0", packets_per_s_per_core="mu_core >0")
+@formula(
+    "ceiling(lambda_packet/mu_core)",
+    out=int,
+    sample={"packets_per_s": (1.0, 1000.0), "packets_per_s_per_core": (0.5, 50.0)},
+    packets_per_s="lambda_packet >=0",
+    packets_per_s_per_core="mu_core >0",
+)
 def cores_needed(packets_per_s, packets_per_s_per_core):
     """Whole CPU cores needed to sustain a packet rate: ``ceil(lambda / mu)``.
 

@@ -28,6 +28,7 @@ bytes and how many collectives each layout implies.
 All sizes are bytes, counts are plain numbers; every scalar formula takes
 numpy arrays and carries a symbolic twin.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,8 +81,12 @@ def tp_allreduce_message_bytes(tokens, d_model, bytes_per_element=2.0):
     return tokens * d_model * bytes_per_element
 
 
-@formula("k_AR*L", sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
-         n_layers="L int>=1", allreduces_per_layer="k_AR int>=1")
+@formula(
+    "k_AR*L",
+    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
+    n_layers="L int>=1",
+    allreduces_per_layer="k_AR int>=1",
+)
 def tp_allreduce_count(n_layers, allreduces_per_layer=2):
     """All-reduces in one pass through the model: ``k * L``.
 
@@ -93,8 +98,14 @@ def tp_allreduce_count(n_layers, allreduces_per_layer=2):
     return n_layers * allreduces_per_layer
 
 
-@formula("k_AR*L*d*b_act", sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
-         n_layers="L int>=1", d_model="d >0", bytes_per_element="b_act >0", allreduces_per_layer="k_AR int>=1")
+@formula(
+    "k_AR*L*d*b_act",
+    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
+    n_layers="L int>=1",
+    d_model="d >0",
+    bytes_per_element="b_act >0",
+    allreduces_per_layer="k_AR int>=1",
+)
 def tp_allreduce_bytes_per_token(n_layers, d_model, bytes_per_element=2.0, allreduces_per_layer=2):
     """All-reduce payload per token for one pass: ``k * L * d * b`` bytes.
 
@@ -105,8 +116,13 @@ def tp_allreduce_bytes_per_token(n_layers, d_model, bytes_per_element=2.0, allre
     return allreduces_per_layer * n_layers * d_model * bytes_per_element
 
 
-@formula("k_AR*L*t_AR", sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
-         n_layers="L int>=1", allreduce_time_s="t_AR >=0", allreduces_per_layer="k_AR int>=1")
+@formula(
+    "k_AR*L*t_AR",
+    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
+    n_layers="L int>=1",
+    allreduce_time_s="t_AR >=0",
+    allreduces_per_layer="k_AR int>=1",
+)
 def tp_comm_time_per_step_s(n_layers, allreduce_time_s, allreduces_per_layer=2):
     """Time one pass spends in TP all-reduces when none overlaps compute: ``k L t_AR``.
 
@@ -118,8 +134,14 @@ def tp_comm_time_per_step_s(n_layers, allreduce_time_s, allreduces_per_layer=2):
     return allreduces_per_layer * n_layers * allreduce_time_s
 
 
-@formula("(p - 1)*n_tok*d*b_act", sample={"stages": (1, 64)},
-         tokens="n_tok >0", d_model="d >0", stages="p int>=1", bytes_per_element="b_act >0")
+@formula(
+    "(p - 1)*n_tok*d*b_act",
+    sample={"stages": (1, 64)},
+    tokens="n_tok >0",
+    d_model="d >0",
+    stages="p int>=1",
+    bytes_per_element="b_act >0",
+)
 def pp_boundary_bytes(tokens, d_model, stages, bytes_per_element=2.0):
     """Bytes sent between pipeline stages in one forward pass: ``(p-1) n_tok d b``.
 
@@ -131,8 +153,12 @@ def pp_boundary_bytes(tokens, d_model, stages, bytes_per_element=2.0):
     return (stages - 1) * tokens * d_model * bytes_per_element
 
 
-@formula("(p - 1)/(m + p - 1)", sample={"stages": (1, 64), "microbatches": (1, 256)},
-         stages="p int>=1", microbatches="m int>=1")
+@formula(
+    "(p - 1)/(m + p - 1)",
+    sample={"stages": (1, 64), "microbatches": (1, 256)},
+    stages="p int>=1",
+    microbatches="m int>=1",
+)
 def pipeline_bubble_fraction(stages, microbatches):
     """Share of a training step a pipeline stage sits idle: ``(p-1)/(m+p-1)``.
 
@@ -159,8 +185,13 @@ def dp_gradient_bytes(params, bytes_per_gradient=2.0):
     return params * bytes_per_gradient
 
 
-@formula("W/(t*p)", sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64)},
-         weight_bytes="W >0", tensor_parallel="t int>=1", pipeline_parallel="p int>=1")
+@formula(
+    "W/(t*p)",
+    sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64)},
+    weight_bytes="W >0",
+    tensor_parallel="t int>=1",
+    pipeline_parallel="p int>=1",
+)
 def weight_bytes_per_gpu(weight_bytes, tensor_parallel=1, pipeline_parallel=1):
     """Weight bytes resident on one GPU: ``W / (t p)``.
 
@@ -170,8 +201,13 @@ def weight_bytes_per_gpu(weight_bytes, tensor_parallel=1, pipeline_parallel=1):
     return weight_bytes / (tensor_parallel * pipeline_parallel)
 
 
-@formula("t*p*r", sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64), "data_parallel": (1, 512)},
-         tensor_parallel="t int>=1", pipeline_parallel="p int>=1", data_parallel="r int>=1")
+@formula(
+    "t*p*r",
+    sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64), "data_parallel": (1, 512)},
+    tensor_parallel="t int>=1",
+    pipeline_parallel="p int>=1",
+    data_parallel="r int>=1",
+)
 def gpus_in_layout(tensor_parallel, pipeline_parallel, data_parallel):
     """GPUs used by a 3-D layout: ``t * p * r``. Chapter 6."""
     return tensor_parallel * pipeline_parallel * data_parallel
@@ -184,10 +220,10 @@ class TPPlan:
     model: str
     tensor_parallel: int
     tokens: int
-    message_bytes: float        # one all-reduce
-    allreduces: int             # per pass
-    bytes_per_pass: float       # sum of message sizes over the pass
-    bytes_per_token: float      # per token in flight
+    message_bytes: float  # one all-reduce
+    allreduces: int  # per pass
+    bytes_per_pass: float  # sum of message sizes over the pass
+    bytes_per_token: float  # per token in flight
 
 
 def tp_plan(config, tokens, tensor_parallel=8, bytes_per_element=2.0, phase="forward"):
@@ -211,7 +247,9 @@ def tp_plan(config, tokens, tensor_parallel=8, bytes_per_element=2.0, phase="for
     msg = tp_allreduce_message_bytes(n, width, bytes_per_element)
     count = int(tp_allreduce_count(layers, k))
     return TPPlan(
-        model=str(config.get("name", "model") if isinstance(config, dict) else getattr(config, "name", "model")),
+        model=str(
+            config.get("name", "model") if isinstance(config, dict) else getattr(config, "name", "model")
+        ),
         tensor_parallel=t,
         tokens=n,
         message_bytes=msg,

@@ -25,6 +25,7 @@ Multiplying an all-in figure by PUE counts cooling twice.
 
 Serves: Chapters 1 (the TPU sizing argument) and 6 (the data-center cluster).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,15 +67,25 @@ def peak_flops_per_s(n_gpus, flops_per_s_per_gpu):
     return n_gpus * flops_per_s_per_gpu
 
 
-@formula("n_G*Pi*eta_F", sample={"mfu": (0.01, 1.0)}, n_gpus="n_G >0", flops_per_s_per_gpu="Pi >0",
-         mfu="eta_F (0,1]")
+@formula(
+    "n_G*Pi*eta_F",
+    sample={"mfu": (0.01, 1.0)},
+    n_gpus="n_G >0",
+    flops_per_s_per_gpu="Pi >0",
+    mfu="eta_F (0,1]",
+)
 def realized_flops_per_s(n_gpus, flops_per_s_per_gpu, mfu):
     """Useful compute the job gets: ``G * Pi * MFU`` (``mfu`` in (0, 1])."""
     return peak_flops_per_s(n_gpus, flops_per_s_per_gpu) * mfu
 
 
-@formula("m_1 - d*log(n_G, 2)", sample={"n_gpus": (1, 32768), "mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.0, 0.02)},
-         n_gpus="n_G >=1", mfu_at_one="m_1 (0,1]", drop_per_doubling="d >=0")
+@formula(
+    "m_1 - d*log(n_G, 2)",
+    sample={"n_gpus": (1, 32768), "mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.0, 0.02)},
+    n_gpus="n_G >=1",
+    mfu_at_one="m_1 (0,1]",
+    drop_per_doubling="d >=0",
+)
 def mfu_log2_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER_DOUBLING):
     """The log2 MFU model ``MFU(G) = m_1 - d log2 G`` (The Catch's cluster chapter: 0.62, 0.02).
 
@@ -84,12 +95,18 @@ def mfu_log2_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP
     """
     u = mfu_at_one - drop_per_doubling * np.log2(n_gpus)
     if np.any(u <= 0):
-        raise ValueError(f"n_gpus is beyond the log2 model's range (MFU would be <= 0); got n_gpus={n_gpus!r}")
+        raise ValueError(
+            f"n_gpus is beyond the log2 model's range (MFU would be <= 0); got n_gpus={n_gpus!r}"
+        )
     return u
 
 
-@formula("2**(m_1/d)", sample={"mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.01, 0.1)},
-         mfu_at_one="m_1 (0,1]", drop_per_doubling="d >0")
+@formula(
+    "2**(m_1/d)",
+    sample={"mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.01, 0.1)},
+    mfu_at_one="m_1 (0,1]",
+    drop_per_doubling="d >0",
+)
 def mfu_log2_zero_gpus(mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER_DOUBLING):
     """Where the log2 model's line reaches zero: ``G = 2^(m_1/d)`` GPUs (2^31 for 62 % and 2 points).
 
@@ -99,8 +116,12 @@ def mfu_log2_zero_gpus(mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER
     return 2.0 ** (mfu_at_one / drop_per_doubling)
 
 
-@formula("k*log(n_G, 2)/(1 + k*log(n_G, 2))", sample={"n_gpus": (1, 1e6), "comm_per_doubling": (0.0, 1.0)},
-         n_gpus="n_G >=1", comm_per_doubling="k >=0")
+@formula(
+    "k*log(n_G, 2)/(1 + k*log(n_G, 2))",
+    sample={"n_gpus": (1, 1e6), "comm_per_doubling": (0.0, 1.0)},
+    n_gpus="n_G >=1",
+    comm_per_doubling="k >=0",
+)
 def comm_fraction_of_step(n_gpus, comm_per_doubling=COMM_PER_DOUBLING):
     """Share of a step spent in exposed communication: ``k log2 G / (1 + k log2 G)``.
 
@@ -114,9 +135,13 @@ def comm_fraction_of_step(n_gpus, comm_per_doubling=COMM_PER_DOUBLING):
     return x / (1.0 + x)
 
 
-@formula("m_1/(1 + k*log(n_G, 2))",
-         sample={"n_gpus": (1, 1e6), "mfu_at_one": (0.05, 1.0), "comm_per_doubling": (0.0, 1.0)},
-         n_gpus="n_G >=1", mfu_at_one="m_1 (0,1]", comm_per_doubling="k >=0")
+@formula(
+    "m_1/(1 + k*log(n_G, 2))",
+    sample={"n_gpus": (1, 1e6), "mfu_at_one": (0.05, 1.0), "comm_per_doubling": (0.0, 1.0)},
+    n_gpus="n_G >=1",
+    mfu_at_one="m_1 (0,1]",
+    comm_per_doubling="k >=0",
+)
 def mfu_comm_fraction_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, comm_per_doubling=COMM_PER_DOUBLING):
     """Amdahl-style MFU model: ``MFU(G) = m_1 (1 - c(G)) = m_1 / (1 + k log2 G)``.
 
@@ -128,8 +153,14 @@ def mfu_comm_fraction_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, comm_per_doubling
     return mfu_at_one * (1.0 - comm_fraction_of_step(n_gpus, comm_per_doubling))
 
 
-@formula("n_G*P_GPU*PUE", sample={"pue": (1.0, 3.0)},
-         n_gpus="n_G >=0", watts_per_gpu="P_GPU >0", pue="PUE >=1", convention="label")
+@formula(
+    "n_G*P_GPU*PUE",
+    sample={"pue": (1.0, 3.0)},
+    n_gpus="n_G >=0",
+    watts_per_gpu="P_GPU >0",
+    pue="PUE >=1",
+    convention="label",
+)
 def cluster_power_w(n_gpus, watts_per_gpu, pue, convention="chip-only"):
     """Facility power of ``n_gpus``: ``G * P_GPU * PUE``, with the convention of ``P_GPU`` explicit.
 
@@ -170,9 +201,14 @@ def daily_compute_demand_flops(requests_per_day, flops_per_request):
     return requests_per_day * flops_per_request
 
 
-@formula("Q*F_1/(86400*eta_F*Pi)", sample={"utilization": (0.01, 1.0)},
-         requests_per_day="Q >=0", flops_per_request="F_1 >=0", flops_per_s_per_device="Pi >0",
-         utilization="eta_F (0,1]")
+@formula(
+    "Q*F_1/(86400*eta_F*Pi)",
+    sample={"utilization": (0.01, 1.0)},
+    requests_per_day="Q >=0",
+    flops_per_request="F_1 >=0",
+    flops_per_s_per_device="Pi >0",
+    utilization="eta_F (0,1]",
+)
 def devices_for_daily_demand(requests_per_day, flops_per_request, flops_per_s_per_device, utilization=1.0):
     """Devices needed to serve ``Q F_1`` FLOPs per day: ``Q F_1 / (86400 * eta * Pi)``.
 

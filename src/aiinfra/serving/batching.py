@@ -32,6 +32,7 @@ Two quantities compare the policies:
 Everything is deterministic: :func:`synthetic_trace` draws from
 ``numpy.random.default_rng(seed)``.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -131,8 +132,16 @@ def _make_trace(arrival_step, prompt_tokens, output_tokens) -> Trace:
     return Trace(arr, prm, out)
 
 
-def synthetic_trace(n_requests, *, seed=0, mean_output_tokens=128, max_output_tokens=1024,
-                    mean_interarrival_steps=0.0, min_prompt_tokens=128, max_prompt_tokens=2048) -> Trace:
+def synthetic_trace(
+    n_requests,
+    *,
+    seed=0,
+    mean_output_tokens=128,
+    max_output_tokens=1024,
+    mean_interarrival_steps=0.0,
+    min_prompt_tokens=128,
+    max_prompt_tokens=2048,
+) -> Trace:
     """A reproducible trace of ``n_requests`` requests with varied lengths.
 
     * Output lengths are geometric with mean ``mean_output_tokens`` (a
@@ -248,8 +257,9 @@ class ScheduleResult:
         return float(np.percentile(self.latency_steps, qq))
 
 
-def _simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tokens=None,
-             reserve_tokens=None) -> ScheduleResult:
+def _simulate(
+    trace: Trace, max_batch, policy: str = "continuous", kv_budget_tokens=None, reserve_tokens=None
+) -> ScheduleResult:
     """Run ``trace`` through an engine with ``max_batch`` slots under ``policy``.
 
     ``policy`` is ``"static"`` (admit only when the engine is empty; the batch
@@ -269,7 +279,9 @@ def _simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tok
     the contiguous and the paged scheme.
     """
     if not isinstance(trace, Trace):
-        raise ValueError(f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}")
+        raise ValueError(
+            f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}"
+        )
     cap = check("max_batch", max_batch, "int>=1", scalar=True)
     choice("policy", policy, set(POLICIES))
     n = len(trace)
@@ -343,7 +355,9 @@ def _simulate(trace: Trace, max_batch, policy: str = "continuous", kv_budget_tok
     return ScheduleResult(policy, cap, trace, active_log, start, finish, reserved_log, budget)
 
 
-def compare_policies(trace: Trace, max_batch, kv_budget_tokens=None, reserve_tokens=None) -> dict[str, ScheduleResult]:
+def compare_policies(
+    trace: Trace, max_batch, kv_budget_tokens=None, reserve_tokens=None
+) -> dict[str, ScheduleResult]:
     """Run the same ``trace`` (and KV budget, if any) under every policy in :data:`POLICIES`."""
     return {p: _simulate(trace, max_batch, p, kv_budget_tokens, reserve_tokens) for p in POLICIES}
 
@@ -358,12 +372,16 @@ def saturated_requests_per_step(trace: Trace, max_batch, policy: str = "continuo
     every latency percentile, grows with the length of the trace (chapter 5).
     """
     if not isinstance(trace, Trace):
-        raise ValueError(f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}")
+        raise ValueError(
+            f"trace must be an aiinfra.serving.batching.Trace (use synthetic_trace), got {type(trace).__name__}"
+        )
     queued = _make_trace(np.zeros(len(trace), dtype=np.int64), trace.prompt_tokens, trace.output_tokens)
     return len(trace) / _simulate(queued, max_batch, policy).total_steps
 
 
-def summary_rows(results: dict[str, ScheduleResult], step_time_s=None, percentiles=(50, 90, 99)) -> list[dict]:
+def summary_rows(
+    results: dict[str, ScheduleResult], step_time_s=None, percentiles=(50, 90, 99)
+) -> list[dict]:
     """One dict per policy, ready for a table: utilization, mean batch, makespan, latency percentiles.
 
     Latency percentiles are in steps, or in seconds when ``step_time_s`` is given.

@@ -15,6 +15,7 @@ request reads more, so the price of a token rises with its context
 
 Serves: Chapters 2, 4, 5 and 7 (cost per token, the price of context, capacity planning).
 """
+
 from __future__ import annotations
 
 import math
@@ -63,7 +64,9 @@ class CapacityPlan:
         return asdict(self)
 
 
-def plan(deployment, concurrent_users, target_tpot_s, context_tokens, replica_sizes=REPLICA_SIZES) -> CapacityPlan:
+def plan(
+    deployment, concurrent_users, target_tpot_s, context_tokens, replica_sizes=REPLICA_SIZES
+) -> CapacityPlan:
     """Fewest GPUs that serve ``concurrent_users`` decoding at ``target_tpot_s`` with ``context_tokens`` each.
 
     ``deployment`` describes one replica (model, GPU, precisions,
@@ -90,8 +93,15 @@ def plan(deployment, concurrent_users, target_tpot_s, context_tokens, replica_si
             continue
         replicas = math.ceil(u / per)
         load = math.ceil(u / replicas)
-        candidate = CapacityPlan(replica.n_gpus * replicas, replica.n_gpus, replicas, load, per, limiting,
-                                 float(replica.step(load, ctx).time_s))
+        candidate = CapacityPlan(
+            replica.n_gpus * replicas,
+            replica.n_gpus,
+            replicas,
+            load,
+            per,
+            limiting,
+            float(replica.step(load, ctx).time_s),
+        )
         if best is None or candidate.gpus_total < best.gpus_total:
             best = candidate
     if best is None:
@@ -156,9 +166,20 @@ class ContextCost:
     usd_per_million_tokens: np.ndarray
 
 
-def cost_vs_context(context_tokens, weight_bytes, kv_bytes_per_token, kv_budget_bytes, flops_per_token,
-                    flops_per_s, bandwidth_bytes_per_s, usd_per_gpu_hour, n_gpus=1, eta_f=1.0, eta_b=1.0,
-                    batch_cap=None) -> ContextCost:
+def cost_vs_context(
+    context_tokens,
+    weight_bytes,
+    kv_bytes_per_token,
+    kv_budget_bytes,
+    flops_per_token,
+    flops_per_s,
+    bandwidth_bytes_per_s,
+    usd_per_gpu_hour,
+    n_gpus=1,
+    eta_f=1.0,
+    eta_b=1.0,
+    batch_cap=None,
+) -> ContextCost:
     """Price per million output tokens when every request holds ``context_tokens`` of KV.
 
     For each context ``n``: the batch is the most requests whose caches fit,
@@ -185,9 +206,18 @@ def cost_vs_context(context_tokens, weight_bytes, kv_bytes_per_token, kv_budget_
         )
     if batch_cap is not None:
         bmax = np.minimum(bmax, check("batch_cap", batch_cap, "int>=1", scalar=True))
-    step = np.atleast_1d(decode.batched_decode_step_time_s(
-        bmax, flops_per_token, weight_bytes, per_request, n * check("flops_per_s", flops_per_s, ">0"),
-        n * check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0"), eta_f, eta_b))
+    step = np.atleast_1d(
+        decode.batched_decode_step_time_s(
+            bmax,
+            flops_per_token,
+            weight_bytes,
+            per_request,
+            n * check("flops_per_s", flops_per_s, ">0"),
+            n * check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0"),
+            eta_f,
+            eta_b,
+        )
+    )
     per_gpu = bmax / step / n
     usd = np.atleast_1d(cost_per_million_tokens(usd_per_gpu_hour, per_gpu))
     return ContextCost(ctx, bmax.astype(np.int64), step, per_gpu, usd)

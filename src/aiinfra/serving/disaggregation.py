@@ -31,6 +31,7 @@ time and is colocation's main counter-measure), queueing delay, the
 different GPU counts the two pools need, and overlap of the KV transfer with
 the first decode steps. SI units throughout.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import formula
@@ -47,8 +48,13 @@ __all__ = [
 
 _U = {"prefill_busy_fraction": (0.0, 0.95)}
 
-@formula("lambda_*t_p", sample={"prefill_rate_per_s": (0.01, 10.0), "prefill_time_s": (0.001, 0.09)},
-         prefill_rate_per_s="lambda_ >=0", prefill_time_s="t_p >0")
+
+@formula(
+    "lambda_*t_p",
+    sample={"prefill_rate_per_s": (0.01, 10.0), "prefill_time_s": (0.001, 0.09)},
+    prefill_rate_per_s="lambda_ >=0",
+    prefill_time_s="t_p >0",
+)
 def prefill_busy_fraction(prefill_rate_per_s, prefill_time_s):
     """Share of a colocated GPU's time taken by prefill: ``u = lam * t_p``.
 
@@ -57,6 +63,7 @@ def prefill_busy_fraction(prefill_rate_per_s, prefill_time_s):
     cannot even keep up with prefill; the caller must add servers. Chapter 7.
     """
     return prefill_rate_per_s * prefill_time_s
+
 
 @formula("t_d/(1 - u)", sample=_U, decode_step_time_s="t_d >0", prefill_busy_fraction="u [0,1)")
 def colocated_tpot_s(decode_step_time_s, prefill_busy_fraction):
@@ -68,6 +75,7 @@ def colocated_tpot_s(decode_step_time_s, prefill_busy_fraction):
     """
     return decode_step_time_s / (1.0 - prefill_busy_fraction)
 
+
 @formula("t_d + t_p", decode_step_time_s="t_d >0", prefill_time_s="t_p >=0")
 def colocated_worst_gap_s(decode_step_time_s, prefill_time_s):
     """Longest gap between two output tokens on a colocated server: ``t_d + t_p``.
@@ -77,8 +85,15 @@ def colocated_worst_gap_s(decode_step_time_s, prefill_time_s):
     """
     return decode_step_time_s + prefill_time_s
 
-@formula("t_0 + P*kv/beta", sample={"latency_s": (0.0, 1e-3)}, prompt_tokens="P >=0", kv_bytes_per_token="kv >0",
-         bandwidth_bytes_per_s="beta >0", latency_s="t_0 >=0")
+
+@formula(
+    "t_0 + P*kv/beta",
+    sample={"latency_s": (0.0, 1e-3)},
+    prompt_tokens="P >=0",
+    kv_bytes_per_token="kv >0",
+    bandwidth_bytes_per_s="beta >0",
+    latency_s="t_0 >=0",
+)
 def kv_handoff_time_s(prompt_tokens, kv_bytes_per_token, bandwidth_bytes_per_s, latency_s=0.0):
     """Time to ship one request's KV cache from prefill to decode: ``t_0 + P kv / beta``.
 
@@ -89,6 +104,7 @@ def kv_handoff_time_s(prompt_tokens, kv_bytes_per_token, bandwidth_bytes_per_s, 
     """
     return latency_s + prompt_tokens * kv_bytes_per_token / bandwidth_bytes_per_s
 
+
 @formula("lambda_*P*kv", prefill_rate_per_s="lambda_ >=0", prompt_tokens="P >=0", kv_bytes_per_token="kv >0")
 def kv_handoff_bandwidth_bytes_per_s(prefill_rate_per_s, prompt_tokens, kv_bytes_per_token):
     """Network bandwidth the KV hand-off needs: ``lam P kv`` bytes per second.
@@ -98,8 +114,15 @@ def kv_handoff_bandwidth_bytes_per_s(prefill_rate_per_s, prompt_tokens, kv_bytes
     """
     return prefill_rate_per_s * prompt_tokens * kv_bytes_per_token
 
-@formula("G*t_d*u/(1 - u) - t_kv", sample=_U, decode_step_time_s="t_d >0", prefill_busy_fraction="u [0,1)",
-         output_tokens="G >=0", kv_handoff_time_s="t_kv >=0")
+
+@formula(
+    "G*t_d*u/(1 - u) - t_kv",
+    sample=_U,
+    decode_step_time_s="t_d >0",
+    prefill_busy_fraction="u [0,1)",
+    output_tokens="G >=0",
+    kv_handoff_time_s="t_kv >=0",
+)
 def disaggregation_gain_s(decode_step_time_s, prefill_busy_fraction, output_tokens, kv_handoff_time_s):
     """End-to-end time one request saves by disaggregating: ``G t_d u/(1-u) - t_kv``.
 
@@ -111,8 +134,14 @@ def disaggregation_gain_s(decode_step_time_s, prefill_busy_fraction, output_toke
     u = prefill_busy_fraction
     return output_tokens * decode_step_time_s * u / (1.0 - u) - kv_handoff_time_s
 
-@formula("t_kv*(1 - u)/(t_d*u)", sample={"prefill_busy_fraction": (0.01, 0.95)},
-         decode_step_time_s="t_d >0", prefill_busy_fraction="u (0,1)", kv_handoff_time_s="t_kv >=0")
+
+@formula(
+    "t_kv*(1 - u)/(t_d*u)",
+    sample={"prefill_busy_fraction": (0.01, 0.95)},
+    decode_step_time_s="t_d >0",
+    prefill_busy_fraction="u (0,1)",
+    kv_handoff_time_s="t_kv >=0",
+)
 def breakeven_output_tokens(decode_step_time_s, prefill_busy_fraction, kv_handoff_time_s):
     """Answer length above which disaggregation wins: ``t_kv (1-u) / (t_d u)`` tokens.
 

@@ -17,6 +17,7 @@ which keeps this close to the uniform case; correlated tokens (one long
 prompt) touch fewer. The weight bytes of one step are then the dense part
 plus ``f(B)`` of all routed-expert weights (:func:`step_read_params`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,13 @@ from aiinfra.formula import check, formula
 __all__ = ["expected_expert_fraction", "step_read_params"]
 
 
-@formula("1 - (1 - k/E)**B", sample={"tokens": (1, 512), "experts_per_token": (1, 8), "n_experts": (8, 256)},
-         tokens="B int>=1", experts_per_token="k int>=1", n_experts="E int>=1")
+@formula(
+    "1 - (1 - k/E)**B",
+    sample={"tokens": (1, 512), "experts_per_token": (1, 8), "n_experts": (8, 256)},
+    tokens="B int>=1",
+    experts_per_token="k int>=1",
+    n_experts="E int>=1",
+)
 def expected_expert_fraction(tokens, experts_per_token, n_experts):
     """Expected share of routed experts a step of ``tokens`` tokens touches: ``1 - (1 - k/E)^B``.
 

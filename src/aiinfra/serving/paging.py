@@ -21,6 +21,7 @@ arrays of context lengths. :func:`kv_usage_over_time` replays a schedule from
 :mod:`aiinfra.serving.batching` and reports, step by step, the KV in use and what
 each scheme holds reserved.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,8 +47,13 @@ __all__ = [
 SCHEMES = ("contiguous", "paged")
 
 
-@formula("ceiling(n/p)*p", out=int, sample={"context_tokens": (0, 100_000), "page_tokens": (1, 100_000)},
-         context_tokens="n int>=0", page_tokens="p int>=1")
+@formula(
+    "ceiling(n/p)*p",
+    out=int,
+    sample={"context_tokens": (0, 100_000), "page_tokens": (1, 100_000)},
+    context_tokens="n int>=0",
+    page_tokens="p int>=1",
+)
 def paged_reserved_tokens(context_tokens, page_tokens):
     """Token slots a request holds under paging: ``ceil(n / p) * p``.
 
@@ -58,15 +64,25 @@ def paged_reserved_tokens(context_tokens, page_tokens):
     return -(-context_tokens // page_tokens) * page_tokens
 
 
-@formula("ceiling(n/p)*p - n", out=int, sample={"context_tokens": (0, 100_000), "page_tokens": (1, 100_000)},
-         context_tokens="n int>=0", page_tokens="p int>=1")
+@formula(
+    "ceiling(n/p)*p - n",
+    out=int,
+    sample={"context_tokens": (0, 100_000), "page_tokens": (1, 100_000)},
+    context_tokens="n int>=0",
+    page_tokens="p int>=1",
+)
 def paged_waste_tokens(context_tokens, page_tokens):
     """Unused slots in a request's last page: ``ceil(n / p) * p - n``, always ``< p``."""
     return paged_reserved_tokens(context_tokens, page_tokens) - context_tokens
 
 
-@formula("n_max - n", out=int, sample={"context_tokens": (0, 1000), "max_context_tokens": (1000, 100_000)},
-         context_tokens="n int>=0", max_context_tokens="n_max int>=1")
+@formula(
+    "n_max - n",
+    out=int,
+    sample={"context_tokens": (0, 1000), "max_context_tokens": (1000, 100_000)},
+    context_tokens="n int>=0",
+    max_context_tokens="n_max int>=1",
+)
 def _contiguous_waste_tokens(context_tokens, max_context_tokens):
     """Unused slots in a max-length reservation: ``n_max - n``.
 
@@ -74,8 +90,10 @@ def _contiguous_waste_tokens(context_tokens, max_context_tokens):
     request would not have been admitted.
     """
     if np.any(context_tokens > max_context_tokens):
-        raise ValueError(f"context_tokens must be <= max_context_tokens ({int(max_context_tokens)}), "
-                         f"got {context_tokens!r}")
+        raise ValueError(
+            f"context_tokens must be <= max_context_tokens ({int(max_context_tokens)}), "
+            f"got {context_tokens!r}"
+        )
     return max_context_tokens - context_tokens
 
 
@@ -115,9 +133,18 @@ def kv_footprint(context_tokens, max_context_tokens, page_tokens, kv_bytes_per_t
     return KVFootprint(float(k * n.sum()), float(k * m * n.size), float(k * paged.sum()), int(n.size))
 
 
-@formula("floor(M_KV/(n_max*k))", out=int,
-         sample={"kv_budget_bytes": (0.0, 1e6), "max_context_tokens": (1, 1000), "kv_bytes_per_token": (0.5, 100.0)},
-         kv_budget_bytes="M_KV >=0", max_context_tokens="n_max int>=1", kv_bytes_per_token="k >0")
+@formula(
+    "floor(M_KV/(n_max*k))",
+    out=int,
+    sample={
+        "kv_budget_bytes": (0.0, 1e6),
+        "max_context_tokens": (1, 1000),
+        "kv_bytes_per_token": (0.5, 100.0),
+    },
+    kv_budget_bytes="M_KV >=0",
+    max_context_tokens="n_max int>=1",
+    kv_bytes_per_token="k >0",
+)
 def max_batch_contiguous(kv_budget_bytes, max_context_tokens, kv_bytes_per_token):
     """Requests that fit when each reserves ``n_max`` tokens: ``floor(M / (n_max k))``.
 
@@ -187,7 +214,9 @@ def kv_usage_over_time(result, page_tokens, max_context_tokens) -> KVUsage:
     from aiinfra.serving.batching import ScheduleResult
 
     if not isinstance(result, ScheduleResult):
-        raise ValueError(f"result must be an aiinfra.serving.batching.ScheduleResult, got {type(result).__name__}")
+        raise ValueError(
+            f"result must be an aiinfra.serving.batching.ScheduleResult, got {type(result).__name__}"
+        )
     p = check("page_tokens", page_tokens, "int>=1", scalar=True)
     m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
     tr = result.trace
@@ -226,8 +255,16 @@ def _reservation_tokens(final_context_tokens, scheme, page_tokens, max_context_t
     return np.asarray(paged_reserved_tokens(n, page_tokens), dtype=np.int64)
 
 
-def simulate_with_kv_budget(trace, max_batch, kv_budget_bytes, kv_bytes_per_token, scheme, page_tokens=16,
-                            max_context_tokens=8192, policy="continuous"):
+def simulate_with_kv_budget(
+    trace,
+    max_batch,
+    kv_budget_bytes,
+    kv_bytes_per_token,
+    scheme,
+    page_tokens=16,
+    max_context_tokens=8192,
+    policy="continuous",
+):
     """Schedule ``trace`` when the KV cache, not only the slot count, limits the batch.
 
     The budget of ``kv_budget_bytes`` holds ``floor(M / k)`` token slots

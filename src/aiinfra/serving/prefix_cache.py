@@ -24,6 +24,7 @@ it lives off the GPU (CPU memory, another server) it must be loaded back at
 ``beta``: reuse beats recomputation when ``kv / beta < f / (eta Pi)``
 (:func:`reload_speedup`). SI units throughout.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,14 @@ def _cached_within_prompt(prompt_tokens, cached_tokens):
         raise ValueError(f"cached_tokens must be <= prompt_tokens, got {cached_tokens!r} > {prompt_tokens!r}")
 
 
-@formula("f*(P - c) + a*(P*(P + 1) - c*(c + 1))/2", sample={"prompt_tokens": (500.0, 1000.0), "cached_tokens": (0.0, 500.0)},
-         prompt_tokens="P >=0", cached_tokens="c >=0", flops_per_token="f >0", attention_flops_per_pair="a >=0")
+@formula(
+    "f*(P - c) + a*(P*(P + 1) - c*(c + 1))/2",
+    sample={"prompt_tokens": (500.0, 1000.0), "cached_tokens": (0.0, 500.0)},
+    prompt_tokens="P >=0",
+    cached_tokens="c >=0",
+    flops_per_token="f >0",
+    attention_flops_per_pair="a >=0",
+)
 def prefill_flops_with_prefix(prompt_tokens, cached_tokens, flops_per_token, attention_flops_per_pair=0.0):
     """FLOPs to prefill a prompt whose first ``c`` tokens are cached.
 
@@ -62,10 +69,25 @@ def prefill_flops_with_prefix(prompt_tokens, cached_tokens, flops_per_token, att
     return flops_per_token * (p - c) + attention_flops_per_pair * (p * (p + 1) - c * (c + 1)) / 2.0
 
 
-@formula(None, hit_rate="[0,1]", prompt_tokens=">=0", cached_tokens=">=0", flops_per_token=">0", flops_per_s=">0",
-         efficiency="(0,1]", attention_flops_per_pair=">=0")
-def expected_ttft_saved_s(hit_rate, prompt_tokens, cached_tokens, flops_per_token,
-                          flops_per_s, efficiency=1.0, attention_flops_per_pair=0.0):
+@formula(
+    None,
+    hit_rate="[0,1]",
+    prompt_tokens=">=0",
+    cached_tokens=">=0",
+    flops_per_token=">0",
+    flops_per_s=">0",
+    efficiency="(0,1]",
+    attention_flops_per_pair=">=0",
+)
+def expected_ttft_saved_s(
+    hit_rate,
+    prompt_tokens,
+    cached_tokens,
+    flops_per_token,
+    flops_per_s,
+    efficiency=1.0,
+    attention_flops_per_pair=0.0,
+):
     """Expected TTFT saved with the attention term: ``h (F(P,0) - F(P,c)) / (eta Pi)``.
 
     Uses :func:`prefill_flops_with_prefix`; assumes prefill is compute-bound
@@ -77,15 +99,26 @@ def expected_ttft_saved_s(hit_rate, prompt_tokens, cached_tokens, flops_per_toke
     return hit_rate * (full - rest) / (efficiency * flops_per_s)
 
 
-@formula("n_p*c*kv", sample={"distinct_prefixes": (1, 1000)},
-         cached_tokens="c >=0", kv_bytes_per_token="kv >0", distinct_prefixes="n_p int>=1")
+@formula(
+    "n_p*c*kv",
+    sample={"distinct_prefixes": (1, 1000)},
+    cached_tokens="c >=0",
+    kv_bytes_per_token="kv >0",
+    distinct_prefixes="n_p int>=1",
+)
 def prefix_cache_bytes(cached_tokens, kv_bytes_per_token, distinct_prefixes=1):
     """Memory the cache holds: ``n_p c kv`` bytes for ``n_p`` distinct prefixes. Chapter 7."""
     return distinct_prefixes * cached_tokens * kv_bytes_per_token
 
 
-@formula("f*beta/(eta_F*Pi*kv)", flops_per_token="f >0", flops_per_s="Pi >0", kv_bytes_per_token="kv >0",
-         bandwidth_bytes_per_s="beta >0", efficiency="eta_F (0,1]")
+@formula(
+    "f*beta/(eta_F*Pi*kv)",
+    flops_per_token="f >0",
+    flops_per_s="Pi >0",
+    kv_bytes_per_token="kv >0",
+    bandwidth_bytes_per_s="beta >0",
+    efficiency="eta_F (0,1]",
+)
 def reload_speedup(flops_per_token, flops_per_s, kv_bytes_per_token, bandwidth_bytes_per_s, efficiency=1.0):
     """How many times faster loading a cached token's KV is than recomputing it.
 
@@ -108,5 +141,7 @@ def model_prefill_coefficients(model):
     """
     m = models.load(model)
     f = compute._forward_flops_per_token(models.block_linear_params_per_token(m), 0)
-    a = compute.attention_flops_per_token(m.n_layers, models.attention_qk_width(m), models.attention_v_width(m), 1)
+    a = compute.attention_flops_per_token(
+        m.n_layers, models.attention_qk_width(m), models.attention_v_width(m), 1
+    )
     return float(f), float(a)

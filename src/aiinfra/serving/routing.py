@@ -48,6 +48,7 @@ step of the loop advances all runs at once with numpy. Same seed, same
 result. :func:`max_load` is the balls-into-bins experiment behind the power of
 two choices.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,13 +75,19 @@ __all__ = [
 
 POLICIES = ("round_robin", "random", "least_loaded", "two_choices", "prefix_aware")
 #: Short names for tables and figure legends.
-POLICY_LABELS = {"round_robin": "round-robin", "random": "random", "least_loaded": "least-loaded",
-                 "two_choices": "two choices", "prefix_aware": "prefix-aware"}
+POLICY_LABELS = {
+    "round_robin": "round-robin",
+    "random": "random",
+    "least_loaded": "least-loaded",
+    "two_choices": "two choices",
+    "prefix_aware": "prefix-aware",
+}
 
 
 # --------------------------------------------------------------------------------------
 # Requests
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RoutingTrace:
@@ -114,9 +121,18 @@ class RoutingTrace:
         return int(self.prefix_id.max()) + 1
 
 
-def shared_prefix_trace(n_requests, n_prefixes, *, seed=0, zipf_exponent=1.0, prefix_tokens=4096,
-                        min_suffix_tokens=128, max_suffix_tokens=1024, mean_output_tokens=256,
-                        max_output_tokens=2048) -> RoutingTrace:
+def shared_prefix_trace(
+    n_requests,
+    n_prefixes,
+    *,
+    seed=0,
+    zipf_exponent=1.0,
+    prefix_tokens=4096,
+    min_suffix_tokens=128,
+    max_suffix_tokens=1024,
+    mean_output_tokens=256,
+    max_output_tokens=2048,
+) -> RoutingTrace:
     """A reproducible trace of ``n_requests`` requests sharing ``n_prefixes`` prefixes.
 
     * Arrivals: a Poisson process of rate 1 (exponential gaps of mean 1).
@@ -137,7 +153,9 @@ def shared_prefix_trace(n_requests, n_prefixes, *, seed=0, zipf_exponent=1.0, pr
     smin = check("min_suffix_tokens", min_suffix_tokens, "int>=1", scalar=True)
     smax = check("max_suffix_tokens", max_suffix_tokens, "int>=1", scalar=True)
     if smax < smin:
-        raise ValueError(f"max_suffix_tokens must be >= min_suffix_tokens ({smin}), got {max_suffix_tokens!r}")
+        raise ValueError(
+            f"max_suffix_tokens must be >= min_suffix_tokens ({smin}), got {max_suffix_tokens!r}"
+        )
     mean_out = check("mean_output_tokens", mean_output_tokens, ">=1", scalar=True)
     max_out = check("max_output_tokens", max_output_tokens, "int>=1", scalar=True)
     rng = np.random.default_rng(s)
@@ -170,7 +188,9 @@ class Workload:
     @property
     def capacity_per_s(self) -> float:
         """Requests per second one replica sustains with no cache hit (:func:`replica_capacity_per_s`)."""
-        return replica_capacity_per_s(self.slots, float(np.mean(self.prefill_miss_s)), float(np.mean(self.decode_s)))
+        return replica_capacity_per_s(
+            self.slots, float(np.mean(self.prefill_miss_s)), float(np.mean(self.decode_s))
+        )
 
 
 def workload(trace: RoutingTrace, deployment, slots) -> Workload:
@@ -183,22 +203,37 @@ def workload(trace: RoutingTrace, deployment, slots) -> Workload:
     every request at the trace's :attr:`~RoutingTrace.mean_context_tokens`.
     """
     if not isinstance(trace, RoutingTrace):
-        raise ValueError(f"trace must be a RoutingTrace (see shared_prefix_trace), got {type(trace).__name__}")
+        raise ValueError(
+            f"trace must be a RoutingTrace (see shared_prefix_trace), got {type(trace).__name__}"
+        )
     b = check("slots", slots, "int>=1", scalar=True)
     d = deployment
     f, a = prefix_cache.model_prefill_coefficients(d.model)
 
     def prefill_s(cached):
         flops = prefix_cache.prefill_flops_with_prefix(trace.prompt_tokens.astype(float), cached, f, a)
-        return decode.ttft_s(flops, d.weight_bytes_read, d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.eta_f, d.eta_b)
+        return decode.ttft_s(
+            flops, d.weight_bytes_read, d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.eta_f, d.eta_b
+        )
 
     step = float(d.step(b, trace.mean_context_tokens).time_s)
-    return Workload(trace, b, prefill_s(0.0), prefill_s(trace.prefix_tokens.astype(float)),
-                    (trace.output_tokens - 1) * step, step)
+    return Workload(
+        trace,
+        b,
+        prefill_s(0.0),
+        prefill_s(trace.prefix_tokens.astype(float)),
+        (trace.output_tokens - 1) * step,
+        step,
+    )
 
 
-@formula("Min(B/(t_p + t_d), 1/t_p)", sample={"prefill_s": (0.01, 1.0), "decode_s": (0.0, 10.0)},
-         slots="B int>=1", prefill_s="t_p >0", decode_s="t_d >=0")
+@formula(
+    "Min(B/(t_p + t_d), 1/t_p)",
+    sample={"prefill_s": (0.01, 1.0), "decode_s": (0.0, 10.0)},
+    slots="B int>=1",
+    prefill_s="t_p >0",
+    decode_s="t_d >=0",
+)
 def replica_capacity_per_s(slots, prefill_s, decode_s):
     """Requests per second one replica can sustain: ``min(B / (t_p + t_d), 1 / t_p)``.
 
@@ -224,14 +259,17 @@ def cache_prefixes_that_fit(deployment, slots, context_tokens, prefix_tokens) ->
     room = deployment.free_bytes - b * deployment.kv_bytes(n)
     count = int(room // deployment.kv_bytes(c)) if room > 0 else 0
     if count < 1:
-        raise ValueError(f"slots must leave room for one cached prefix of {c:,} tokens beside {b} requests of "
-                         f"{n:,} tokens; got slots={slots!r}")
+        raise ValueError(
+            f"slots must leave room for one cached prefix of {c:,} tokens beside {b} requests of "
+            f"{n:,} tokens; got slots={slots!r}"
+        )
     return count
 
 
 # --------------------------------------------------------------------------------------
 # The simulation
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RoutingResult:
@@ -277,8 +315,17 @@ class RoutingResult:
         return rows[i]
 
 
-def simulate(wl: Workload, rates_per_s, *, n_replicas, cache_prefixes, policies=POLICIES, seed=0,
-             max_imbalance=None, load_window=None) -> RoutingResult:
+def simulate(
+    wl: Workload,
+    rates_per_s,
+    *,
+    n_replicas,
+    cache_prefixes,
+    policies=POLICIES,
+    seed=0,
+    max_imbalance=None,
+    load_window=None,
+) -> RoutingResult:
     """Route ``wl``'s requests over ``n_replicas`` at each rate in ``rates_per_s``, under each policy.
 
     See the module docstring for the replica and the policies.
@@ -313,7 +360,7 @@ def simulate(wl: Workload, rates_per_s, *, n_replicas, cache_prefixes, policies=
     rng = np.random.default_rng(s)
     rnd = rng.integers(n, size=n_req)
     first = rng.integers(n, size=n_req)
-    second = (first + rng.integers(1, max(n, 2), size=n_req)) % n   # a distinct second replica (n > 1)
+    second = (first + rng.integers(1, max(n, 2), size=n_req)) % n  # a distinct second replica (n > 1)
     # tie-break of the least-loaded choices: prefer replica i mod n, then the next ones
     rotation = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n / (n + 1.0)
     options = np.empty((len(POLICIES), runs), dtype=np.int64)
@@ -372,13 +419,20 @@ def simulate(wl: Workload, rates_per_s, *, n_replicas, cache_prefixes, policies=
         replica_out[:, i] = r
 
     shape = (len(pols), rates.size, n_req)
-    return RoutingResult(pols, rates, queue.reshape(shape), ttft.reshape(shape), hit_out.reshape(shape),
-                         replica_out.reshape(shape))
+    return RoutingResult(
+        pols,
+        rates,
+        queue.reshape(shape),
+        ttft.reshape(shape),
+        hit_out.reshape(shape),
+        replica_out.reshape(shape),
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Balls into bins
 # --------------------------------------------------------------------------------------
+
 
 def max_load(n_balls, n_bins, choices=1, *, trials=1000, seed=0) -> np.ndarray:
     """Fullest bin after placing ``n_balls`` one by one into ``n_bins``, in each of ``trials`` runs.

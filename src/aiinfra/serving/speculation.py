@@ -13,14 +13,21 @@ The inverse questions a deployment asks: how expensive may the draft be,
 ``c_max = (E - 1) / gamma`` (:func:`max_draft_cost_ratio`); how often must it
 be right (:func:`breakeven_alpha`); how many tokens to draft (:func:`best_gamma`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from aiinfra.formula import check, formula
 
-__all__ = ["expected_tokens_per_target_pass", "speculative_speedup", "max_draft_cost_ratio", "breakeven_alpha",
-           "best_gamma", "free_verification_batch"]
+__all__ = [
+    "expected_tokens_per_target_pass",
+    "speculative_speedup",
+    "max_draft_cost_ratio",
+    "breakeven_alpha",
+    "best_gamma",
+    "free_verification_batch",
+]
 
 _SAMPLE = {"alpha": (0.0, 0.999), "gamma": (1, 16)}
 
@@ -44,8 +51,13 @@ def expected_tokens_per_target_pass(alpha, gamma):
     return _expected_tokens(alpha, gamma)
 
 
-@formula("(1 - alpha**(gamma + 1))/((1 - alpha)*(gamma*c + 1))", sample={**_SAMPLE, "draft_cost_ratio": (0.0, 1.0)},
-         alpha="alpha [0,1]", gamma="gamma int>=1", draft_cost_ratio="c >=0")
+@formula(
+    "(1 - alpha**(gamma + 1))/((1 - alpha)*(gamma*c + 1))",
+    sample={**_SAMPLE, "draft_cost_ratio": (0.0, 1.0)},
+    alpha="alpha [0,1]",
+    gamma="gamma int>=1",
+    draft_cost_ratio="c >=0",
+)
 def speculative_speedup(alpha, gamma, draft_cost_ratio):
     """Expected wall-clock speedup of speculative decoding: ``E[tokens] / (gamma c + 1)``.
 
@@ -55,8 +67,12 @@ def speculative_speedup(alpha, gamma, draft_cost_ratio):
     return expected_tokens_per_target_pass(alpha, gamma) / (gamma * draft_cost_ratio + 1.0)
 
 
-@formula("((1 - alpha**(gamma + 1))/(1 - alpha) - 1)/gamma", sample=_SAMPLE, alpha="alpha [0,1]",
-         gamma="gamma int>=1")
+@formula(
+    "((1 - alpha**(gamma + 1))/(1 - alpha) - 1)/gamma",
+    sample=_SAMPLE,
+    alpha="alpha [0,1]",
+    gamma="gamma int>=1",
+)
 def max_draft_cost_ratio(alpha, gamma):
     """Largest draft cost ``c`` (in target passes) at which speculation still breaks even.
 

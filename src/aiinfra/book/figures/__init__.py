@@ -31,14 +31,24 @@ are 4/3 as many pixels; the smallest, 8.5 pt, is 11.3 px on screen.
 :func:`new_figure` gives every figure fixed margins (constrained layout costs
 ~100 ms per redraw, too slow for a live slider) and the book's type sizes.
 """
+
 from __future__ import annotations
 
 import functools
 
 from aiinfra.formula import check, choice
 
-__all__ = ["new_figure", "panel_title", "style_axes", "SOURCE_FIGURES", "PALETTE", "FONT", "MAX_WIDTH_IN",
-           "MIN_FONT_PT", "StaticFigure"]
+__all__ = [
+    "new_figure",
+    "panel_title",
+    "style_axes",
+    "SOURCE_FIGURES",
+    "PALETTE",
+    "FONT",
+    "MAX_WIDTH_IN",
+    "MIN_FONT_PT",
+    "StaticFigure",
+]
 
 #: Colours shared by the figures (colour-blind safe, from the Okabe-Ito set).
 PALETTE = {
@@ -63,9 +73,19 @@ MAX_WIDTH_IN = 7.2
 SOURCE_FIGURES = ("cluster_scale", "run_inference", "tokens_per_s", "batching_kv", "roofline_plot")
 
 
-def new_figure(width_in: float = 6.4, height_in: float = 3.2, ncols: int = 1, nrows: int = 1,
-               left: float = 0.11, right: float = 0.98, bottom: float = 0.16, top: float = 0.9,
-               wspace: float = 0.35, hspace: float = 0.4, **grid):
+def new_figure(
+    width_in: float = 6.4,
+    height_in: float = 3.2,
+    ncols: int = 1,
+    nrows: int = 1,
+    left: float = 0.11,
+    right: float = 0.98,
+    bottom: float = 0.16,
+    top: float = 0.9,
+    wspace: float = 0.35,
+    hspace: float = 0.4,
+    **grid,
+):
     """A :class:`StaticFigure` with a grid of axes, fixed margins and the book's type sizes.
 
     Returns ``(fig, axes)``; ``axes`` is a single Axes for a 1x1 grid, else a

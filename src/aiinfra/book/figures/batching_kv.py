@@ -23,6 +23,7 @@ heads of 128: 320 KiB per token) and full multi-head attention (64 KV
 heads: 2.5 MiB per token, 8x more, the back-of-envelope assumption that
 fits only 23 requests). Weights in BF16; decimal GB.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -46,7 +47,9 @@ _KV_SHORT = {"gqa": "GQA, 8 KV heads (Llama-3.1-70B)", "mha": "MHA, 64 KV heads 
 
 
 @lru_cache(maxsize=16)
-def node(model_name="Llama-3.1-70B", gpu_name="H100 SXM", n_gpus=8, context_tokens=8192, kv_layout="gqa") -> Deployment:
+def node(
+    model_name="Llama-3.1-70B", gpu_name="H100 SXM", n_gpus=8, context_tokens=8192, kv_layout="gqa"
+) -> Deployment:
     """The (cached) node of a case, as a :class:`~aiinfra.deployment.Deployment`: BF16 weights, no reserve.
 
     ``kv_layout="mha"`` caches all query heads (full multi-head attention) instead of the model's KV heads.
@@ -63,8 +66,9 @@ def _gb(x):
 
 
 @redraws("batch", "kv_layout")
-def draw(batch=1, kv_layout="gqa", model_name="Llama-3.1-70B", gpu_name="H100 SXM", n_gpus=8,
-         context_tokens=8192):
+def draw(
+    batch=1, kv_layout="gqa", model_name="Llama-3.1-70B", gpu_name="H100 SXM", n_gpus=8, context_tokens=8192
+):
     """Draw throughput against batch and the HBM budget at ``batch``; return ``(Figure, readouts)``."""
     nodes = {k: node(model_name, gpu_name, n_gpus, context_tokens, k) for k in KV_LAYOUTS}
     bs = np.asarray(BATCHES, dtype=float)
@@ -74,39 +78,53 @@ def draw(batch=1, kv_layout="gqa", model_name="Llama-3.1-70B", gpu_name="H100 SX
     top = 1.05 * max(naive.max(), *(c.max() for c in curves.values()))
     gb = units.GB
 
-    fig, (ax, hb) = new_figure(7.2, 3.4, ncols=2, left=0.1, right=0.98, bottom=0.27, top=0.9, wspace=0.22,
-                               width_ratios=(1.25, 1.0))
+    fig, (ax, hb) = new_figure(
+        7.2, 3.4, ncols=2, left=0.1, right=0.98, bottom=0.27, top=0.9, wspace=0.22, width_ratios=(1.25, 1.0)
+    )
     ax.plot(bs, naive, "--", color=PALETTE["grey"], lw=1.2, label="naive: B x one-GPU rate")
-    fit_line, = ax.plot([], [], color=PALETTE["blue"], lw=2.2, label="weights + KV over node HBM")
-    over_line, = ax.plot([], [], color=PALETTE["blue"], lw=1.2, alpha=0.35)
+    (fit_line,) = ax.plot([], [], color=PALETTE["blue"], lw=2.2, label="weights + KV over node HBM")
+    (over_line,) = ax.plot([], [], color=PALETTE["blue"], lw=1.2, alpha=0.35)
     over_span = ax.axvspan(0, 1, color=PALETTE["red"], alpha=0.1, lw=0)
-    over_text = ax.text(bs[-1] - 2, 0.04 * top, "KV does not fit", color=PALETTE["red"], ha="right",
-                        fontsize=FONT["note"])
-    dot, = ax.plot([], [], "o", mec="black", ms=8, zorder=5)
+    over_text = ax.text(
+        bs[-1] - 2, 0.04 * top, "KV does not fit", color=PALETTE["red"], ha="right", fontsize=FONT["note"]
+    )
+    (dot,) = ax.plot([], [], "o", mec="black", ms=8, zorder=5)
     ax.set_xlim(0, bs[-1] + 2)
     ax.set_ylim(0, top)
     ax.set_xlabel("batch size (concurrent requests)")
     ax.set_ylabel("aggregate tokens/s")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.6, -0.17), fontsize=FONT["legend"], frameon=False, ncols=1)
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.6, -0.17), fontsize=FONT["legend"], frameon=False, ncols=1
+    )
     ax.grid(True, alpha=0.3)
     title = panel_title(ax, "", loc="left")
 
     # the HBM bar: fixed axis up to 1.3x the node's HBM; KV beyond it is drawn to the edge and labelled
     cap = nd0.capacity_bytes / gb
     hb.barh([0], [nd0.weight_bytes / gb], color=PALETTE["grey"], height=0.5, label="weights")
-    kv_bar = hb.barh([0], [0.0], left=nd0.weight_bytes / gb, height=0.5, color=PALETTE["orange"],
-                     label="KV cache")[0]
-    beyond = hb.barh([0], [0.0], left=cap, height=0.5, color=PALETTE["red"], hatch="//",
-                     label="KV beyond HBM")[0]
+    kv_bar = hb.barh(
+        [0], [0.0], left=nd0.weight_bytes / gb, height=0.5, color=PALETTE["orange"], label="KV cache"
+    )[0]
+    beyond = hb.barh(
+        [0], [0.0], left=cap, height=0.5, color=PALETTE["red"], hatch="//", label="KV beyond HBM"
+    )[0]
     hb.axvline(cap, color="black", lw=1.2)
-    hb.text(cap, 0.42, f"{nd0.n_gpus} x {nd0.gpu.memory_bytes / gb:g} GB ", fontsize=FONT["note"], va="bottom",
-            ha="right")
+    hb.text(
+        cap,
+        0.42,
+        f"{nd0.n_gpus} x {nd0.gpu.memory_bytes / gb:g} GB ",
+        fontsize=FONT["note"],
+        va="bottom",
+        ha="right",
+    )
     xmax = 1.3 * cap
     hb.set_xlim(0, xmax)
     hb.set_ylim(-0.6, 0.8)
     hb.set_yticks([])
     hb.set_xlabel("HBM on the node (GB)")
-    hb.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=FONT["legend"], frameon=False, ncols=2)
+    hb.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=FONT["legend"], frameon=False, ncols=2
+    )
     share = panel_title(hb, "", loc="left")
 
     def update(batch, kv_layout):
@@ -132,8 +150,11 @@ def draw(batch=1, kv_layout="gqa", model_name="Llama-3.1-70B", gpu_name="H100 SX
         kv_used = b * nd.kv_bytes(context_tokens)
         kv_bar.set_width(min(kv_used, nd.free_bytes) / gb)
         beyond.set_width(min(max(kv_used - nd.free_bytes, 0.0) / gb, xmax - cap))
-        share.set_text(f"KV vs {_gb(nd.free_bytes)} free HBM: {kv_used / nd.free_bytes:.0%}" if b <= max_batch
-                       else f"KV over the {_gb(nd.free_bytes)} free by {_gb(kv_used - nd.free_bytes)}")
+        share.set_text(
+            f"KV vs {_gb(nd.free_bytes)} free HBM: {kv_used / nd.free_bytes:.0%}"
+            if b <= max_batch
+            else f"KV over the {_gb(nd.free_bytes)} free by {_gb(kv_used - nd.free_bytes)}"
+        )
         if b <= max_batch:
             per_user = f"{step.tokens_per_s_per_user:,.1f} tok/s"
             aggregate = f"{step.tokens_per_s:,.0f} tok/s"
@@ -158,5 +179,6 @@ def sliders():
 
 def show(mode=None, **fixed):
     """The interactive batching-vs-KV figure."""
-    return interactive_figure(draw, sliders(), title="Batching: throughput vs the KV cache budget",
-                              fixed=fixed, mode=mode)
+    return interactive_figure(
+        draw, sliders(), title="Batching: throughput vs the KV cache budget", fixed=fixed, mode=mode
+    )

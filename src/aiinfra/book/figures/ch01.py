@@ -12,6 +12,7 @@ configs, roofline and decode formulas); nothing here types a result.
 Figures are built with :class:`matplotlib.figure.Figure` directly, never
 through pyplot, so nothing is drawn twice in a notebook.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -56,18 +57,37 @@ _BLUE, _ORANGE, _GREEN, _GREY, _RED = (PALETTE[k] for k in ("blue", "orange", "g
 #: The six layers of chapter 1, top (task) to bottom (hardware):
 #: (name, what it decides, the number to check first, where this book treats it)
 SIX_LAYERS = (
-    ("Applications and tasks", "what must be done, how fast, at what cost",
-     "latency target, $ per task", "Ch. 1, 4"),
-    ("Models and workloads", "which computations and which state",
-     "parameters N, context, KV per token", "Ch. 3, 5"),
-    ("Training and inference systems", "batches, queues, placement of state",
-     "batch B, KV budget", "Ch. 5, 7"),
-    ("Operators, compilers, runtime", "tiling, fusion, when work is launched",
-     "achieved fraction of peak", "Ch. 2, 4"),
-    ("Processors and memory", "arithmetic and the bytes that feed it",
-     "capacity, FLOP/s, bytes/s", "Ch. 2, 4"),
-    ("Interconnect and data center", "links, switches, power and cooling",
-     "link bytes/s, watts", "Ch. 2, 6"),
+    (
+        "Applications and tasks",
+        "what must be done, how fast, at what cost",
+        "latency target, $ per task",
+        "Ch. 1, 4",
+    ),
+    (
+        "Models and workloads",
+        "which computations and which state",
+        "parameters N, context, KV per token",
+        "Ch. 3, 5",
+    ),
+    (
+        "Training and inference systems",
+        "batches, queues, placement of state",
+        "batch B, KV budget",
+        "Ch. 5, 7",
+    ),
+    (
+        "Operators, compilers, runtime",
+        "tiling, fusion, when work is launched",
+        "achieved fraction of peak",
+        "Ch. 2, 4",
+    ),
+    (
+        "Processors and memory",
+        "arithmetic and the bytes that feed it",
+        "capacity, FLOP/s, bytes/s",
+        "Ch. 2, 4",
+    ),
+    ("Interconnect and data center", "links, switches, power and cooling", "link bytes/s, watts", "Ch. 2, 6"),
 )
 
 
@@ -90,21 +110,52 @@ def six_layers():
     n = len(SIX_LAYERS)
     for i, (name, decides, number, where) in enumerate(SIX_LAYERS):
         y = n - 1 - i
-        ax.add_patch(FancyBboxPatch((0.1, y + 0.06), 8.2, 0.88, boxstyle="round,pad=0.0,rounding_size=0.08",
-                                    facecolor=shades[i], edgecolor="#34495e", linewidth=0.8))
+        ax.add_patch(
+            FancyBboxPatch(
+                (0.1, y + 0.06),
+                8.2,
+                0.88,
+                boxstyle="round,pad=0.0,rounding_size=0.08",
+                facecolor=shades[i],
+                edgecolor="#34495e",
+                linewidth=0.8,
+            )
+        )
         ax.text(0.25, y + 0.66, name, fontsize=FONT["title"], fontweight="bold", va="center")
         ax.text(0.25, y + 0.3, decides, fontsize=FONT["small"], va="center", color="#333333")
         ax.text(8.15, y + 0.66, where, fontsize=FONT["small"], va="center", ha="right", color="#34495e")
         ax.text(4.65, y + 0.66, "check first:", fontsize=FONT["small"], va="center", color="#555555")
         ax.text(4.65, y + 0.3, number, fontsize=FONT["small"], va="center", style="italic")
-    ax.add_patch(FancyArrowPatch((8.7, n - 0.2), (8.7, 0.2), arrowstyle="-|>", mutation_scale=14,
-                                 color=_BLUE, linewidth=1.6))
-    ax.text(8.95, n / 2, "a task becomes\nFLOPs and bytes", rotation=90, va="center", ha="center",
-            fontsize=FONT["small"], color=_BLUE)
-    ax.add_patch(FancyArrowPatch((9.5, 0.2), (9.5, n - 0.2), arrowstyle="-|>", mutation_scale=14,
-                                 color=_ORANGE, linewidth=1.6))
-    ax.text(9.75, n / 2, "capacity and bandwidth\nlimit what runs", rotation=90, va="center", ha="center",
-            fontsize=FONT["small"], color=_ORANGE)
+    ax.add_patch(
+        FancyArrowPatch(
+            (8.7, n - 0.2), (8.7, 0.2), arrowstyle="-|>", mutation_scale=14, color=_BLUE, linewidth=1.6
+        )
+    )
+    ax.text(
+        8.95,
+        n / 2,
+        "a task becomes\nFLOPs and bytes",
+        rotation=90,
+        va="center",
+        ha="center",
+        fontsize=FONT["small"],
+        color=_BLUE,
+    )
+    ax.add_patch(
+        FancyArrowPatch(
+            (9.5, 0.2), (9.5, n - 0.2), arrowstyle="-|>", mutation_scale=14, color=_ORANGE, linewidth=1.6
+        )
+    )
+    ax.text(
+        9.75,
+        n / 2,
+        "capacity and bandwidth\nlimit what runs",
+        rotation=90,
+        va="center",
+        ha="center",
+        fontsize=FONT["small"],
+        color=_ORANGE,
+    )
     return fig, {name: number for name, _, number, _ in SIX_LAYERS}
 
 
@@ -137,21 +188,44 @@ def request_path():
     w, h = 1.55, 0.8
     # top row: the service path; bottom row: inside one inference instance
     pos = {
-        0: (0.1, 2.7), 1: (2.0, 2.7), 2: (3.9, 2.7),
-        3: (3.9, 1.0), 4: (5.7, 1.0), 5: (7.5, 1.0), 6: (9.3, 1.0),
+        0: (0.1, 2.7),
+        1: (2.0, 2.7),
+        2: (3.9, 2.7),
+        3: (3.9, 1.0),
+        4: (5.7, 1.0),
+        5: (7.5, 1.0),
+        6: (9.3, 1.0),
         7: (11.1, 2.7),
     }
     for k, (label, where, _row) in enumerate(_REQUEST_STAGES):
         x, y = pos[k]
         face = "#dbe5f1" if where == "GPU" else "#eeeeee"
         edge = _BLUE if where == "GPU" else _GREY
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
-                                    facecolor=face, edgecolor=edge, linewidth=1.1))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y),
+                w,
+                h,
+                boxstyle="round,pad=0.02,rounding_size=0.08",
+                facecolor=face,
+                edgecolor=edge,
+                linewidth=1.1,
+            )
+        )
         ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=FONT["small"])
 
     def arrow(a, b, **kw):
-        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=11, linewidth=1.0,
-                                     color=kw.pop("color", "#333333"), **kw))
+        ax.add_patch(
+            FancyArrowPatch(
+                a,
+                b,
+                arrowstyle="-|>",
+                mutation_scale=11,
+                linewidth=1.0,
+                color=kw.pop("color", "#333333"),
+                **kw,
+            )
+        )
 
     arrow((1.65, 3.1), (2.0, 3.1))
     arrow((3.55, 3.1), (3.9, 3.1))
@@ -161,8 +235,17 @@ def request_path():
     arrow((9.05, 1.4), (9.3, 1.4))
     arrow((10.2, 1.8), (11.6, 2.7))
     # the KV cache: prefill writes it, every decode step reads it and appends one entry
-    ax.add_patch(FancyBboxPatch((7.9, -0.35), 2.6, 0.55, boxstyle="round,pad=0.02,rounding_size=0.08",
-                                facecolor="#fbe3d4", edgecolor=_ORANGE, linewidth=1.1))
+    ax.add_patch(
+        FancyBboxPatch(
+            (7.9, -0.35),
+            2.6,
+            0.55,
+            boxstyle="round,pad=0.02,rounding_size=0.08",
+            facecolor="#fbe3d4",
+            edgecolor=_ORANGE,
+            linewidth=1.1,
+        )
+    )
     ax.text(9.2, -0.08, "KV cache in HBM", ha="center", va="center", fontsize=FONT["small"])
     arrow((8.3, 1.0), (8.5, 0.2), color=_ORANGE)
     arrow((9.9, 0.2), (10.05, 1.0), color=_ORANGE)
@@ -173,8 +256,14 @@ def request_path():
     # a tool call goes back to the application
     ax.plot([11.875, 11.875, 0.875, 0.875], [3.5, 4.0, 4.0, 3.55], color=_GREEN, linewidth=1.0)
     arrow((0.875, 3.75), (0.875, 3.5), color=_GREEN)
-    ax.text(6.4, 4.08, "tool call: the application runs the tool, appends its result and calls the model again",
-            ha="center", fontsize=FONT["small"], color=_GREEN)
+    ax.text(
+        6.4,
+        4.08,
+        "tool call: the application runs the tool, appends its result and calls the model again",
+        ha="center",
+        fontsize=FONT["small"],
+        color=_GREEN,
+    )
     ax.text(0.1, 1.3, "inside one\ninference\ninstance", fontsize=FONT["small"], color="#555555", va="center")
     gpu = [lab.replace("\n", " ") for lab, where, _ in _REQUEST_STAGES if where == "GPU"]
     return fig, {"stages": str(len(_REQUEST_STAGES)), "on the accelerator": ", ".join(gpu)}
@@ -215,7 +304,9 @@ def latency_ladder(operations, seconds, highlight=()):
     ops = list(operations)
     secs = np.asarray(check("seconds", seconds, ">0"), dtype=float)
     if secs.ndim != 1 or len(ops) != secs.size:
-        raise ValueError(f"seconds must be a 1-D array with one entry per operation ({len(ops)}), got {secs.shape}")
+        raise ValueError(
+            f"seconds must be a 1-D array with one entry per operation ({len(ops)}), got {secs.shape}"
+        )
     fig = _new_figure(7.2, 0.3 * len(ops) + 0.9)
     ax = fig.add_subplot()
     y = np.arange(len(ops))[::-1]
@@ -250,7 +341,9 @@ EXPLORER_WORKSPACE_BYTES = 2 * units.GiB
 _CAPACITY_MODEL = "DeepSeek-R1-Distill-Llama-70B"
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+_SUPERSCRIPT = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
 
 
 def _plain_ticks_fn(v, _pos=None):
@@ -275,7 +368,9 @@ def _explorer_deployment(gpu, n_params, weight_precision) -> Deployment:
 
 
 @redraws("batch", "gpu")
-def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_precision=EXAMPLE_WEIGHT_PRECISION):
+def batch_explorer(
+    batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_precision=EXAMPLE_WEIGHT_PRECISION
+):
     """Decode step time and throughput against batch size for Example 1-1's model.
 
     The model of chapter 1, a :class:`~aiinfra.deployment.RoundModel` on one
@@ -297,17 +392,18 @@ def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_pr
 
     fig, (ax1, ax2) = new_figure(7.2, 3.5, ncols=2, left=0.09, right=0.975, bottom=0.14, top=0.9, wspace=0.3)
     # the bound is a wide grey band under the two dashed terms, so all three stay visible where they meet
-    bound, = ax1.plot([], [], color="black", lw=7, alpha=0.2, solid_capstyle="butt", zorder=1,
-                      label="step bound (max)")
-    mem, = ax1.plot([], [], color=_ORANGE, lw=1.6, ls="--", zorder=2, label="read the weights")
-    arith, = ax1.plot([], [], color=_BLUE, lw=1.6, ls="--", zorder=2, label="arithmetic, 2BN FLOPs")
-    dot1, = ax1.plot([], [], "o", color="black", markersize=7, zorder=5)
+    (bound,) = ax1.plot(
+        [], [], color="black", lw=7, alpha=0.2, solid_capstyle="butt", zorder=1, label="step bound (max)"
+    )
+    (mem,) = ax1.plot([], [], color=_ORANGE, lw=1.6, ls="--", zorder=2, label="read the weights")
+    (arith,) = ax1.plot([], [], color=_BLUE, lw=1.6, ls="--", zorder=2, label="arithmetic, 2BN FLOPs")
+    (dot1,) = ax1.plot([], [], "o", color="black", markersize=7, zorder=5)
     ax1.set_ylabel("time per decode step (ms)")
     ax1.set_ylim(t_lo / 1.5, t_hi * 4)
     ax1.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
-    every, = ax2.plot([], [], color=_GREEN, lw=2.0, label="all requests")
-    one, = ax2.plot([], [], color=_GREY, ls="--", lw=1.6, label="one request")
-    dot2, = ax2.plot([], [], "o", color="black", markersize=7, zorder=5)
+    (every,) = ax2.plot([], [], color=_GREEN, lw=2.0, label="all requests")
+    (one,) = ax2.plot([], [], color=_GREY, ls="--", lw=1.6, label="one request")
+    (dot2,) = ax2.plot([], [], "o", color="black", markersize=7, zorder=5)
     ax2.set_ylabel("tokens per second (bound)")
     ax2.set_ylim(r_lo / 2, r_hi * 3)
     ax2.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
@@ -321,8 +417,9 @@ def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_pr
         ax.minorticks_off()
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
         stars.append(ax.axvline(1, color=_GREY, linewidth=0.9, linestyle=":"))
-    star_text = ax1.text(1, 0.02, "", transform=ax1.get_xaxis_transform(), fontsize=FONT["note"], ha="right",
-                         color="#555555")
+    star_text = ax1.text(
+        1, 0.02, "", transform=ax1.get_xaxis_transform(), fontsize=FONT["note"], ha="right", color="#555555"
+    )
     title = fig.suptitle("", fontsize=FONT["title"])
     m = _shipped_model(_CAPACITY_MODEL)
     kv_one = memory.kv_bytes_per_request(m, EXPLORER_CONTEXT_TOKENS)
@@ -347,7 +444,9 @@ def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_pr
             line.set_visible(b_star <= 256)
         star_text.set_position((min(b_star, 256) * 0.93, 0.03))
         star_text.set_text(f"B* = {b_star:.0f}")
-        title.set_text(f"{g.name}: {n / units.GIGA:.0f}B parameters at {bw_:g} byte each (model, not measurement)")
+        title.set_text(
+            f"{g.name}: {n / units.GIGA:.0f}B parameters at {bw_:g} byte each (model, not measurement)"
+        )
         free = memory.free_bytes(weights_8bit, 0.0, EXPLORER_WORKSPACE_BYTES, g.memory_bytes)
         step = here.time_s
         return {
@@ -358,7 +457,8 @@ def batch_explorer(batch=1, gpu="H100 SXM", n_params=EXAMPLE_N_PARAMS, weight_pr
             "B* on this GPU": f"{b_star:.1f}",
             "bound": here.bound,
             f"KV of B requests at {EXPLORER_CONTEXT_TOKENS:,} tokens": (
-                f"{units.fmt_bytes(b * kv_one, 'GB', 1)} vs {units.fmt_bytes(max(free, 0.0), 'GB', 1)} free"),
+                f"{units.fmt_bytes(b * kv_one, 'GB', 1)} vs {units.fmt_bytes(max(free, 0.0), 'GB', 1)} free"
+            ),
         }
 
     return View(fig, update, [bound, mem, arith, dot1, every, one, dot2, *stars, star_text, title])
@@ -387,7 +487,11 @@ _PRECISIONS = (("BF16", None), ("8-bit, groups of 128", 8), ("4-bit, groups of 1
 def _weights_by_precision(m):
     out = []
     for label, bits in _PRECISIONS:
-        w = memory.weight_bytes(m, "bf16") if bits is None else memory.grouped_quant_weight_bytes(m, bits=bits)
+        w = (
+            memory.weight_bytes(m, "bf16")
+            if bits is None
+            else memory.grouped_quant_weight_bytes(m, bits=bits)
+        )
         out.append((label, w))
     return out
 
@@ -403,8 +507,13 @@ def _cards(n: int) -> str:
 
 
 @redraws("gpu", "n_cards")
-def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_tokens=EXPLORER_CONTEXT_TOKENS,
-                      workspace_bytes_per_card=EXPLORER_WORKSPACE_BYTES):
+def capacity_explorer(
+    gpu="H100 SXM",
+    n_cards=1,
+    model=_CAPACITY_MODEL,
+    context_tokens=EXPLORER_CONTEXT_TOKENS,
+    workspace_bytes_per_card=EXPLORER_WORKSPACE_BYTES,
+):
     """Per-card memory of the 70B model in three weight formats on ``n_cards`` x ``gpu``.
 
     Weights and one request's KV (BF16, ``context_tokens``) are split evenly
@@ -422,14 +531,22 @@ def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_
     x = np.arange(len(_PRECISIONS))
 
     fig, ax = new_figure(7.2, 3.4, left=0.09, right=0.7, bottom=0.14, top=0.9)
-    layers = [ax.bar(x, np.zeros(len(x)), color=color, width=0.6, label=name)
-              for color, name in ((_BLUE, "weights"), (_ORANGE, "KV, one request"), (_GREY, "workspace"))]
+    layers = [
+        ax.bar(x, np.zeros(len(x)), color=color, width=0.6, label=name)
+        for color, name in ((_BLUE, "weights"), (_ORANGE, "KV, one request"), (_GREY, "workspace"))
+    ]
     cap_line = ax.axhline(1.0, color=_RED, linewidth=1.2, linestyle="--", label="capacity of one card")
     verdicts = [ax.text(i, 0.0, "", ha="center", va="bottom", fontsize=FONT["note"]) for i in x]
     ax.set_xticks(x, [label.replace(", ", ",\n") for label, _ in _PRECISIONS], fontsize=FONT["tick"])
     ax.set_ylabel("GB per card (decimal)")
-    legend = ax.legend([*layers, cap_line], ["weights", "KV, one request", "workspace", "capacity"],
-                       fontsize=FONT["legend"], loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    legend = ax.legend(
+        [*layers, cap_line],
+        ["weights", "KV, one request", "workspace", "capacity"],
+        fontsize=FONT["legend"],
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        frameon=False,
+    )
     title = fig.text(0.01, 0.97, "", fontsize=FONT["title"], va="top")
     bars = [r for layer in layers for r in layer.patches]
 
@@ -450,7 +567,7 @@ def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_
         for i, (label, _) in enumerate(weights):
             left = memory.free_bytes(w_card[i], kv_card, ws, cap)
             need = bottom[i] / units.GB
-            tall = need > 0.86 * top   # no room above the bar: say it inside, with the bar's height
+            tall = need > 0.86 * top  # no room above the bar: say it inside, with the bar's height
             if left >= 0:
                 total = 1 + decode.max_batch_from_kv_budget(n * left, kv)
                 readouts[label] = f"fits; room for {total} request{'s' if total > 1 else ''}"
@@ -465,7 +582,9 @@ def capacity_explorer(gpu="H100 SXM", n_cards=1, model=_CAPACITY_MODEL, context_
         legend.get_texts()[3].set_text(f"capacity of\none card: {cap / units.GB:g} GB")
         ax.set_ylim(0, top)
         title.set_text(f"{m.name} on {n} x {g.name}, one {context_tokens:,}-token request")
-        readouts["cards of this kind needed for 8-bit weights alone"] = str(memory.min_cards(weights[1][1], cap))
+        readouts["cards of this kind needed for 8-bit weights alone"] = str(
+            memory.min_cards(weights[1][1], cap)
+        )
         return readouts
 
     return View(fig, update, [ax.yaxis, *bars, cap_line, *verdicts, legend, title])
@@ -483,6 +602,7 @@ def capacity_explorer_sliders():
 # Static: the step model against the two measured Qwen3-8B points
 # ---------------------------------------------------------------------------
 
+
 def measurement_check(record=None, context_tokens=None, max_batch=128):
     """Predicted TPOT and throughput of the step model, with the measured points on top.
 
@@ -496,7 +616,11 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
     rec = QWEN3_8B_RTX_PRO_6000 if record is None else record
     d = Deployment(rec.model, rec.gpu, weight_precision=rec.precision)
     g = d.gpu
-    ctx = rec.prompt_tokens if context_tokens is None else check("context_tokens", context_tokens, "int>=0", scalar=True)
+    ctx = (
+        rec.prompt_tokens
+        if context_tokens is None
+        else check("context_tokens", context_tokens, "int>=0", scalar=True)
+    )
     top = check("max_batch", max_batch, "int>=2", scalar=True)
     grid = np.unique(np.concatenate([np.geomspace(1, top, 40), rec.measured_batches()]))
     curve = d.step(grid, ctx)
@@ -525,8 +649,10 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
         ax.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
         ax.minorticks_off()
     ax2.yaxis.set_major_formatter(FuncFormatter(_plain_ticks_fn))
-    fig.suptitle(f"{rec.model} ({rec.precision.upper()}) on {g.name}:\nlines are the model, squares are measurements",
-                 fontsize=FONT["title"])
+    fig.suptitle(
+        f"{rec.model} ({rec.precision.upper()}) on {g.name}:\nlines are the model, squares are measurements",
+        fontsize=FONT["title"],
+    )
     readouts = {}
     for b in mb:
         readouts[f"B={b} predicted"] = units.fmt_time(d.step(b, ctx).time_s)

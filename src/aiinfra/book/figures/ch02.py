@@ -12,6 +12,7 @@ Every number drawn comes from :mod:`aiinfra.catalog.hardware` or
 :mod:`aiinfra.deployment`; the ``*_sliders()`` helpers give the slider grids for
 :func:`aiinfra.book.interactive.interactive_figure`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,8 +40,12 @@ __all__ = [
 #: The two ways :func:`bandwidth_ladder` reads the spec sheets.
 LADDER_VIEWS = ("per direction, bytes", "as printed")
 
-_KIND_COLOUR = {"memory": PALETTE["blue"], "scale-up": PALETTE["green"], "host": PALETTE["orange"],
-                "network": PALETTE["red"]}
+_KIND_COLOUR = {
+    "memory": PALETTE["blue"],
+    "scale-up": PALETTE["green"],
+    "host": PALETTE["orange"],
+    "network": PALETTE["red"],
+}
 
 
 def _printed_number(link) -> float:
@@ -108,12 +113,18 @@ def bandwidth_ladder(view: str = LADDER_VIEWS[0]):
         else:
             xlabel.set_text("the printed number taken as GB/s (wrong for NVLink, PCIe and the NIC)")
             title.set_text("The same links as the spec sheets print them")
-            r_hbm, r_nvl = _printed_number(hbm) / _printed_number(nic), _printed_number(nvl) / _printed_number(nic)
+            r_hbm, r_nvl = (
+                _printed_number(hbm) / _printed_number(nic),
+                _printed_number(nvl) / _printed_number(nic),
+            )
         return {
             "HBM / NIC": f"{r_hbm:,.1f}x",
             "NVLink / NIC": f"{r_nvl:,.2f}x",
-            "NIC, one direction": (units.fmt_rate_bytes(nic.bytes_per_s_per_direction, "GB", 0) if honest
-                                   else f"{_printed_number(nic):,.0f} (Gbit/s, read as GB/s)"),
+            "NIC, one direction": (
+                units.fmt_rate_bytes(nic.bytes_per_s_per_direction, "GB", 0)
+                if honest
+                else f"{_printed_number(nic):,.0f} (Gbit/s, read as GB/s)"
+            ),
         }
 
     return View(fig, update, [*bars.patches, *labels, xlabel, title])
@@ -138,8 +149,11 @@ def _tok_s(x: float) -> str:
 
 def _explorer(bandwidth_tb_per_s, eta_b, eta_f):
     bw = check("bandwidth_tb_per_s", bandwidth_tb_per_s, ">0") * units.TB
-    return TEACHING_8B.replace(gpu=hardware.custom_gpu(base=TEACHING_8B.gpu, memory_bandwidth_bytes_per_s=bw),
-                               eta_b=eta_b, eta_f=eta_f)
+    return TEACHING_8B.replace(
+        gpu=hardware.custom_gpu(base=TEACHING_8B.gpu, memory_bandwidth_bytes_per_s=bw),
+        eta_b=eta_b,
+        eta_f=eta_f,
+    )
 
 
 def _requests(b: int) -> str:
@@ -147,7 +161,9 @@ def _requests(b: int) -> str:
 
 
 @redraws("batch", "bandwidth_tb_per_s", "eta_b", "eta_f")
-def request_explorer(batch: int = 32, bandwidth_tb_per_s: float = 3.0, eta_b: float = 0.7, eta_f: float = 0.5):
+def request_explorer(
+    batch: int = 32, bandwidth_tb_per_s: float = 3.0, eta_b: float = 0.7, eta_f: float = 0.5
+):
     """The 8B request of chapter 2 at another batch, bandwidth or efficiency.
 
     Left: one decode step split into the shared weight read, the batch's KV
@@ -159,13 +175,17 @@ def request_explorer(batch: int = 32, bandwidth_tb_per_s: float = 3.0, eta_b: fl
     """
     prompt = TEACHING_PROMPT_TOKENS
     xs = np.array(BATCH_VALUES, dtype=float)
-    corners = [_explorer(bw, e, e).step(xs, prompt) for bw in (min(BANDWIDTH_TB_S_VALUES), max(BANDWIDTH_TB_S_VALUES))
-               for e in (min(ETA_VALUES), max(ETA_VALUES))]
+    corners = [
+        _explorer(bw, e, e).step(xs, prompt)
+        for bw in (min(BANDWIDTH_TB_S_VALUES), max(BANDWIDTH_TB_S_VALUES))
+        for e in (min(ETA_VALUES), max(ETA_VALUES))
+    ]
     lo = min(float(np.min(c.tokens_per_s_per_user)) for c in corners)
     hi = max(float(np.max(c.tokens_per_s)) for c in corners)
 
-    fig, (ax1, ax2) = new_figure(7.2, 3.6, ncols=2, left=0.09, right=0.97, bottom=0.14, top=0.85, wspace=0.3,
-                                 width_ratios=(0.8, 1.0))
+    fig, (ax1, ax2) = new_figure(
+        7.2, 3.6, ncols=2, left=0.09, right=0.97, bottom=0.14, top=0.85, wspace=0.3, width_ratios=(0.8, 1.0)
+    )
     w_bar = ax1.bar([0], [0.0], color=PALETTE["blue"], width=0.55, label="weights, read once")[0]
     kv_bar = ax1.bar([0], [0.0], color=PALETTE["sky"], width=0.55, label="KV of the batch")[0]
     c_bar = ax1.bar([1], [0.0], color=PALETTE["orange"], width=0.55, label="arithmetic")[0]
@@ -176,9 +196,11 @@ def request_explorer(batch: int = 32, bandwidth_tb_per_s: float = 3.0, eta_b: fl
     ax1.set_ylabel("ms per decode step (bound)")
     ax1.legend(fontsize=FONT["small"], loc="upper center", frameon=False, ncols=1)
 
-    every, = ax2.plot([], [], color=PALETTE["green"], marker="o", markersize=3, label="all requests")
-    one, = ax2.plot([], [], color=PALETTE["grey"], linestyle="--", marker="o", markersize=3, label="one user")
-    dot, = ax2.plot([], [], "o", color=PALETTE["red"], markersize=7, zorder=5)
+    (every,) = ax2.plot([], [], color=PALETTE["green"], marker="o", markersize=3, label="all requests")
+    (one,) = ax2.plot(
+        [], [], color=PALETTE["grey"], linestyle="--", marker="o", markersize=3, label="one user"
+    )
+    (dot,) = ax2.plot([], [], "o", color=PALETTE["red"], markersize=7, zorder=5)
     ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
     ax2.set_xticks(list(BATCH_VALUES), [str(x) for x in BATCH_VALUES])
@@ -210,9 +232,11 @@ def request_explorer(batch: int = 32, bandwidth_tb_per_s: float = 3.0, eta_b: fl
         every.set_data(xs, curve.tokens_per_s)
         one.set_data(xs, curve.tokens_per_s_per_user)
         dot.set_data([b], [step.tokens_per_s])
-        title.set_text(f"8B model in BF16, batch of {_requests(b)}: {bandwidth_tb_per_s:g} TB/s at {d.eta_b:.0%}, "
-                       f"{units.fmt_flops_rate(d.peak_flops_per_s, 0)} at {d.eta_f:.0%}\n"
-                       "(teaching assumptions, not a measurement)")
+        title.set_text(
+            f"8B model in BF16, batch of {_requests(b)}: {bandwidth_tb_per_s:g} TB/s at {d.eta_b:.0%}, "
+            f"{units.fmt_flops_rate(d.peak_flops_per_s, 0)} at {d.eta_f:.0%}\n"
+            "(teaching assumptions, not a measurement)"
+        )
         return {
             f"prefill, {prompt:,} tokens": units.fmt_time(d.prefill(prompt).time_s, 1),
             "decode step, batch 1": units.fmt_time(one_step.time_s, 1),
@@ -230,9 +254,28 @@ def request_explorer_sliders():
     """All four controls move in the static book, on a coarser grid (24 frames, within the page-weight cap) than in a live kernel."""
     return [
         Slider("batch", BATCH_VALUES, label="batch B", default=32, static=(1, 32, 128)),
-        Slider("bandwidth_tb_per_s", BANDWIDTH_TB_S_VALUES, label="peak HBM bandwidth", default=3.0,
-               fmt="{:g} TB/s", static=(3.0, 8.0)),
-        Slider("eta_b", ETA_VALUES, label="eta_B (bandwidth achieved)", default=0.7, fmt="{:.0%}",
-               static=(0.7, 1.0)),
-        Slider("eta_f", ETA_VALUES, label="eta_F (compute achieved)", default=0.5, fmt="{:.0%}", static=(0.5, 1.0)),
+        Slider(
+            "bandwidth_tb_per_s",
+            BANDWIDTH_TB_S_VALUES,
+            label="peak HBM bandwidth",
+            default=3.0,
+            fmt="{:g} TB/s",
+            static=(3.0, 8.0),
+        ),
+        Slider(
+            "eta_b",
+            ETA_VALUES,
+            label="eta_B (bandwidth achieved)",
+            default=0.7,
+            fmt="{:.0%}",
+            static=(0.7, 1.0),
+        ),
+        Slider(
+            "eta_f",
+            ETA_VALUES,
+            label="eta_F (compute achieved)",
+            default=0.5,
+            fmt="{:.0%}",
+            static=(0.5, 1.0),
+        ),
     ]

@@ -7,6 +7,7 @@ ratio exact / 2N against the context for several shipped models, with the
 +-10 % band in which the rule is good enough. Every number comes from
 :mod:`aiinfra.compute`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,9 +25,12 @@ CONTEXT_VALUES = (256, 2048, 4096, 16384, 32768, 131072)
 #: Models drawn on the right panel (the first one is broken down on the left).
 DRIFT_MODELS = ("Qwen3-8B", "Llama-3.1-70B", "Llama-3.2-3B")
 
-_PIECES = (("blocks", "block matrices", PALETTE["blue"]), ("lm_head", "lm_head", PALETTE["green"]),
-           ("embedding", "embedding table", PALETTE["grey"]), ("attention", "attention over the context",
-                                                                 PALETTE["orange"]))
+_PIECES = (
+    ("blocks", "block matrices", PALETTE["blue"]),
+    ("lm_head", "lm_head", PALETTE["green"]),
+    ("embedding", "embedding table", PALETTE["grey"]),
+    ("attention", "attention over the context", PALETTE["orange"]),
+)
 _LINE_COLOURS = (PALETTE["blue"], PALETTE["purple"], PALETTE["red"])
 
 
@@ -45,13 +49,15 @@ def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolera
     """
     tol = check("tolerance", tolerance, "(0,1)")
     top = max(compute.decode_flops_breakdown(model, c)["exact"]["total"] for c in CONTEXT_VALUES) / units.GIGA
-    fig, (ax1, ax2) = new_figure(7.2, 3.7, ncols=2, left=0.1, right=0.97, bottom=0.14, top=0.86, wspace=0.32,
-                                 width_ratios=(0.85, 1.0))
+    fig, (ax1, ax2) = new_figure(
+        7.2, 3.7, ncols=2, left=0.1, right=0.97, bottom=0.14, top=0.86, wspace=0.32, width_ratios=(0.85, 1.0)
+    )
     bars = {}
     for x, key in ((0, "exact"), (1, "two_n")):
         for piece, label, colour in _PIECES:
-            bars[key, piece] = ax1.bar([x], [0.0], color=colour, width=0.55,
-                                       label=label if x == 0 else None)[0]
+            bars[key, piece] = ax1.bar([x], [0.0], color=colour, width=0.55, label=label if x == 0 else None)[
+                0
+            ]
     totals = [ax1.text(x, 0.0, "", ha="center", va="bottom", fontsize=FONT["small"]) for x in (0, 1)]
     ax1.set_xticks([0, 1], ["exact", "2N rule"])
     ax1.set_xlim(-0.6, 1.6)
@@ -113,4 +119,6 @@ def two_n_drift(context_tokens: int = 2048, model: str = DRIFT_MODELS[0], tolera
 
 def two_n_drift_sliders():
     """The context slider of :func:`two_n_drift`."""
-    return [Slider("context_tokens", CONTEXT_VALUES, label="context", default=2048, fmt=lambda n: f"{n:,} tokens")]
+    return [
+        Slider("context_tokens", CONTEXT_VALUES, label="context", default=2048, fmt=lambda n: f"{n:,} tokens")
+    ]

@@ -13,6 +13,7 @@
 Every number drawn comes from a library call. Figures are built with
 :class:`matplotlib.figure.Figure` directly, never through pyplot.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,17 +51,32 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
     weights and the deployment's memory reserve. Readouts: ``B_max``, per-user
     speed at ``B = 1`` and at ``B_max``, aggregate rate at ``B_max``.
     """
-    Deployment(model, gpu, n_gpus=n_gpus)   # validates the model, GPU and count once
+    Deployment(model, gpu, n_gpus=n_gpus)  # validates the model, GPU and count once
     fig, ax = new_figure(6.4, 3.5, left=0.12, right=0.96, bottom=0.14, top=0.91)
-    curve, = ax.plot([], [], color=PALETTE["blue"], lw=2)
-    marks = [(b, ax.plot([], [], "o", color=PALETTE["blue"], ms=5)[0],
-              ax.annotate(f"B={b}", (1, 1), xytext=(5, -12), textcoords="offset points", fontsize=FONT["small"]))
-             for b in _MARKED]
-    full, = ax.plot([], [], "s", color=PALETTE["red"], ms=7, zorder=5)
-    full_note = ax.annotate("", (1, 1), xytext=(6, 4), textcoords="offset points", fontsize=FONT["small"],
-                            color=PALETTE["red"])
-    empty = ax.text(0.5, 0.5, "one request's KV cache does not fit", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=FONT["note"])
+    (curve,) = ax.plot([], [], color=PALETTE["blue"], lw=2)
+    marks = [
+        (
+            b,
+            ax.plot([], [], "o", color=PALETTE["blue"], ms=5)[0],
+            ax.annotate(
+                f"B={b}", (1, 1), xytext=(5, -12), textcoords="offset points", fontsize=FONT["small"]
+            ),
+        )
+        for b in _MARKED
+    ]
+    (full,) = ax.plot([], [], "s", color=PALETTE["red"], ms=7, zorder=5)
+    full_note = ax.annotate(
+        "", (1, 1), xytext=(6, 4), textcoords="offset points", fontsize=FONT["small"], color=PALETTE["red"]
+    )
+    empty = ax.text(
+        0.5,
+        0.5,
+        "one request's KV cache does not fit",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        fontsize=FONT["note"],
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     # fixed axes, so that moving a slider moves the curve, not the frame
@@ -115,9 +131,16 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
 def throughput_latency_sliders():
     """Slider definitions for :func:`throughput_latency` (context held per request, weight precision)."""
     return [
-        Slider("context_tokens", CONTEXT_VALUES, label="context per request", default=4096, fmt="{:,} tokens"),
-        Slider("precision", PRECISION_VALUES, label="weights", default="bf16",
-               fmt=lambda p: {"bf16": "BF16 (16-bit)", "fp8": "FP8 (8-bit)", "int4": "INT4 (4-bit)"}[p]),
+        Slider(
+            "context_tokens", CONTEXT_VALUES, label="context per request", default=4096, fmt="{:,} tokens"
+        ),
+        Slider(
+            "precision",
+            PRECISION_VALUES,
+            label="weights",
+            default="bf16",
+            fmt=lambda p: {"bf16": "BF16 (16-bit)", "fp8": "FP8 (8-bit)", "int4": "INT4 (4-bit)"}[p],
+        ),
     ]
 
 
@@ -133,7 +156,9 @@ def latency_timeline(queue_s, ttft_s, tpot_s, output_tokens=12):
     step = check("tpot_s", tpot_s, ">0")
     g = check("output_tokens", output_tokens, "int>=2", scalar=True)
     if q >= first:
-        raise ValueError(f"queue_s must be < ttft_s (TTFT includes the queue), got queue_s={q}, ttft_s={first}")
+        raise ValueError(
+            f"queue_s must be < ttft_s (TTFT includes the queue), got queue_s={q}, ttft_s={first}"
+        )
     e2e = decode.end_to_end_latency_s(first, step, g)
     fig, ax = new_figure(6.4, 2.1, left=0.03, right=0.97, bottom=0.3, top=0.86)
     ms = 1 / units.ms
@@ -152,4 +177,8 @@ def latency_timeline(queue_s, ttft_s, tpot_s, output_tokens=12):
     ax.set_yticks([])
     ax.spines[["left"]].set_visible(False)
     ax.set_xlabel("time since the request arrived (ms)")
-    return fig, {"TTFT": units.fmt_time(first), "TPOT": units.fmt_time(step), "end to end": units.fmt_time(e2e)}
+    return fig, {
+        "TTFT": units.fmt_time(first),
+        "TPOT": units.fmt_time(step),
+        "end to end": units.fmt_time(e2e),
+    }

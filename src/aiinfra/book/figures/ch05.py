@@ -12,6 +12,7 @@ book; the ``*_sliders()`` helpers give their slider definitions. Every number
 drawn comes from a library call; figures are built with
 :class:`matplotlib.figure.Figure` directly, never through pyplot.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -70,8 +71,13 @@ GAP_VALUES = (4, 8, 12, 16, 24, 32, 48)
 def demo_trace(mean_interarrival_steps=8, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
     """The chapter's request trace: geometric output lengths (mean 96 tokens), prompts of 128-2048 tokens."""
     return scheduling.synthetic_trace(
-        n_requests, seed=seed, mean_output_tokens=TRACE_MEAN_OUTPUT, max_output_tokens=TRACE_MAX_OUTPUT,
-        mean_interarrival_steps=mean_interarrival_steps, min_prompt_tokens=128, max_prompt_tokens=2048,
+        n_requests,
+        seed=seed,
+        mean_output_tokens=TRACE_MEAN_OUTPUT,
+        max_output_tokens=TRACE_MAX_OUTPUT,
+        mean_interarrival_steps=mean_interarrival_steps,
+        min_prompt_tokens=128,
+        max_prompt_tokens=2048,
     )
 
 
@@ -86,8 +92,12 @@ def _tokens(n) -> str:
 @lru_cache(maxsize=8)
 def _policy_horizon(n_requests: int, seed: int) -> int:
     """The longest run over the whole slider grid: the fixed time axis of :func:`batching_policies`."""
-    return max(r.total_steps for gap in GAP_VALUES for cap in MAX_BATCH_VALUES
-               for r in scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap).values())
+    return max(
+        r.total_steps
+        for gap in GAP_VALUES
+        for cap in MAX_BATCH_VALUES
+        for r in scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap).values()
+    )
 
 
 @lru_cache(maxsize=128)
@@ -116,8 +126,9 @@ def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE
     """
     horizon = _policy_horizon(n_requests, seed)
     fig = _figure_class()(figsize=(7.2, 4.0))
-    grid = fig.add_gridspec(2, 2, width_ratios=(1.6, 1.0), left=0.1, right=0.975, bottom=0.12, top=0.92,
-                            wspace=0.27, hspace=0.55)
+    grid = fig.add_gridspec(
+        2, 2, width_ratios=(1.6, 1.0), left=0.1, right=0.975, bottom=0.12, top=0.92, wspace=0.27, hspace=0.55
+    )
     colors = {"static": _ORANGE, "continuous": _BLUE}
     panels = {}
     for row, name in enumerate(colors):
@@ -159,7 +170,8 @@ def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE
             curves[name].set_data(lat, np.arange(1, lat.size + 1) / lat.size)
             readouts[f"{name}: slot use"] = f"{r.slot_utilization:.0%}"
             readouts[f"{name}: p50 / p99 latency"] = (
-                f"{r.percentile_latency_steps(50):,.0f} / {r.percentile_latency_steps(99):,.0f} steps")
+                f"{r.percentile_latency_steps(50):,.0f} / {r.percentile_latency_steps(99):,.0f} steps"
+            )
             readouts[f"{name}: queue"] = "grows (overloaded)" if overloaded else "steady"
         return readouts
 
@@ -170,7 +182,9 @@ def batching_policies_sliders():
     """Slider definitions for :func:`batching_policies` (slots, and the mean gap between arrivals)."""
     return [
         Slider("max_batch", MAX_BATCH_VALUES, label="batch slots", default=16, fmt="{} slots"),
-        Slider("mean_interarrival_steps", GAP_VALUES, label="mean gap between arrivals", default=24, fmt=_steps),
+        Slider(
+            "mean_interarrival_steps", GAP_VALUES, label="mean gap between arrivals", default=24, fmt=_steps
+        ),
     ]
 
 
@@ -180,16 +194,30 @@ MAX_CONTEXT_VALUES = (4096, 8192, 16384, 32768)
 
 
 @lru_cache(maxsize=8)
-def _paged_horizon(kv_bytes_per_token, kv_budget_bytes, max_batch, mean_interarrival_steps, n_requests, seed) -> int:
+def _paged_horizon(
+    kv_bytes_per_token, kv_budget_bytes, max_batch, mean_interarrival_steps, n_requests, seed
+) -> int:
     """The longest paged run over :data:`PAGE_VALUES`: the time window of :func:`kv_reservation`."""
     tr = demo_trace(mean_interarrival_steps, n_requests, seed)
-    return max(paging.simulate_with_kv_budget(tr, max_batch, kv_budget_bytes, kv_bytes_per_token, "paged", p,
-                                              int(tr.final_context_tokens.max())).total_steps for p in PAGE_VALUES)
+    return max(
+        paging.simulate_with_kv_budget(
+            tr, max_batch, kv_budget_bytes, kv_bytes_per_token, "paged", p, int(tr.final_context_tokens.max())
+        ).total_steps
+        for p in PAGE_VALUES
+    )
 
 
 @redraws("page_tokens", "max_context_tokens")
-def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=147456.0, kv_budget_bytes=6e9,
-                   max_batch=64, mean_interarrival_steps=2, n_requests=TRACE_REQUESTS, seed=TRACE_SEED):
+def kv_reservation(
+    page_tokens=16,
+    max_context_tokens=4096,
+    kv_bytes_per_token=147456.0,
+    kv_budget_bytes=6e9,
+    max_batch=64,
+    mean_interarrival_steps=2,
+    n_requests=TRACE_REQUESTS,
+    seed=TRACE_SEED,
+):
     """The same trace when the KV cache limits the batch: contiguous reservation vs pages.
 
     Each panel runs the demonstration trace under continuous batching with
@@ -212,16 +240,26 @@ def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=1
     fig, axes = new_figure(7.2, 4.0, nrows=2, left=0.09, right=0.975, bottom=0.11, top=0.92, hspace=0.55)
     rows = {}
     for row, (scheme, ax) in enumerate(zip(paging.SCHEMES, axes)):
-        stored = ax.stairs([0.0], [0.0, 1.0], fill=True, color=_GREEN, alpha=0.8, linewidth=0, label="KV stored")
-        reserved, = ax.plot([], [], drawstyle="steps-post", color=_BLUE if scheme == "paged" else _ORANGE,
-                            linewidth=1.2, label="KV reserved")
+        stored = ax.stairs(
+            [0.0], [0.0, 1.0], fill=True, color=_GREEN, alpha=0.8, linewidth=0, label="KV stored"
+        )
+        (reserved,) = ax.plot(
+            [],
+            [],
+            drawstyle="steps-post",
+            color=_BLUE if scheme == "paged" else _ORANGE,
+            linewidth=1.2,
+            label="KV reserved",
+        )
         ax.axhline(budget / units.GB, color=_RED, linestyle="--", linewidth=1.0, label="budget")
         ax.set_xlim(0, window)
         ax.set_ylim(0, budget / units.GB * 1.25)
         ax.set_ylabel("KV (GB)")
         ax.grid(alpha=0.3)
         if row == 0:
-            ax.legend(fontsize=FONT["small"], loc="upper right", ncol=3, frameon=False, bbox_to_anchor=(1.0, 1.02))
+            ax.legend(
+                fontsize=FONT["small"], loc="upper right", ncol=3, frameon=False, bbox_to_anchor=(1.0, 1.02)
+            )
         else:
             ax.set_xlabel("decode step")
         rows[scheme] = (stored, reserved, panel_title(ax, "", fontsize=FONT["small"], loc="left"))
@@ -230,8 +268,10 @@ def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=1
         p = check("page_tokens", page_tokens, "int>=1", scalar=True)
         m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
         if int(tr.final_context_tokens.max()) > m:
-            raise ValueError(f"max_context_tokens must cover the trace's longest request "
-                             f"({int(tr.final_context_tokens.max())} tokens), got {m}")
+            raise ValueError(
+                f"max_context_tokens must cover the trace's longest request "
+                f"({int(tr.final_context_tokens.max())} tokens), got {m}"
+            )
         readouts = {}
         for scheme in paging.SCHEMES:
             r = paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m)
@@ -241,8 +281,12 @@ def kv_reservation(page_tokens=16, max_context_tokens=4096, kv_bytes_per_token=1
             stored.set_data(y[:-1], x)
             x, y = _series((use.contiguous_tokens if scheme == "contiguous" else use.paged_tokens) * gb)
             reserved.set_data(x, y)
-            what = f"{m:,} tokens reserved per request" if scheme == "contiguous" else f"pages of {_tokens(p)}"
-            title.set_text(f"{scheme} ({what}): mean batch {r.mean_batch:.1f}, done at step {r.total_steps:,}")
+            what = (
+                f"{m:,} tokens reserved per request" if scheme == "contiguous" else f"pages of {_tokens(p)}"
+            )
+            title.set_text(
+                f"{scheme} ({what}): mean batch {r.mean_batch:.1f}, done at step {r.total_steps:,}"
+            )
             readouts[f"{scheme}: mean batch"] = f"{r.mean_batch:.1f}"
             readouts[f"{scheme}: trace done at"] = f"step {r.total_steps:,}"
             readouts[f"{scheme}: reserved but empty"] = f"{use.mean_waste_fraction(scheme):.1%}"
@@ -255,5 +299,7 @@ def kv_reservation_sliders():
     """Slider definitions for :func:`kv_reservation` (page size and the maximum context reserved)."""
     return [
         Slider("page_tokens", PAGE_VALUES, label="page size", default=16, fmt=_tokens),
-        Slider("max_context_tokens", MAX_CONTEXT_VALUES, label="max context reserved", default=4096, fmt=_tokens),
+        Slider(
+            "max_context_tokens", MAX_CONTEXT_VALUES, label="max context reserved", default=4096, fmt=_tokens
+        ),
     ]

@@ -11,6 +11,7 @@
 The ``*_sliders()`` helpers give the slider grids. Every number drawn comes
 from a library call.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check
@@ -58,9 +59,20 @@ _BYTE_TICKS = FuncFormatter(lambda v, _p: units.fmt_bytes(v, digits=0))
 
 
 @redraws("tokens", "n_ranks")
-def tp_allreduce(tokens=1, n_ranks=8, *, d_model, n_layers, nvlink_bytes_per_s, ib_bytes_per_s,
-                 nvlink_latency_s, ib_latency_s, bytes_per_element=2.0, model_name="model",
-                 nvlink_domain_gpus=hardware.DGX_H100_DOMAIN.n_gpus):
+def tp_allreduce(
+    tokens=1,
+    n_ranks=8,
+    *,
+    d_model,
+    n_layers,
+    nvlink_bytes_per_s,
+    ib_bytes_per_s,
+    nvlink_latency_s,
+    ib_latency_s,
+    bytes_per_element=2.0,
+    model_name="model",
+    nvlink_domain_gpus=hardware.DGX_H100_DOMAIN.n_gpus,
+):
     """Ring all-reduce time vs message size, NVLink against InfiniBand.
 
     Both curves use :func:`aiinfra.cluster.network.ring_allreduce_time_s` over
@@ -79,14 +91,27 @@ def tp_allreduce(tokens=1, n_ranks=8, *, d_model, n_layers, nvlink_bytes_per_s, 
         "NVLink (scale-up)": (nvlink_bytes_per_s, nvlink_latency_s, PALETTE["blue"]),
         "InfiniBand (scale-out)": (ib_bytes_per_s, ib_latency_s, PALETTE["orange"]),
     }
-    everything = [network.ring_allreduce_time_s(sizes, r, bw, lat) for r in RANKS_VALUES
-                  for bw, lat, _ in links.values()]
+    everything = [
+        network.ring_allreduce_time_s(sizes, r, bw, lat)
+        for r in RANKS_VALUES
+        for bw, lat, _ in links.values()
+    ]
     fig, ax = new_figure(6.8, 3.5, left=0.12, right=0.96, bottom=0.14, top=0.91)
-    lines = {label: (ax.plot([], [], color=color, label=label)[0], ax.plot([], [], "o", color=color)[0])
-             for label, (_, _, color) in links.items()}
+    lines = {
+        label: (ax.plot([], [], color=color, label=label)[0], ax.plot([], [], "o", color=color)[0])
+        for label, (_, _, color) in links.items()
+    }
     msg_line = ax.axvline(1.0, color=PALETTE["grey"], linewidth=0.8, linestyle=":")
-    note = ax.text(0.98, 0.04, "", transform=ax.transAxes, ha="right", va="bottom", fontsize=FONT["small"],
-                   color=PALETTE["blue"])
+    note = ax.text(
+        0.98,
+        0.04,
+        "",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=FONT["small"],
+        color=PALETTE["blue"],
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(sizes[0], sizes[-1])
@@ -122,11 +147,17 @@ def tp_allreduce(tokens=1, n_ranks=8, *, d_model, n_layers, nvlink_bytes_per_s, 
             dot.set_data([msg], [t])
             readouts[f"{short}: one all-reduce"] = units.fmt_time(t)
             readouts[f"{short}: {int(count)} per forward pass"] = units.fmt_time(
-                parallelism.tp_comm_time_per_step_s(n_layers, t))
-        note.set_text("" if r <= domain else
-                      f"no NVLink curve: one NVLink domain holds {_gpus(domain)}; this ring crosses servers")
-        title.set_text(f"ring all-reduce over {_gpus(r)}; dot = {model_name} TP message, "
-                       f"{n:,} token{'s' if n != 1 else ''}")
+                parallelism.tp_comm_time_per_step_s(n_layers, t)
+            )
+        note.set_text(
+            ""
+            if r <= domain
+            else f"no NVLink curve: one NVLink domain holds {_gpus(domain)}; this ring crosses servers"
+        )
+        title.set_text(
+            f"ring all-reduce over {_gpus(r)}; dot = {model_name} TP message, "
+            f"{n:,} token{'s' if n != 1 else ''}"
+        )
         return readouts
 
     return View(fig, update, [*(a for pair in lines.values() for a in pair), msg_line, note, title])
@@ -135,14 +166,20 @@ def tp_allreduce(tokens=1, n_ranks=8, *, d_model, n_layers, nvlink_bytes_per_s, 
 def tp_allreduce_sliders():
     """Slider definitions for :func:`tp_allreduce` (tokens in flight, ranks in the ring)."""
     return [
-        Slider("tokens", TOKENS_VALUES, label="tokens in flight", default=1,
-               fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else ""), static=STATIC_TOKENS),
+        Slider(
+            "tokens",
+            TOKENS_VALUES,
+            label="tokens in flight",
+            default=1,
+            fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else ""),
+            static=STATIC_TOKENS,
+        ),
         Slider("n_ranks", RANKS_VALUES, label="GPUs in the ring", default=8, fmt=_gpus, static=STATIC_RANKS),
     ]
 
 
 #: Slider grid of :func:`mfu_scaling` (powers of two, 1 to 32,768 GPUs).
-GPU_VALUES = tuple(2 ** k for k in range(0, 16))
+GPU_VALUES = tuple(2**k for k in range(0, 16))
 
 
 @redraws("n_gpus")
@@ -165,7 +202,10 @@ def mfu_scaling(n_gpus=1024, mfu_at_one=0.62, drop_per_doubling=0.02, comm_per_d
     for run in reference.REPORTED_TRAINING_RUNS:
         ax.plot([run.gpus], [run.mfu], "s", color=PALETTE["red"], markersize=5)
     ax.plot([], [], "s", color=PALETTE["red"], label="published runs")
-    dots = [ax.plot([], [], "o", color=c, mec="black", ms=7, zorder=5)[0] for c in (PALETTE["blue"], PALETTE["green"])]
+    dots = [
+        ax.plot([], [], "o", color=c, mec="black", ms=7, zorder=5)[0]
+        for c in (PALETTE["blue"], PALETTE["green"])
+    ]
     ticks = [1, 16, 256, 4096, 65536]
     for a in (ax, bx):
         a.set_xscale("log", base=2)
@@ -182,8 +222,10 @@ def mfu_scaling(n_gpus=1024, mfu_at_one=0.62, drop_per_doubling=0.02, comm_per_d
     bx.plot(grid[:-1], gain_log, color=PALETTE["blue"])
     bx.plot(grid[:-1], gain_comm, color=PALETTE["green"])
     bx.axhline(2.0, color=PALETTE["grey"], linewidth=0.8, linestyle="--")
-    marks = [ax.axvline(1, color=PALETTE["grey"], linewidth=0.8, linestyle=":"),
-             bx.axvline(1, color=PALETTE["grey"], linewidth=0.8, linestyle=":")]
+    marks = [
+        ax.axvline(1, color=PALETTE["grey"], linewidth=0.8, linestyle=":"),
+        bx.axvline(1, color=PALETTE["grey"], linewidth=0.8, linestyle=":"),
+    ]
     bx.set_ylim(1.5, 2.05)
     bx.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.1f}x"))
     bx.set_xlabel("GPUs before doubling (log2)")
@@ -198,9 +240,12 @@ def mfu_scaling(n_gpus=1024, mfu_at_one=0.62, drop_per_doubling=0.02, comm_per_d
         dots[1].set_data([g], [m_comm])
         for line in marks:
             line.set_xdata([g, g])
-        next_log = parallelism.useful_compute_ratio(m_log, scale.mfu_log2_model(2 * g, mfu_at_one, drop_per_doubling))
+        next_log = parallelism.useful_compute_ratio(
+            m_log, scale.mfu_log2_model(2 * g, mfu_at_one, drop_per_doubling)
+        )
         next_comm = parallelism.useful_compute_ratio(
-            m_comm, scale.mfu_comm_fraction_model(2 * g, mfu_at_one, comm_per_doubling))
+            m_comm, scale.mfu_comm_fraction_model(2 * g, mfu_at_one, comm_per_doubling)
+        )
         return {
             "MFU, log2 model": f"{m_log:.1%}",
             "MFU, comm-fraction model": f"{m_comm:.1%}",

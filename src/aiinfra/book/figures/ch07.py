@@ -14,6 +14,7 @@
 The ``*_sliders()`` helpers give the slider grids. Every number drawn comes
 from a library call.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check
@@ -65,11 +66,11 @@ def speculative(gamma=4, draft_cost_ratio=0.05, alpha_mark=0.8):
     fig, (ax, bx) = new_figure(7.2, 3.4, ncols=2, left=0.08, right=0.98, bottom=0.15, top=0.9, wspace=0.25)
     for gg, color in zip(_GAMMA_CURVES, _COLORS):
         ax.plot(a, speculation.expected_tokens_per_target_pass(a, gg), color=color, label=f"γ = {gg}")
-    chosen_e, = ax.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3)
+    (chosen_e,) = ax.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3)
     thin = [bx.plot([], [], color=color, linewidth=0.9)[0] for color in _COLORS]
-    chosen_s, = bx.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3, label="chosen γ")
+    (chosen_s,) = bx.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3, label="chosen γ")
     bx.axhline(1.0, color=PALETTE["grey"], linestyle="--", linewidth=0.8)
-    even, = bx.plot([], [], "o", color=PALETTE["red"], zorder=4)
+    (even,) = bx.plot([], [], "o", color=PALETTE["red"], zorder=4)
     curves = [speculation.speculative_speedup(a, gg, c) for gg in _GAMMA_CURVES for c in DRAFT_COST_VALUES]
     bx.set_ylim(0, 1.08 * max(float(np.max(x)) for x in curves))
     ax.set_xlabel("acceptance rate α")
@@ -107,8 +108,13 @@ def speculative_sliders():
     """Slider definitions for :func:`speculative` (draft length, draft cost)."""
     return [
         Slider("gamma", GAMMA_VALUES, label="drafted tokens gamma", default=4, fmt="{}"),
-        Slider("draft_cost_ratio", DRAFT_COST_VALUES, label="draft cost c", default=0.05,
-               fmt=lambda c: f"{c:g} target pass" + ("es" if c != 1 else "")),
+        Slider(
+            "draft_cost_ratio",
+            DRAFT_COST_VALUES,
+            label="draft cost c",
+            default=0.05,
+            fmt=lambda c: f"{c:g} target pass" + ("es" if c != 1 else ""),
+        ),
     ]
 
 
@@ -121,8 +127,17 @@ def _prompts_per_s(rate: float) -> str:
 
 
 @redraws("prefill_rate_per_s", "prompt_tokens")
-def disaggregation(prefill_rate_per_s=1.0, prompt_tokens=4096, *, decode_step_time_s, prefill_time_per_token_s,
-                   kv_bytes_per_token, link_bytes_per_s, link_latency_s=0.0, max_output_tokens=2000):
+def disaggregation(
+    prefill_rate_per_s=1.0,
+    prompt_tokens=4096,
+    *,
+    decode_step_time_s,
+    prefill_time_per_token_s,
+    kv_bytes_per_token,
+    link_bytes_per_s,
+    link_latency_s=0.0,
+    max_output_tokens=2000,
+):
     """Colocated vs disaggregated generation time of one request against its answer length.
 
     A colocated server receives ``prefill_rate_per_s`` prompts of
@@ -139,17 +154,27 @@ def disaggregation(prefill_rate_per_s=1.0, prompt_tokens=4096, *, decode_step_ti
     check("prefill_time_per_token_s", prefill_time_per_token_s, ">0")
     g = np.geomspace(1, m, 120)
     fig, ax = new_figure(6.8, 3.4, left=0.13, right=0.96, bottom=0.15, top=0.91)
-    disagg_line, = ax.plot([], [], color=PALETTE["green"], label="disaggregated (KV shipped once)")
-    colo_line, = ax.plot([], [], color=PALETTE["orange"], label="colocated (prefill preempts decode)")
+    (disagg_line,) = ax.plot([], [], color=PALETTE["green"], label="disaggregated (KV shipped once)")
+    (colo_line,) = ax.plot([], [], color=PALETTE["orange"], label="colocated (prefill preempts decode)")
     even = ax.axvline(1, color=PALETTE["grey"], linestyle=":", linewidth=1.0)
-    even_text = ax.text(1, 0.04, "", transform=ax.get_xaxis_transform(), fontsize=FONT["small"],
-                        color="#555555", ha="left")
-    full = ax.text(0.97, 0.06, "prefill alone fills the colocated server", transform=ax.transAxes,
-                   fontsize=FONT["note"], color=PALETTE["red"], ha="right")
+    even_text = ax.text(
+        1, 0.04, "", transform=ax.get_xaxis_transform(), fontsize=FONT["small"], color="#555555", ha="left"
+    )
+    full = ax.text(
+        0.97,
+        0.06,
+        "prefill alone fills the colocated server",
+        transform=ax.transAxes,
+        fontsize=FONT["note"],
+        color=PALETTE["red"],
+        ha="right",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(1, m)
-    t_kv_max = disagg.kv_handoff_time_s(max(PROMPT_VALUES), kv_bytes_per_token, link_bytes_per_s, link_latency_s)
+    t_kv_max = disagg.kv_handoff_time_s(
+        max(PROMPT_VALUES), kv_bytes_per_token, link_bytes_per_s, link_latency_s
+    )
     ax.set_ylim(decode_step_time_s / 2, (m * decode_step_time_s + t_kv_max) * 4)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: units.fmt_time(v, digits=0)))
@@ -176,8 +201,12 @@ def disaggregation(prefill_rate_per_s=1.0, prompt_tokens=4096, *, decode_step_ti
         if u < 1:
             tpot_co = disagg.colocated_tpot_s(decode_step_time_s, u)
             colo_line.set_data(g, g * tpot_co)
-            readouts["TPOT colocated / disaggregated"] = f"{units.fmt_time(tpot_co)} / {units.fmt_time(decode_step_time_s)}"
-            readouts["worst colocated gap"] = units.fmt_time(disagg.colocated_worst_gap_s(decode_step_time_s, t_p))
+            readouts["TPOT colocated / disaggregated"] = (
+                f"{units.fmt_time(tpot_co)} / {units.fmt_time(decode_step_time_s)}"
+            )
+            readouts["worst colocated gap"] = units.fmt_time(
+                disagg.colocated_worst_gap_s(decode_step_time_s, t_p)
+            )
             if u > 0:
                 g_star = disagg.breakeven_output_tokens(decode_step_time_s, u, t_kv)
                 readouts["disaggregation wins beyond"] = f"{g_star:,.0f} output tokens"
@@ -199,8 +228,13 @@ def disaggregation(prefill_rate_per_s=1.0, prompt_tokens=4096, *, decode_step_ti
 def disaggregation_sliders():
     """Slider definitions for :func:`disaggregation` (prompt arrival rate, prompt length)."""
     return [
-        Slider("prefill_rate_per_s", RATE_VALUES, label="prompts per second per server", default=1.0,
-               fmt=_prompts_per_s),
+        Slider(
+            "prefill_rate_per_s",
+            RATE_VALUES,
+            label="prompts per second per server",
+            default=1.0,
+            fmt=_prompts_per_s,
+        ),
         Slider("prompt_tokens", PROMPT_VALUES, label="prompt length", default=4096, fmt="{:,} tokens"),
     ]
 
@@ -213,8 +247,16 @@ _FAINT = (512, 2048, 4096, 7680)
 
 
 @redraws("cached_tokens", "hit_rate")
-def prefix_cache(cached_tokens=2048, hit_rate=0.5, *, prompt_tokens, flops_per_token, attention_flops_per_pair,
-                 flops_per_s, efficiency=1.0):
+def prefix_cache(
+    cached_tokens=2048,
+    hit_rate=0.5,
+    *,
+    prompt_tokens,
+    flops_per_token,
+    attention_flops_per_pair,
+    flops_per_s,
+    efficiency=1.0,
+):
     """Prefix caching: what a cached prefix saves, by hit rate and by prefix length.
 
     Left: expected TTFT saved against the hit rate
@@ -231,8 +273,9 @@ def prefix_cache(cached_tokens=2048, hit_rate=0.5, *, prompt_tokens, flops_per_t
     lengths = np.linspace(0, p, 65).round()
 
     def saved_s(rate, cached):
-        return pcache.expected_ttft_saved_s(rate, p, cached, flops_per_token, flops_per_s, efficiency,
-                                            attention_flops_per_pair)
+        return pcache.expected_ttft_saved_s(
+            rate, p, cached, flops_per_token, flops_per_s, efficiency, attention_flops_per_pair
+        )
 
     full = pcache.prefill_flops_with_prefix(p, 0, flops_per_token, attention_flops_per_pair)
     t_full = roofline.compute_time_s(full, flops_per_s, efficiency)
@@ -240,10 +283,16 @@ def prefix_cache(cached_tokens=2048, hit_rate=0.5, *, prompt_tokens, flops_per_t
     for length in _FAINT:
         if length <= p:
             ax.plot(h, saved_s(h, length) / units.ms, color=PALETTE["blue"], linewidth=0.8, alpha=0.5)
-            ax.text(1.01, saved_s(1.0, length) / units.ms, f"{length:,}", fontsize=FONT["small"], va="center",
-                    color=PALETTE["blue"])
-    chosen, = ax.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3)
-    dot_a, = ax.plot([], [], "o", color=PALETTE["red"], mec="black", ms=7, zorder=4)
+            ax.text(
+                1.01,
+                saved_s(1.0, length) / units.ms,
+                f"{length:,}",
+                fontsize=FONT["small"],
+                va="center",
+                color=PALETTE["blue"],
+            )
+    (chosen,) = ax.plot([], [], color=PALETTE["red"], linewidth=2.4, zorder=3)
+    (dot_a,) = ax.plot([], [], "o", color=PALETTE["red"], mec="black", ms=7, zorder=4)
     for a in (ax, bx):
         a.axhline(t_full / units.ms, color=PALETTE["grey"], linestyle="--", linewidth=0.8)
         a.set_ylim(0, t_full / units.ms * 1.1)
@@ -253,8 +302,8 @@ def prefix_cache(cached_tokens=2048, hit_rate=0.5, *, prompt_tokens, flops_per_t
     ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
     ax.set_xlabel("hit rate h")
     panel_title(ax, f"TTFT saved, {p:,}-token prompts", fontsize=FONT["note"], loc="left")
-    ttft_line, = bx.plot([], [], color=PALETTE["green"], linewidth=2.0, zorder=3)
-    dot_b, = bx.plot([], [], "o", color=PALETTE["red"], mec="black", ms=7, zorder=4)
+    (ttft_line,) = bx.plot([], [], color=PALETTE["green"], linewidth=2.0, zorder=3)
+    (dot_b,) = bx.plot([], [], "o", color=PALETTE["red"], mec="black", ms=7, zorder=4)
     bx.set_xlim(0, p)
     bx.set_xlabel("cached prefix (tokens)")
     bx.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
@@ -286,7 +335,12 @@ def prefix_cache(cached_tokens=2048, hit_rate=0.5, *, prompt_tokens, flops_per_t
 def prefix_cache_sliders():
     """Slider definitions for :func:`prefix_cache` (cached prefix length, hit rate)."""
     return [
-        Slider("cached_tokens", PREFIX_VALUES, label="cached prefix", default=2048,
-               fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else "")),
+        Slider(
+            "cached_tokens",
+            PREFIX_VALUES,
+            label="cached prefix",
+            default=2048,
+            fmt=lambda n: f"{n:,} token" + ("s" if n != 1 else ""),
+        ),
         Slider("hit_rate", HIT_VALUES, label="hit rate", default=0.5, fmt="{:.0%}"),
     ]

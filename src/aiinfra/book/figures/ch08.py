@@ -14,6 +14,7 @@ passes them through ``fixed=``), so the functions stay pure and testable with
 synthetic data. Every predicted number comes from :mod:`aiinfra.measure`,
 which calls :mod:`aiinfra.roofline`.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check
@@ -57,9 +58,17 @@ def _ms(t):
 
 
 @redraws("batch")
-def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=None, n_params=2**24,
-                        bytes_per_weight=4, flops_per_s=20e9, bandwidth_bytes_per_s=5e9,
-                        machine="this machine"):
+def toy_decode_roofline(
+    batch=1,
+    *,
+    batches=(1, 2, 4, 8, 16, 32, 64),
+    times_s=None,
+    n_params=2**24,
+    bytes_per_weight=4,
+    flops_per_s=20e9,
+    bandwidth_bytes_per_s=5e9,
+    machine="this machine",
+):
     """Measured toy decode sweep against its empirical roofline; ``batch`` is the highlighted point.
 
     ``times_s`` holds the measured median step time at each of ``batches``;
@@ -74,8 +83,9 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     bs, ts = _sweep(batches, times_s)
     n = check("n_params", n_params, "int>=4", scalar=True)
     bpw = check("bytes_per_weight", bytes_per_weight, ">0")
-    ceil = measure.Ceilings(flops_per_s, bandwidth_bytes_per_s, dtype=f"{bpw:g}-byte", backend=machine,
-                            source="measured ceilings")
+    ceil = measure.Ceilings(
+        flops_per_s, bandwidth_bytes_per_s, dtype=f"{bpw:g}-byte", backend=machine, source="measured ceilings"
+    )
     rows, cols = measure.toy_decode_shape(n)
     flops = measure.matmul_flops(rows, cols, bs.astype(int))
     nbytes = measure.matmul_min_bytes(rows, cols, bs.astype(int), bpw)
@@ -88,10 +98,18 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     fig, (ax, ax2) = new_figure(7.2, 3.5, ncols=2, left=0.09, right=0.98, bottom=0.15, top=0.9, wspace=0.32)
     ax.plot(grid, pred_grid / units.ms, color=PALETTE["blue"], lw=2, label="roofline prediction")
     ax.plot(bs, ts / units.ms, "o", color=PALETTE["orange"], ms=5, label="measured (median)")
-    ring1, = ax.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
+    (ring1,) = ax.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
     ax.axvline(knee_pred, color=PALETTE["grey"], ls="--", lw=1)
-    ax.annotate(f"predicted knee\nB*={knee_pred:.1f}", (knee_pred, 0.97), xycoords=("data", "axes fraction"),
-                xytext=(4, -2), textcoords="offset points", fontsize=FONT["small"], color="#555555", va="top")
+    ax.annotate(
+        f"predicted knee\nB*={knee_pred:.1f}",
+        (knee_pred, 0.97),
+        xycoords=("data", "axes fraction"),
+        xytext=(4, -2),
+        textcoords="offset points",
+        fontsize=FONT["small"],
+        color="#555555",
+        va="top",
+    )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(_PLAIN)
     ax.set_yscale("log")
@@ -112,11 +130,14 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     achieved = flops / ts
     ax2.plot(x, roof / units.GIGA, color=PALETTE["blue"], lw=2)
     ax2.plot(intensity, achieved / units.GIGA, "o", color=PALETTE["orange"], ms=5)
-    ring2, = ax2.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
+    (ring2,) = ax2.plot([], [], "o", mfc="none", mec=PALETTE["red"], ms=13, mew=2)
     ax2.axvline(ceil.ridge_flops_per_byte, color=PALETTE["grey"], ls="--", lw=1)
     ax2.set_xscale("log")
     ax2.set_yscale("log")
-    ax2.set_ylim(min(achieved.min(), roof.min()) / units.GIGA / 2, max(ceil.flops_per_s, achieved.max()) / units.GIGA * 2)
+    ax2.set_ylim(
+        min(achieved.min(), roof.min()) / units.GIGA / 2,
+        max(ceil.flops_per_s, achieved.max()) / units.GIGA * 2,
+    )
     ax2.xaxis.set_major_formatter(_PLAIN)
     ax2.xaxis.set_minor_formatter(NullFormatter())
     ax2.yaxis.set_major_formatter(_PLAIN)
@@ -129,13 +150,22 @@ def toy_decode_roofline(batch=1, *, batches=(1, 2, 4, 8, 16, 32, 64), times_s=No
     def update(batch):
         b_sel = check("batch", batch, "int>=1", scalar=True)
         if b_sel not in set(bs.astype(int).tolist()):
-            raise ValueError(f"batch must be one of the measured batches {bs.astype(int).tolist()}, got {batch!r}")
+            raise ValueError(
+                f"batch must be one of the measured batches {bs.astype(int).tolist()}, got {batch!r}"
+            )
         i = int(np.nonzero(bs == b_sel)[0][0])
-        ms_i = measure.Measurement("decode", machine, float(flops[i]), float(nbytes[i]),
-                                   measure.Timing((float(ts[i]),), 1, float(ts[i])))
+        ms_i = measure.Measurement(
+            "decode",
+            machine,
+            float(flops[i]),
+            float(nbytes[i]),
+            measure.Timing((float(ts[i]),), 1, float(ts[i])),
+        )
         ring1.set_data([b_sel], [ts[i] / units.ms])
         ring2.set_data([intensity[i]], [achieved[i] / units.GIGA])
-        bound = roofline.bound_label(float(flops[i]), float(nbytes[i]), ceil.flops_per_s, ceil.bandwidth_bytes_per_s)
+        bound = roofline.bound_label(
+            float(flops[i]), float(nbytes[i]), ceil.flops_per_s, ceil.bandwidth_bytes_per_s
+        )
         return {
             "batch": f"{b_sel}",
             "predicted": _ms(pred[i]),
@@ -173,8 +203,13 @@ def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):
     grid = np.geomspace(ks[0], ks[-1], 50)
     fig, ax = new_figure(6.4, 3.2, left=0.12, right=0.96, bottom=0.16, top=0.9)
     ax.plot(ks, ts / units.ms, "o", color=PALETTE["orange"], ms=6, label="measured (median)")
-    ax.plot(grid, measure.step_time_with_calls_s(tb, grid.round(), tc) / units.ms, color=PALETTE["blue"], lw=2,
-            label="base + k x (one tiny call)")
+    ax.plot(
+        grid,
+        measure.step_time_with_calls_s(tb, grid.round(), tc) / units.ms,
+        color=PALETTE["blue"],
+        lw=2,
+        label="base + k x (one tiny call)",
+    )
     ax.axhline(tb / units.ms, color=PALETTE["grey"], ls="--", lw=1, label="base: the work alone")
     ax.set_xscale("log")
     ax.set_ylim(0, max(ts.max(), tb + ks[-1] * tc) / units.ms * 1.15)

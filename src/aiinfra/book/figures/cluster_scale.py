@@ -9,6 +9,7 @@ already inside), and the log2 MFU model, 62% at 1 GPU falling 2 points per
 doubling to 32% at 32,768. ``mfu_model="comm-fraction"`` swaps in the
 Amdahl-style model with the same end points. Neither model is a measurement.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check, choice
@@ -23,7 +24,7 @@ from . import FONT, PALETTE, new_figure, panel_title
 __all__ = ["GPU_COUNTS", "MFU_MODELS", "mfu", "draw", "sliders", "show"]
 
 #: Powers of two from 1 to 32,768 GPUs.
-GPU_COUNTS = tuple(2 ** k for k in range(16))
+GPU_COUNTS = tuple(2**k for k in range(16))
 MFU_MODELS = ("log2", "comm-fraction")
 
 
@@ -48,8 +49,9 @@ def _tick(g: int) -> str:
 
 
 @redraws("n_gpus")
-def draw(n_gpus=1, flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, pue=1.0, convention="all-in",
-         mfu_model="log2"):
+def draw(
+    n_gpus=1, flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, pue=1.0, convention="all-in", mfu_model="log2"
+):
     """Draw compute and MFU against cluster size, marking ``n_gpus``; return ``(Figure, readouts)``."""
     pi = check("flops_per_s_per_gpu", flops_per_s_per_gpu, ">0")
     choice("mfu_model", mfu_model, set(MFU_MODELS))
@@ -66,10 +68,17 @@ def draw(n_gpus=1, flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, pue=1.0, conv
     fig, (ax, ax2) = new_figure(7.2, 3.3, ncols=2, left=0.11, right=0.98, bottom=0.15, top=0.9, wspace=0.3)
     ax.plot(lx, np.log10(peak_all / units.PETA), "--", color=PALETTE["grey"], lw=1.4, label="peak")
     ax.plot(lx, np.log10(real_all / units.PETA), color=PALETTE["blue"], lw=2.2, label="realized (peak x MFU)")
-    ax.fill_between(lx, np.log10(real_all / units.PETA), np.log10(peak_all / units.PETA), color=PALETTE["red"],
-                    alpha=0.12, lw=0, label="lost to the scaling tax")
-    peak_dot, = ax.plot([], [], "o", color=PALETTE["grey"], ms=6, zorder=5)
-    real_dot, = ax.plot([], [], "o", color=PALETTE["blue"], mec="black", ms=8, zorder=5)
+    ax.fill_between(
+        lx,
+        np.log10(real_all / units.PETA),
+        np.log10(peak_all / units.PETA),
+        color=PALETTE["red"],
+        alpha=0.12,
+        lw=0,
+        label="lost to the scaling tax",
+    )
+    (peak_dot,) = ax.plot([], [], "o", color=PALETTE["grey"], ms=6, zorder=5)
+    (real_dot,) = ax.plot([], [], "o", color=PALETTE["blue"], mec="black", ms=8, zorder=5)
     ticks = [1, 8, 64, 512, 4096, 32768]
     yt = [1, 10, 100, 1000, 10000]
     ax.set_xticks(np.log2(ticks), [_tick(t) for t in ticks])
@@ -81,14 +90,16 @@ def draw(n_gpus=1, flops_per_s_per_gpu=1e15, watts_per_gpu=1400.0, pue=1.0, conv
     panel_title(ax, "compute grows; useful compute lags")
 
     ax2.plot(lx, mfu_all * 100, color=PALETTE["orange"], lw=2.2)
-    mfu_dot, = ax2.plot([], [], "o", color=PALETTE["orange"], mec="black", ms=8, zorder=5)
+    (mfu_dot,) = ax2.plot([], [], "o", color=PALETTE["orange"], mec="black", ms=8, zorder=5)
     ax2.set_xticks(np.log2(ticks), [_tick(t) for t in ticks])
     ax2.set_ylim(0, 70)
     ax2.set_xlabel("GPUs")
     ax2.set_ylabel("MFU (%)")
     ax2.grid(True, alpha=0.3)
     panel_title(ax2, f"MFU falls ({mfu_model} model)")
-    power_note = ax2.text(0.97, 0.05, "", transform=ax2.transAxes, ha="right", va="bottom", fontsize=FONT["note"])
+    power_note = ax2.text(
+        0.97, 0.05, "", transform=ax2.transAxes, ha="right", va="bottom", fontsize=FONT["note"]
+    )
 
     def update(n_gpus):
         g = check("n_gpus", n_gpus, ">=1.0")
@@ -119,11 +130,11 @@ def _gpus(g) -> str:
 
 def sliders():
     """Cluster size, 1 to 32,768 GPUs in doublings (16 frames)."""
-    return [Slider("n_gpus", GPU_COUNTS, label="cluster size", default=1,
-                   fmt=_gpus)]
+    return [Slider("n_gpus", GPU_COUNTS, label="cluster size", default=1, fmt=_gpus)]
 
 
 def show(mode=None, **fixed):
     """The interactive cluster-scale figure."""
-    return interactive_figure(draw, sliders(), title="Scale a cluster: compute, efficiency and power",
-                              fixed=fixed, mode=mode)
+    return interactive_figure(
+        draw, sliders(), title="Scale a cluster: compute, efficiency and power", fixed=fixed, mode=mode
+    )

@@ -23,6 +23,7 @@ The first slider picks the highlighted GPU; the second, the decode batch,
 moves the decode step to the right (batching shares one read of the
 weights). Both are precomputed in the static book.
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check
@@ -60,21 +61,27 @@ class Operation:
 
 
 @lru_cache(maxsize=64)
-def operations(model_name="Qwen3-8B", batch=1, context_tokens=2048, prompt_tokens=2048) -> tuple[Operation, ...]:
+def operations(
+    model_name="Qwen3-8B", batch=1, context_tokens=2048, prompt_tokens=2048
+) -> tuple[Operation, ...]:
     """Decode step, decode attention and prefill of ``model_name`` in BF16, as :class:`Operation`."""
     b = check("batch", batch, "int>=1", scalar=True)
     ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
     p = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
-    d = Deployment(model_name, "H100 SXM")   # the operations do not depend on the GPU
+    d = Deployment(model_name, "H100 SXM")  # the operations do not depend on the GPU
     m, step = d.model, d.step(b, ctx)
     kv = float(d.kv_bytes(ctx))
-    attn = compute.attention_flops_per_token(m.n_layers, models.attention_qk_width(m), models.attention_v_width(m),
-                                             ctx)
+    attn = compute.attention_flops_per_token(
+        m.n_layers, models.attention_qk_width(m), models.attention_v_width(m), ctx
+    )
     return (
         Operation(f"decode step, batch {b}", step.flops, step.bytes_moved),
         Operation("decode attention over KV", attn, kv),
-        Operation(f"prefill, {p:,} tokens", compute.prefill_flops(m, p),
-                  memory.weight_bytes(m, "bf16") + float(memory.kv_bytes_per_request(m, p))),
+        Operation(
+            f"prefill, {p:,} tokens",
+            compute.prefill_flops(m, p),
+            memory.weight_bytes(m, "bf16") + float(memory.kv_bytes_per_request(m, p)),
+        ),
     )
 
 
@@ -88,13 +95,21 @@ def draw(gpu_name="H100 SXM", batch=1, model_name="Qwen3-8B", context_tokens=204
     intens = np.geomspace(0.1, 1e5, 200)
     fig, ax = new_figure(7.2, 3.7, left=0.1, right=0.96, bottom=0.14, top=0.91)
     for g in hardware.catalog():
-        ax.loglog(intens, roofline.attainable_flops_per_s(intens, g.dense_flops_per_s("fp16"),
-                                                          g.memory_bandwidth_bytes_per_s) / units.TERA,
-                  color=PALETTE["light"], lw=1.0)
-    roof, = ax.plot([], [], color=PALETTE["blue"], lw=2.4, zorder=3)
+        ax.loglog(
+            intens,
+            roofline.attainable_flops_per_s(
+                intens, g.dense_flops_per_s("fp16"), g.memory_bandwidth_bytes_per_s
+            )
+            / units.TERA,
+            color=PALETTE["light"],
+            lw=1.0,
+        )
+    (roof,) = ax.plot([], [], color=PALETTE["blue"], lw=2.4, zorder=3)
     ridge_line = ax.axvline(1.0, color=PALETTE["blue"], lw=0.8, ls=":")
     ridge_text = ax.text(1.0, 1.0, "", color=PALETTE["blue"], fontsize=FONT["note"])
-    dots = [ax.plot([], [], "o", color=color, mec="black", ms=8, zorder=5, label=" ")[0] for color in _OP_COLORS]
+    dots = [
+        ax.plot([], [], "o", color=color, mec="black", ms=8, zorder=5, label=" ")[0] for color in _OP_COLORS
+    ]
     ax.set_xlim(0.1, 1e5)
     ax.set_ylim(0.1, 1e4)
     xt = [0.1, 1, 10, 100, 1000, 10000, 100000]
@@ -105,15 +120,24 @@ def draw(gpu_name="H100 SXM", batch=1, model_name="Qwen3-8B", context_tokens=204
     ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
     ax.set_ylabel("attainable TFLOP/s (dense)")
     ax.grid(True, alpha=0.3)
-    legend = ax.legend(loc="lower right", fontsize=FONT["legend"], frameon=True, framealpha=0.9, edgecolor="none")
+    legend = ax.legend(
+        loc="lower right", fontsize=FONT["legend"], frameon=True, framealpha=0.9, edgecolor="none"
+    )
     title = panel_title(ax, "", loc="left")
-    ax.text(0.02, 0.96, f"grey: the other GPUs of the catalog\ndots: {model_name} in BF16", transform=ax.transAxes,
-            va="top", fontsize=FONT["note"], color="#555555")
+    ax.text(
+        0.02,
+        0.96,
+        f"grey: the other GPUs of the catalog\ndots: {model_name} in BF16",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=FONT["note"],
+        color="#555555",
+    )
 
     def update(gpu_name, batch):
         sel = hardware.gpu(gpu_name)
         ops = operations(model_name, batch, context_tokens, prompt_tokens)
-        peak = sel.dense_flops_per_s("fp16")   # dense BF16, or FP16 where a GPU has no BF16
+        peak = sel.dense_flops_per_s("fp16")  # dense BF16, or FP16 where a GPU has no BF16
         bw = sel.memory_bandwidth_bytes_per_s
         ridge = roofline.ridge_point_flops_per_byte(peak, bw)
         roof.set_data(intens, roofline.attainable_flops_per_s(intens, peak, bw) / units.TERA)
@@ -124,12 +148,16 @@ def draw(gpu_name="H100 SXM", batch=1, model_name="Qwen3-8B", context_tokens=204
             i = op.intensity_flops_per_byte
             dot.set_data([i], [roofline.attainable_flops_per_s(i, peak, bw) / units.TERA])
             text.set_text(f"{op.name}: {i:,.1f} FLOP/B")
-        title.set_text(f"{sel.name}: {units.fmt_flops_rate(peak)} dense 16-bit, {units.fmt_rate_bytes(bw)} HBM")
+        title.set_text(
+            f"{sel.name}: {units.fmt_flops_rate(peak)} dense 16-bit, {units.fmt_rate_bytes(bw)} HBM"
+        )
         decode_op = ops[0]
         t = roofline.step_time_overlapped_s(decode_op.flops, decode_op.bytes_moved, peak, bw)
         return {
             "ridge point": f"{ridge:,.0f} FLOP/B",
-            f"decode step, batch {batch}": roofline.bound_label(decode_op.flops, decode_op.bytes_moved, peak, bw),
+            f"decode step, batch {batch}": roofline.bound_label(
+                decode_op.flops, decode_op.bytes_moved, peak, bw
+            ),
             "decode step time (bound)": units.fmt_time(t),
             "prefill": roofline.bound_label(ops[2].flops, ops[2].bytes_moved, peak, bw),
         }
@@ -148,5 +176,6 @@ def sliders():
 
 def show(mode=None, **fixed):
     """The interactive roofline (GPU and decode batch)."""
-    return interactive_figure(draw, sliders(), title="Roofline: the catalog's GPUs and where LLM work lands",
-                              fixed=fixed, mode=mode)
+    return interactive_figure(
+        draw, sliders(), title="Roofline: the catalog's GPUs and where LLM work lands", fixed=fixed, mode=mode
+    )

@@ -17,6 +17,7 @@ marker and the readouts, so every frame is precomputed.
 :func:`draw` shows three panels against the load (mean queueing delay, 99th
 percentile TTFT, KV-cache hit rate), one line per policy.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,24 @@ from aiinfra.deployment import SERVING_70B, Deployment
 from aiinfra.formula import check
 from aiinfra.serving import routing
 
-__all__ = ["N_REPLICAS", "SLOTS", "N_PREFIXES", "PREFIX_TOKENS", "SUFFIX_TOKENS", "MEAN_OUTPUT_TOKENS", "N_REQUESTS", "SEED", "LOADS", "STATIC_LOADS",
-           "FONT_PT", "Scenario", "scenario", "draw", "sliders", "show"]
+__all__ = [
+    "N_REPLICAS",
+    "SLOTS",
+    "N_PREFIXES",
+    "PREFIX_TOKENS",
+    "SUFFIX_TOKENS",
+    "MEAN_OUTPUT_TOKENS",
+    "N_REQUESTS",
+    "SEED",
+    "LOADS",
+    "STATIC_LOADS",
+    "FONT_PT",
+    "Scenario",
+    "scenario",
+    "draw",
+    "sliders",
+    "show",
+]
 
 N_REPLICAS = 8
 SLOTS = 128
@@ -50,8 +67,13 @@ STATIC_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 FONT_PT = 10.5
 #: Queueing delays below this are drawn at it (a log axis has no zero).
 _QUEUE_FLOOR_S = 1e-3
-_COLORS = {"round_robin": PALETTE["blue"], "random": PALETTE["grey"], "least_loaded": PALETTE["orange"],
-           "two_choices": PALETTE["purple"], "prefix_aware": PALETTE["green"]}
+_COLORS = {
+    "round_robin": PALETTE["blue"],
+    "random": PALETTE["grey"],
+    "least_loaded": PALETTE["orange"],
+    "two_choices": PALETTE["purple"],
+    "prefix_aware": PALETTE["green"],
+}
 _MARKERS = {"round_robin": "o", "random": "v", "least_loaded": "s", "two_choices": "D", "prefix_aware": "^"}
 
 
@@ -79,13 +101,22 @@ def scenario(loads=LOADS, seed=SEED) -> Scenario:
     """Simulate the chapter's routing scenario at each offered load (cached: the page and the figure share it)."""
     loads = tuple(float(x) for x in check("loads", list(loads), ">0"))
     d = SERVING_70B
-    trace = routing.shared_prefix_trace(N_REQUESTS, N_PREFIXES, seed=seed, prefix_tokens=PREFIX_TOKENS,
-                                        min_suffix_tokens=SUFFIX_TOKENS[0], max_suffix_tokens=SUFFIX_TOKENS[1],
-                                        mean_output_tokens=MEAN_OUTPUT_TOKENS, zipf_exponent=0.0)
+    trace = routing.shared_prefix_trace(
+        N_REQUESTS,
+        N_PREFIXES,
+        seed=seed,
+        prefix_tokens=PREFIX_TOKENS,
+        min_suffix_tokens=SUFFIX_TOKENS[0],
+        max_suffix_tokens=SUFFIX_TOKENS[1],
+        mean_output_tokens=MEAN_OUTPUT_TOKENS,
+        zipf_exponent=0.0,
+    )
     cache = routing.cache_prefixes_that_fit(d, SLOTS, trace.mean_context_tokens, PREFIX_TOKENS)
     wl = routing.workload(trace, d, SLOTS)
     fleet = wl.capacity_per_s * N_REPLICAS
-    result = routing.simulate(wl, np.asarray(loads) * fleet, n_replicas=N_REPLICAS, cache_prefixes=cache, seed=seed)
+    result = routing.simulate(
+        wl, np.asarray(loads) * fleet, n_replicas=N_REPLICAS, cache_prefixes=cache, seed=seed
+    )
     return Scenario(d, trace, wl, cache, loads, fleet, result)
 
 
@@ -99,15 +130,20 @@ def draw(load=1.0, loads=LOADS):
     res = sc.result
     x = np.asarray(sc.loads)
     fig, axes = new_figure(8.2, 3.5, ncols=3, left=0.075, right=0.99, bottom=0.16, top=0.78, wspace=0.42)
-    series = (("mean_queue_s", "mean queueing delay (s)"), ("p99_ttft_s", "99th-percentile TTFT (s)"),
-              ("hit_rate", "KV-cache hit rate"))
+    series = (
+        ("mean_queue_s", "mean queueing delay (s)"),
+        ("p99_ttft_s", "99th-percentile TTFT (s)"),
+        ("hit_rate", "KV-cache hit rate"),
+    )
     markers = []
     for ax, (metric, title) in zip(axes, series):
         for p in res.policies:
             y = res.of(p, metric)
             if metric == "mean_queue_s":
                 y = np.maximum(y, _QUEUE_FLOOR_S)
-            ax.plot(x, y, color=_COLORS[p], marker=_MARKERS[p], ms=4.5, lw=1.6, label=routing.POLICY_LABELS[p])
+            ax.plot(
+                x, y, color=_COLORS[p], marker=_MARKERS[p], ms=4.5, lw=1.6, label=routing.POLICY_LABELS[p]
+            )
         markers.append(ax.axvline(x[0], color="black", lw=1.0, ls="--"))
         ax.axvspan(1.0, x[-1], color=PALETTE["light"], alpha=0.45, lw=0)
         ax.set_xlim(0, x[-1] * 1.02)
@@ -122,8 +158,17 @@ def draw(load=1.0, loads=LOADS):
             ax.set_yscale("log")
     axes[0].set_ylim(bottom=_QUEUE_FLOOR_S * 0.8)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncols=5, fontsize=FONT_PT, frameon=False,
-               bbox_to_anchor=(0.5, 1.0), handlelength=1.6, columnspacing=1.2)
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncols=5,
+        fontsize=FONT_PT,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0),
+        handlelength=1.6,
+        columnspacing=1.2,
+    )
 
     def update(load):
         k = sc.load_index(load)
@@ -139,7 +184,7 @@ def draw(load=1.0, loads=LOADS):
             "p99 TTFT, prefix-aware": units.fmt_time(p99[pa]),
             "p99 TTFT, best other": f"{units.fmt_time(p99[best])} ({routing.POLICY_LABELS[res.policies[best]]})",
             "hit rate, prefix-aware / round-robin": f"{res.hit_rate[pa, k]:.0%} / "
-                                                    f"{res.hit_rate[res.policies.index('round_robin'), k]:.0%}",
+            f"{res.hit_rate[res.policies.index('round_robin'), k]:.0%}",
         }
         return readouts
 
@@ -157,5 +202,6 @@ def sliders():
 
 def show(mode=None):
     """The interactive routing figure."""
-    return interactive_figure(draw, sliders(), title="Routing over 8 replicas: queueing, tail TTFT and cache hits",
-                              mode=mode)
+    return interactive_figure(
+        draw, sliders(), title="Routing over 8 replicas: queueing, tail TTFT and cache hits", mode=mode
+    )

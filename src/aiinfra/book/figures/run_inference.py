@@ -12,6 +12,7 @@ FLOP readout uses the ``2N`` rule per token
 :func:`aiinfra.compute.approx_decode_flops_2n` per decode step). Serves
 chapter 3 (TheCatch "What is inference?"; Pope et al. 2022).
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check
@@ -64,10 +65,20 @@ def _token_boxes(ax, tokens, y, color, label):
     for tok in tokens:
         w = 0.35 + 0.11 * len(tok.strip())
         ax.add_patch(Rectangle((x, y), w, 0.8, facecolor="white", edgecolor=PALETTE["light"], lw=1.2))
-        ax.text(x + w / 2, y + 0.4, tok.strip(), ha="center", va="center", fontsize=FONT["note"], color="#9a9a9a")
+        ax.text(
+            x + w / 2, y + 0.4, tok.strip(), ha="center", va="center", fontsize=FONT["note"], color="#9a9a9a"
+        )
         box = ax.add_patch(Rectangle((x, y), w, 0.8, facecolor=color, edgecolor=color, lw=1.2, zorder=3))
-        text = ax.text(x + w / 2, y + 0.4, tok.strip(), ha="center", va="center", fontsize=FONT["note"],
-                       color="white", zorder=4)
+        text = ax.text(
+            x + w / 2,
+            y + 0.4,
+            tok.strip(),
+            ha="center",
+            va="center",
+            fontsize=FONT["note"],
+            color="white",
+            zorder=4,
+        )
         lit.append((box, text))
         x += w + 0.12
     ax.text(-0.15, y + 0.4, label, ha="right", va="center", fontsize=FONT["label"])
@@ -98,15 +109,22 @@ def draw(step=0, prompt=PROMPT, answer=ANSWER, n_params=70e9):
         name = "prefill" if k == 1 else f"D{k - 1}"
         tl.add_patch(Rectangle((k - 1 + 0.05, 0.15), 0.9, 0.7, facecolor="white", edgecolor=color, lw=1.0))
         tl.text(k - 0.5, 0.5, name, ha="center", va="center", fontsize=FONT["note"], color=color)
-        box = tl.add_patch(Rectangle((k - 1 + 0.05, 0.15), 0.9, 0.7, facecolor=color, edgecolor=color, lw=1.0,
-                                     zorder=3))
-        text = tl.text(k - 0.5, 0.5, name, ha="center", va="center", fontsize=FONT["note"], color="white", zorder=4)
+        box = tl.add_patch(
+            Rectangle((k - 1 + 0.05, 0.15), 0.9, 0.7, facecolor=color, edgecolor=color, lw=1.0, zorder=3)
+        )
+        text = tl.text(
+            k - 0.5, 0.5, name, ha="center", va="center", fontsize=FONT["note"], color="white", zorder=4
+        )
         slots.append((box, text))
     tl.set_yticks([])
     tl.set_xticks([])
     tl.spines[["left", "bottom"]].set_visible(False)
-    panel_title(tl, f"forward passes, in order: {last} for {last} answer tokens (each waits for the one before)",
-                fontsize=FONT["note"], loc="left")
+    panel_title(
+        tl,
+        f"forward passes, in order: {last} for {last} answer tokens (each waits for the one before)",
+        fontsize=FONT["note"],
+        loc="left",
+    )
     moving = [a for pair in prompt_lit + answer_lit + slots for a in pair]
 
     def update(step):
@@ -148,5 +166,6 @@ def sliders(answer_tokens: int = len(ANSWER)):
 def show(mode=None, **fixed):
     """The interactive prefill-then-decode figure."""
     answer = fixed.get("answer", ANSWER)
-    return interactive_figure(draw, sliders(len(answer)), title="Run inference: prefill, then decode",
-                              fixed=fixed, mode=mode)
+    return interactive_figure(
+        draw, sliders(len(answer)), title="Run inference: prefill, then decode", fixed=fixed, mode=mode
+    )

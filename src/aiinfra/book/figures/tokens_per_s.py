@@ -18,6 +18,7 @@ would allow, on hardware that cannot hold the model.
 Serves the latency chapter (source: TheCatch "Latency, throughput,
 tokens/sec"; Pope et al. 2022).
 """
+
 from __future__ import annotations
 
 from aiinfra.formula import check, choice
@@ -49,8 +50,14 @@ def _default_bandwidth(gpu_name: str) -> float:
 
 
 @redraws("n_params", "bits_per_param")
-def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name="H100 SXM",
-         reply_tokens=1000, efficiency=1.0):
+def draw(
+    n_params=70e9,
+    bits_per_param=16,
+    bandwidth_bytes_per_s=None,
+    gpu_name="H100 SXM",
+    reply_tokens=1000,
+    efficiency=1.0,
+):
     """Draw the decode speed limit; return ``(Figure, readouts)``.
 
     ``bandwidth_bytes_per_s`` defaults to the HBM bandwidth of ``gpu_name``
@@ -60,18 +67,31 @@ def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name=
     """
     reply = check("reply_tokens", reply_tokens, "int>=1", scalar=True)
     eta = check("efficiency", efficiency, "(0,1]")
-    bw = _default_bandwidth(gpu_name) if bandwidth_bytes_per_s is None else check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0")
+    bw = (
+        _default_bandwidth(gpu_name)
+        if bandwidth_bytes_per_s is None
+        else check("bandwidth_bytes_per_s", bandwidth_bytes_per_s, ">0")
+    )
     capacity = float(hardware.gpu(gpu_name).memory_bytes)
 
     sizes = np.geomspace(min(MODEL_SIZES) / 1.5, max(MODEL_SIZES) * 1.5, 60)
     curves = {b: decode.memory_bound_tokens_per_s(_weight_bytes(sizes, b), bw, efficiency=eta) for b in BITS}
     fig, ax = new_figure(6.4, 3.3, left=0.12, right=0.97, bottom=0.16, top=0.9)
     for b in BITS:
-        ax.loglog(sizes / units.GIGA, curves[b], color=_BITS_COLOR[b], lw=1.1, alpha=0.55, label=f"{b}-bit weights")
-    chosen, = ax.plot([], [], lw=2.6, zorder=4)
-    dot, = ax.plot([], [], "o", ms=9, mec="black", zorder=5)
-    note = ax.annotate("", (1, 1), xytext=(10, 8), textcoords="offset points", fontsize=FONT["title"],
-                       fontweight="bold", zorder=6)
+        ax.loglog(
+            sizes / units.GIGA, curves[b], color=_BITS_COLOR[b], lw=1.1, alpha=0.55, label=f"{b}-bit weights"
+        )
+    (chosen,) = ax.plot([], [], lw=2.6, zorder=4)
+    (dot,) = ax.plot([], [], "o", ms=9, mec="black", zorder=5)
+    note = ax.annotate(
+        "",
+        (1, 1),
+        xytext=(10, 8),
+        textcoords="offset points",
+        fontsize=FONT["title"],
+        fontweight="bold",
+        zorder=6,
+    )
     ax.set_xlabel("model size (billions of parameters)")
     ax.set_ylabel("decode tokens/s (one stream)")
     ax.set_xticks([s / units.GIGA for s in MODEL_SIZES], [f"{s / units.GIGA:g}B" for s in MODEL_SIZES])
@@ -104,8 +124,9 @@ def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name=
         gpus = int(memory.min_cards(per_token, capacity, capacity - usable))
         gb = lambda x, d=1: units.fmt_bytes(x, unit="GB", digits=d)
         return {
-            f"weights in one {gpu_name}": f"fit ({gb(per_token)} of {gb(usable)} usable)" if fits else
-            f"do not fit: {gb(per_token)} > {gb(usable)} usable; at least {gpus} GPUs",
+            f"weights in one {gpu_name}": f"fit ({gb(per_token)} of {gb(usable)} usable)"
+            if fits
+            else f"do not fit: {gb(per_token)} > {gb(usable)} usable; at least {gpus} GPUs",
             "decode tokens/s": f"{tok_s:,.1f} tok/s" + ("" if fits else " (the bound, if it fit)"),
             f"time for a {reply:,}-token reply": units.fmt_time(reply / tok_s, digits=1),
             "bytes streamed per token": units.fmt_bytes(per_token, unit="GB", digits=1),
@@ -117,12 +138,15 @@ def draw(n_params=70e9, bits_per_param=16, bandwidth_bytes_per_s=None, gpu_name=
 def sliders():
     """Model size (6 values) and weight precision (16/8/4 bit): an 18-frame grid."""
     return [
-        Slider("n_params", MODEL_SIZES, label="model size", default=70e9, fmt=lambda v: f"{v / units.GIGA:g}B"),
+        Slider(
+            "n_params", MODEL_SIZES, label="model size", default=70e9, fmt=lambda v: f"{v / units.GIGA:g}B"
+        ),
         Slider("bits_per_param", BITS, label="precision", default=16, fmt="{}-bit"),
     ]
 
 
 def show(mode=None, **fixed):
     """The interactive calculator (both sliders precomputed in the static book)."""
-    return interactive_figure(draw, sliders(), title="Tokens/s calculator: the memory-bound speed limit",
-                              fixed=fixed, mode=mode)
+    return interactive_figure(
+        draw, sliders(), title="Tokens/s calculator: the memory-bound speed limit", fixed=fixed, mode=mode
+    )

@@ -57,6 +57,7 @@ Using them
 * Grading: ``aiinfra-grade SUBMISSIONS --assignment ch01`` (see
   :mod:`aiinfra.course.grading`).
 """
+
 from aiinfra.course.exercises._format import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
 from aiinfra.course.exercises.registry import chapter, chapters, get
 from aiinfra.course.exercises.runtime import (
@@ -73,8 +74,24 @@ from aiinfra.course.exercises.runtime import (
 )
 
 __all__ = [
-    "Choice", "Exercise", "Free", "Numeric", "Param", "Slip", "node_slip",
-    "chapter", "chapters", "get",
-    "answer", "check", "configure", "current_student", "params", "prompt", "recorded", "reset",
-    "set_student", "show",
+    "Choice",
+    "Exercise",
+    "Free",
+    "Numeric",
+    "Param",
+    "Slip",
+    "node_slip",
+    "chapter",
+    "chapters",
+    "get",
+    "answer",
+    "check",
+    "configure",
+    "current_student",
+    "params",
+    "prompt",
+    "recorded",
+    "reset",
+    "set_student",
+    "show",
 ]

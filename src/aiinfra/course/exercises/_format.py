@@ -4,6 +4,7 @@ Everything else (the book blocks, the student and solution notebooks, the
 self-check and the grader) is generated from instances of these classes, so an
 exercise is written once, in a chapter module such as ``ch01.py``.
 """
+
 from __future__ import annotations
 
 import re
@@ -89,7 +90,9 @@ class Slip:
 
     def __post_init__(self):
         if not isinstance(self.status, str) or not SLIP_STATUS.match(self.status):
-            raise ValueError(f"Slip.status must be 3-41 lower-case letters, digits or '-', got {self.status!r}")
+            raise ValueError(
+                f"Slip.status must be 3-41 lower-case letters, digits or '-', got {self.status!r}"
+            )
         if not isinstance(self.question, str) or not self.question.strip():
             raise ValueError("Slip.question must be a non-empty string")
         if (self.factor is None) == (self.value is None):
@@ -106,8 +109,11 @@ def node_slip(n_gpus) -> Slip:
     ``n_gpus`` is a number or the name of a namespace entry (e.g. ``"n_gpus"``).
     """
     factor = (lambda p: float(p[n_gpus])) if isinstance(n_gpus, str) else float(n_gpus)
-    return Slip("one-gpu-vs-node", "one GPU's figure used for the whole node, or the node's for one GPU?",
-                factor=factor)
+    return Slip(
+        "one-gpu-vs-node",
+        "one GPU's figure used for the whole node, or the node's for one GPU?",
+        factor=factor,
+    )
 
 
 @dataclass(frozen=True)
@@ -144,9 +150,12 @@ class Numeric:
         check("rel_tol", self.rel_tol, "[0,1)")
         check("abs_tol", self.abs_tol, ">=0")
         if not isinstance(self.slips, tuple) or not all(
-                isinstance(s, Slip) or s in NAMED_SLIPS for s in self.slips):
-            raise ValueError(f"slips of part {self.part!r} must be a tuple of Slip objects or names in "
-                             f"{NAMED_SLIPS}, got {self.slips!r}")
+            isinstance(s, Slip) or s in NAMED_SLIPS for s in self.slips
+        ):
+            raise ValueError(
+                f"slips of part {self.part!r} must be a tuple of Slip objects or names in "
+                f"{NAMED_SLIPS}, got {self.slips!r}"
+            )
         if not self.hint:
             raise ValueError(f"Numeric part {self.part!r} needs a hint for wrong answers")
         if not isinstance(self.unit, str):
@@ -274,7 +283,9 @@ class Exercise:
         for p in self.parts:
             if p.part == letter:
                 return p
-        raise ValueError(f"exercise {self.id} has no part {letter!r}; parts are {[p.part for p in self.parts]}")
+        raise ValueError(
+            f"exercise {self.id} has no part {letter!r}; parts are {[p.part for p in self.parts]}"
+        )
 
     @property
     def max_points(self) -> float:

@@ -5,6 +5,7 @@ Every reference answer below is a small function of the exercise namespace
 notebook ``solutions/ch01.ipynb`` shows these functions' source as the worked
 solution, so keep them short and readable.
 """
+
 from __future__ import annotations
 
 from aiinfra import decode, memory, roofline, units
@@ -20,10 +21,17 @@ from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Sli
 
 def given_1_1(p):
     m = models.load(p["model"])
-    return {"n_params": models.total_params(m), "layers": m.n_layers, "hidden": m.hidden_size,
-            "vocab": m.vocab_size, "kv_heads": m.n_kv_heads, "head_dim": m.head_dim,
-            "head": "shares the embedding table" if m.tie_word_embeddings else "is a matrix of its own, "
-                    "the same size as the embedding table"}
+    return {
+        "n_params": models.total_params(m),
+        "layers": m.n_layers,
+        "hidden": m.hidden_size,
+        "vocab": m.vocab_size,
+        "kv_heads": m.n_kv_heads,
+        "head_dim": m.head_dim,
+        "head": "shares the embedding table"
+        if m.tie_word_embeddings
+        else "is a matrix of its own, the same size as the embedding table",
+    }
 
 
 def _all_weights_per_step(p):
@@ -31,7 +39,9 @@ def _all_weights_per_step(p):
     return memory.weight_bytes(models.load(p["model"]), "bf16")
 
 
-EMBEDDING_SLIP = "the embedding table counted in full? A decode step reads only the one row its token looks up."
+EMBEDDING_SLIP = (
+    "the embedding table counted in full? A decode step reads only the one row its token looks up."
+)
 
 
 def ref_1_1_a(p):
@@ -95,42 +105,75 @@ EX_1_1 = Exercise(
     },
     given=given_1_1,
     parts=(
-        Numeric("a", "How many bytes of weights does the instance load from storage into GPU memory once, "
-                "when it starts?", ref_1_1_a, unit="GB",
-                hint="every stored parameter, at 2 bytes each in BF16"),
-        Numeric("b", "How many weight bytes does one decode step read from GPU memory? The embedding table "
-                "is not streamed: a step looks up one row of it (`aiinfra.catalog.models.decode_read_params` "
-                "counts the parameters read).", ref_1_1_b, unit="GB",
-                hint="all parameters minus the embedding table plus one row of it, 2 bytes each",
-                slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_b),)),
-        Numeric("c", "How many bytes of KV cache does each new token append, summed over all layers?",
-                ref_1_1_c, unit="KiB", hint="K and V, for every layer and every KV head, head_dim elements each"),
-        Numeric("d", "How large is the request's KV cache once the {long_tokens:,}-token answer is complete "
-                "(prompt plus answer)?", ref_1_1_d, unit="GB",
-                hint="KV bytes per token times the tokens held: prompt plus generated"),
-        Numeric("e", "How many bytes of weights stream out of GPU memory over the whole {long_tokens:,}-token "
-                "answer, one step per token at batch 1?", ref_1_1_e, unit="TB",
-                hint="the per-step weight read of part (b), once per generated token",
-                slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_e),)),
-        Numeric("f", "The operator replicates the instance so that two GPUs each hold a full copy. How many "
-                "bytes of weights are resident across both replicas?", ref_1_1_f, unit="GB",
-                hint="each replica holds its own copy of every weight"),
-        Free("g", "Sort the data movements of this request into those that happen once and those that "
-                  "grow with the answer length: model file loading, per-step weight reads, KV appends, "
-                  "and (if the model were split over two cards) the per-step hand-off of activations. "
-                  "Then say what replication changes for capacity and for the router, and what it does not "
-                  "change for a single request's speed.",
-             sample=(
-                 "Loading the {a:.2f} GB of weights happens once per instance. The per-step weight read "
-                 "({b:.2f} GB) repeats for every generated token, so the total traffic grows linearly with "
-                 "the answer ({e:.2f} TB for {long_tokens:,} tokens). The KV cache grows by {c:.0f} KiB per "
-                 "token and the attention of every step reads all of it, so both the resident state and the "
-                 "per-step reads grow. A split over two cards would add one activation hand-off per layer "
-                 "boundary per step, also growing with the answer. Replication doubles the resident weights "
-                 "({f:.1f} GB) and the request capacity; the router must now pick a replica per request and "
-                 "keep a conversation on the replica that holds its KV cache. One request's step time is "
-                 "unchanged, because it still runs on one replica."
-             )),
+        Numeric(
+            "a",
+            "How many bytes of weights does the instance load from storage into GPU memory once, "
+            "when it starts?",
+            ref_1_1_a,
+            unit="GB",
+            hint="every stored parameter, at 2 bytes each in BF16",
+        ),
+        Numeric(
+            "b",
+            "How many weight bytes does one decode step read from GPU memory? The embedding table "
+            "is not streamed: a step looks up one row of it (`aiinfra.catalog.models.decode_read_params` "
+            "counts the parameters read).",
+            ref_1_1_b,
+            unit="GB",
+            hint="all parameters minus the embedding table plus one row of it, 2 bytes each",
+            slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_b),),
+        ),
+        Numeric(
+            "c",
+            "How many bytes of KV cache does each new token append, summed over all layers?",
+            ref_1_1_c,
+            unit="KiB",
+            hint="K and V, for every layer and every KV head, head_dim elements each",
+        ),
+        Numeric(
+            "d",
+            "How large is the request's KV cache once the {long_tokens:,}-token answer is complete "
+            "(prompt plus answer)?",
+            ref_1_1_d,
+            unit="GB",
+            hint="KV bytes per token times the tokens held: prompt plus generated",
+        ),
+        Numeric(
+            "e",
+            "How many bytes of weights stream out of GPU memory over the whole {long_tokens:,}-token "
+            "answer, one step per token at batch 1?",
+            ref_1_1_e,
+            unit="TB",
+            hint="the per-step weight read of part (b), once per generated token",
+            slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_1_e),),
+        ),
+        Numeric(
+            "f",
+            "The operator replicates the instance so that two GPUs each hold a full copy. How many "
+            "bytes of weights are resident across both replicas?",
+            ref_1_1_f,
+            unit="GB",
+            hint="each replica holds its own copy of every weight",
+        ),
+        Free(
+            "g",
+            "Sort the data movements of this request into those that happen once and those that "
+            "grow with the answer length: model file loading, per-step weight reads, KV appends, "
+            "and (if the model were split over two cards) the per-step hand-off of activations. "
+            "Then say what replication changes for capacity and for the router, and what it does not "
+            "change for a single request's speed.",
+            sample=(
+                "Loading the {a:.2f} GB of weights happens once per instance. The per-step weight read "
+                "({b:.2f} GB) repeats for every generated token, so the total traffic grows linearly with "
+                "the answer ({e:.2f} TB for {long_tokens:,} tokens). The KV cache grows by {c:.0f} KiB per "
+                "token and the attention of every step reads all of it, so both the resident state and the "
+                "per-step reads grow. A split over two cards would add one activation hand-off per layer "
+                "boundary per step, also growing with the answer. Replication doubles the resident weights "
+                "({f:.1f} GB) and the request capacity; the router must now pick a replica per request and "
+                "keep a conversation on the replica that holds its KV cache. One request's step time is "
+                "unchanged, because it still runs on one replica."
+            ),
+        ),
     ),
     discussion=(
         "The weights are the same bytes read again and again; the KV cache is new bytes for every token. "
@@ -157,7 +200,8 @@ def given_1_2(p):
         "n_other": counts["total"] - counts["block_linear"],
         "h100_gb": h100.memory_bytes / units.GB,
         "a6000_gb": a6000.memory_bytes / units.GB,
-        "nvlink_both_gb_s": network.bidirectional_from_per_direction(h100.scaleup_bytes_per_s_per_direction) / units.GB,
+        "nvlink_both_gb_s": network.bidirectional_from_per_direction(h100.scaleup_bytes_per_s_per_direction)
+        / units.GB,
     }
 
 
@@ -243,34 +287,87 @@ EX_1_2 = Exercise(
     },
     given=given_1_2,
     parts=(
-        Numeric("a", "Size of the BF16 weights in decimal gigabytes.", ref_1_2_a, unit="GB", rel_tol=0.002,
-                hint="parameters times 2 bytes, divided by 1e9"),
-        Numeric("b", "The same weights in binary gibibytes.", ref_1_2_b, unit="GiB", rel_tol=0.002,
-                hint="1 GiB is 2**30 bytes"),
-        Choice("c", "Do the BF16 weights fit on one H100 SXM once the reserve is set aside?", ref_1_2_c,
-               options=(True, False), hint="compare weights plus reserve with the card's capacity"),
-        Numeric("d", "Split the BF16 weights evenly over two H100 SXM cards. How much memory is left on each "
-                "card after its half of the weights and the reserve?", ref_1_2_d, unit="GB",
-                hint="capacity minus half the weights minus the reserve; all in decimal GB"),
-        Numeric("e", "How much memory is left on one H100 SXM holding the 8-bit weights and the reserve?",
-                ref_1_2_e, unit="GB", hint="first size the 8-bit weights, scales included, then subtract"),
-        Choice("f", "Can one RTX A6000 plus one H100 SXM hold the BF16 weights, each card keeping its "
-                    "reserve?", ref_1_2_f, options=(True, False),
-               hint="add up what the two cards can hold after their reserves"),
-        Numeric("g", "Put the 8-bit weights on the RTX A6000 plus H100 SXM pair, in proportion to what each "
-                "card can hold after its reserve (both cards end up equally full). How many gigabytes go "
-                "on the RTX A6000?", ref_1_2_g, unit="GB",
-                hint="the A6000's share is its usable capacity over the pair's usable capacity"),
-        Numeric("h", "A network card runs at {link_gbit_per_s} Gbit/s. What is that in gigabytes per second?",
-                ref_1_2_h, unit="GB/s", hint="a byte is 8 bits", slips=("bits-vs-bytes",)),
-        Numeric("i", "At that line rate, ignoring latency and protocol overhead, how long does moving "
-                "{transfer_gb} GB take?", ref_1_2_i, unit="ms", hint="size over rate; mind bits and bytes",
-                slips=("bits-vs-bytes",)),
-        Numeric("j", "NVLink on an H100 SXM is quoted as {nvlink_both_gb_s:.0f} GB/s per GPU, counting both "
-                "directions. How long does one card take to send its half of the BF16 weights to the other "
-                "card, at the ideal one-way rate?", ref_1_2_j, unit="ms",
-                hint="a transfer from one card to another uses one direction of the links",
-                slips=("per-direction-vs-both",)),
+        Numeric(
+            "a",
+            "Size of the BF16 weights in decimal gigabytes.",
+            ref_1_2_a,
+            unit="GB",
+            rel_tol=0.002,
+            hint="parameters times 2 bytes, divided by 1e9",
+        ),
+        Numeric(
+            "b",
+            "The same weights in binary gibibytes.",
+            ref_1_2_b,
+            unit="GiB",
+            rel_tol=0.002,
+            hint="1 GiB is 2**30 bytes",
+        ),
+        Choice(
+            "c",
+            "Do the BF16 weights fit on one H100 SXM once the reserve is set aside?",
+            ref_1_2_c,
+            options=(True, False),
+            hint="compare weights plus reserve with the card's capacity",
+        ),
+        Numeric(
+            "d",
+            "Split the BF16 weights evenly over two H100 SXM cards. How much memory is left on each "
+            "card after its half of the weights and the reserve?",
+            ref_1_2_d,
+            unit="GB",
+            hint="capacity minus half the weights minus the reserve; all in decimal GB",
+        ),
+        Numeric(
+            "e",
+            "How much memory is left on one H100 SXM holding the 8-bit weights and the reserve?",
+            ref_1_2_e,
+            unit="GB",
+            hint="first size the 8-bit weights, scales included, then subtract",
+        ),
+        Choice(
+            "f",
+            "Can one RTX A6000 plus one H100 SXM hold the BF16 weights, each card keeping its reserve?",
+            ref_1_2_f,
+            options=(True, False),
+            hint="add up what the two cards can hold after their reserves",
+        ),
+        Numeric(
+            "g",
+            "Put the 8-bit weights on the RTX A6000 plus H100 SXM pair, in proportion to what each "
+            "card can hold after its reserve (both cards end up equally full). How many gigabytes go "
+            "on the RTX A6000?",
+            ref_1_2_g,
+            unit="GB",
+            hint="the A6000's share is its usable capacity over the pair's usable capacity",
+        ),
+        Numeric(
+            "h",
+            "A network card runs at {link_gbit_per_s} Gbit/s. What is that in gigabytes per second?",
+            ref_1_2_h,
+            unit="GB/s",
+            hint="a byte is 8 bits",
+            slips=("bits-vs-bytes",),
+        ),
+        Numeric(
+            "i",
+            "At that line rate, ignoring latency and protocol overhead, how long does moving "
+            "{transfer_gb} GB take?",
+            ref_1_2_i,
+            unit="ms",
+            hint="size over rate; mind bits and bytes",
+            slips=("bits-vs-bytes",),
+        ),
+        Numeric(
+            "j",
+            "NVLink on an H100 SXM is quoted as {nvlink_both_gb_s:.0f} GB/s per GPU, counting both "
+            "directions. How long does one card take to send its half of the BF16 weights to the other "
+            "card, at the ideal one-way rate?",
+            ref_1_2_j,
+            unit="ms",
+            hint="a transfer from one card to another uses one direction of the links",
+            slips=("per-direction-vs-both",),
+        ),
     ),
     discussion=(
         "One H100 SXM cannot hold the BF16 model, two can, and the 8-bit model fits on one with "
@@ -299,9 +396,16 @@ def _step_times_s(p, weight_fraction=1.0):
     weight_bytes = p["n_params"] * p["bytes_per_weight"] * weight_fraction
     flops_per_request = 2 * p["n_params"]
     return [
-        decode.batched_decode_step_time_s(b, flops_per_request, weight_bytes, 0.0,
-                                          h100.bf16_dense_flops_per_s, h100.memory_bandwidth_bytes_per_s,
-                                          eta_f=p["eta_f"], eta_b=p["eta_b"])
+        decode.batched_decode_step_time_s(
+            b,
+            flops_per_request,
+            weight_bytes,
+            0.0,
+            h100.bf16_dense_flops_per_s,
+            h100.memory_bandwidth_bytes_per_s,
+            eta_f=p["eta_f"],
+            eta_b=p["eta_b"],
+        )
         for b in p["batches"]
     ]
 
@@ -328,14 +432,24 @@ def ref_1_3_e(p):
 
 def ref_1_3_f(p):
     h100 = hardware.gpu("H100 SXM")
-    return decode.critical_batch_size(p["bytes_per_weight"], h100.bf16_dense_flops_per_s,
-                                      h100.memory_bandwidth_bytes_per_s, eta_f=p["eta_f"], eta_b=p["eta_b"])
+    return decode.critical_batch_size(
+        p["bytes_per_weight"],
+        h100.bf16_dense_flops_per_s,
+        h100.memory_bandwidth_bytes_per_s,
+        eta_f=p["eta_f"],
+        eta_b=p["eta_b"],
+    )
 
 
 def ref_1_3_g(p):
     h100 = hardware.gpu("H100 SXM")
-    return decode.critical_batch_size(p["bytes_per_weight"] / 2, h100.bf16_dense_flops_per_s,
-                                      h100.memory_bandwidth_bytes_per_s, eta_f=p["eta_f"], eta_b=p["eta_b"])
+    return decode.critical_batch_size(
+        p["bytes_per_weight"] / 2,
+        h100.bf16_dense_flops_per_s,
+        h100.memory_bandwidth_bytes_per_s,
+        eta_f=p["eta_f"],
+        eta_b=p["eta_b"],
+    )
 
 
 EX_1_3 = Exercise(
@@ -363,23 +477,59 @@ EX_1_3 = Exercise(
     },
     given=given_1_3,
     parts=(
-        Numeric("a", "The lower bound on the time of one batched step, for each batch size.",
-                ref_1_3_a, unit="ms", hint="the larger of compute time and weight-read time, at the reduced rates"),
-        Numeric("b", "The step time shared out per generated token, for each batch size.", ref_1_3_b,
-                unit="ms", hint="a step yields one token per request"),
-        Numeric("c", "The ideal throughput of the whole batch, for each batch size.", ref_1_3_c,
-                unit="tokens/s", hint="tokens per step over the step time"),
-        Numeric("d", "On the lower bound alone, how many of the batch sizes meet the {target_ms} ms per-step "
-                "target?", ref_1_3_d, unit="batch sizes", rel_tol=0.0, abs_tol=0.5,
-                hint="every request waits for the whole step, not for its share of it"),
-        Numeric("e", "Halve the bytes read for the weights, keeping the FLOPs as they are. The step time "
-                "for each batch size again.", ref_1_3_e, unit="ms",
-                hint="only the read term halves; check whether compute now dominates"),
-        Numeric("f", "With the full weights, at which batch size $B_*$ does the compute time equal the "
-                "weight-read time (at the reduced rates)?", ref_1_3_f, unit="requests",
-                hint="set 2BN/(eta_F Pi) equal to b_W N/(eta_B beta) and solve for B"),
-        Numeric("g", "The same crossing batch size with the halved weights.", ref_1_3_g, unit="requests",
-                hint="B* is proportional to the bytes per weight"),
+        Numeric(
+            "a",
+            "The lower bound on the time of one batched step, for each batch size.",
+            ref_1_3_a,
+            unit="ms",
+            hint="the larger of compute time and weight-read time, at the reduced rates",
+        ),
+        Numeric(
+            "b",
+            "The step time shared out per generated token, for each batch size.",
+            ref_1_3_b,
+            unit="ms",
+            hint="a step yields one token per request",
+        ),
+        Numeric(
+            "c",
+            "The ideal throughput of the whole batch, for each batch size.",
+            ref_1_3_c,
+            unit="tokens/s",
+            hint="tokens per step over the step time",
+        ),
+        Numeric(
+            "d",
+            "On the lower bound alone, how many of the batch sizes meet the {target_ms} ms per-step target?",
+            ref_1_3_d,
+            unit="batch sizes",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="every request waits for the whole step, not for its share of it",
+        ),
+        Numeric(
+            "e",
+            "Halve the bytes read for the weights, keeping the FLOPs as they are. The step time "
+            "for each batch size again.",
+            ref_1_3_e,
+            unit="ms",
+            hint="only the read term halves; check whether compute now dominates",
+        ),
+        Numeric(
+            "f",
+            "With the full weights, at which batch size $B_*$ does the compute time equal the "
+            "weight-read time (at the reduced rates)?",
+            ref_1_3_f,
+            unit="requests",
+            hint="set 2BN/(eta_F Pi) equal to b_W N/(eta_B beta) and solve for B",
+        ),
+        Numeric(
+            "g",
+            "The same crossing batch size with the halved weights.",
+            ref_1_3_g,
+            unit="requests",
+            hint="B* is proportional to the bytes per weight",
+        ),
     ),
     discussion=(
         "Below $B_*$ = {f:.0f} the step is set by the weight read, so a larger batch shares the same "
@@ -413,15 +563,17 @@ def given_1_4(p):
 
 
 def ref_1_4_a(p):
-    return (decode.tokens_per_s_per_user(p["tpot_1_ms"] * units.ms)
-            / decode.tokens_per_s_per_user(p["tpot_b_ms"] * units.ms))
+    return decode.tokens_per_s_per_user(p["tpot_1_ms"] * units.ms) / decode.tokens_per_s_per_user(
+        p["tpot_b_ms"] * units.ms
+    )
 
 
 def _weight_read_s(p):
     m = models.load(p["model"])
     gpu = hardware.gpu(GPU_1_4)
-    return roofline.memory_time_s(models.decode_read_params(m) * units.bytes_per_param("bf16"),
-                                  gpu.memory_bandwidth_bytes_per_s)
+    return roofline.memory_time_s(
+        models.decode_read_params(m) * units.bytes_per_param("bf16"), gpu.memory_bandwidth_bytes_per_s
+    )
 
 
 def ref_1_4_b(p):
@@ -430,8 +582,9 @@ def ref_1_4_b(p):
 
 
 def ref_1_4_c(p):
-    return (decode.tokens_per_s_aggregate(p["batch"], p["tpot_b_ms"] * units.ms)
-            / decode.tokens_per_s_aggregate(1, p["tpot_1_ms"] * units.ms))
+    return decode.tokens_per_s_aggregate(
+        p["batch"], p["tpot_b_ms"] * units.ms
+    ) / decode.tokens_per_s_aggregate(1, p["tpot_1_ms"] * units.ms)
 
 
 def ref_1_4_d(p):
@@ -444,7 +597,9 @@ def ref_1_4_e(p):
 
 def ref_1_4_f(p):
     d = deployment.Deployment(p["model"], GPU_1_4)
-    return roofline.mbu(d.step(1, p["prompt_tokens"]).bytes_moved, d.bandwidth_bytes_per_s, p["tpot_1_ms"] * units.ms)
+    return roofline.mbu(
+        d.step(1, p["prompt_tokens"]).bytes_moved, d.bandwidth_bytes_per_s, p["tpot_1_ms"] * units.ms
+    )
 
 
 def _slip_1_4_d(p):
@@ -479,39 +634,71 @@ EX_1_4 = Exercise(
     },
     given=given_1_4,
     parts=(
-        Numeric("a", "By what factor did TPOT grow from batch 1 to batch {batch}?", ref_1_4_a, unit="x",
-                hint="a ratio of two times; larger over smaller"),
-        Numeric("b", "Suppose the step time were set only by the shared weight read, so that it did not "
-                "change with the batch. By what factor would the throughput grow from batch 1 to batch "
-                "{batch}?", ref_1_4_b, unit="x",
-                hint="same step time, more tokens per step"),
-        Numeric("c", "Ignoring prefill, what throughput factor do the two TPOT values alone imply?", ref_1_4_c,
-                unit="x", hint="tokens per step over TPOT, batch against batch 1"),
-        Numeric("d", "The lower bound on one decode step at batch 1: weights plus the KV of a "
-                "{prompt_tokens:,}-token context, read at the peak bandwidth (compute overlapped).", ref_1_4_d,
-                unit="ms", hint="bytes read per step over the memory bandwidth; the embedding table is "
-                                "not streamed",
-                slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_4_d),)),
-        Numeric("e", "The same lower bound at batch {batch}, where every request reads its own KV.", ref_1_4_e,
-                unit="ms", hint="the weights are read once, the KV once per request"),
-        Numeric("f", "What memory-bandwidth utilisation (MBU) does the batch-1 TPOT correspond to? "
-                "Give a fraction between 0 and 1.", ref_1_4_f, unit="",
-                hint="bytes the step must read over (bandwidth times the measured time)"),
-        Free("g", "Give two explanations of the gap between the weight-only prediction and the measurement "
-                  "that a measurement could tell apart, and design one that changes only the context "
-                  "length. Say what you would hold fixed: the model, the answer length, where the clock "
-                  "starts and stops, and anything else that matters.",
-             sample=(
-                 "The weight-only model predicts {b:.0f}x, the TPOTs imply {c:.1f}x and the measured "
-                 "throughput is lower still because it includes prefill. Explanation 1: per-request KV "
-                 "reads (and attention work) grow with the batch; the bound rises from {d:.2f} ms to "
-                 "{e:.2f} ms. Explanation 2: fixed per-step host overhead (eager launches, logging), which "
-                 "the MBU of {f:.2f} at batch 1 points to. Sweep the prompt length (e.g. 512, 2048, 8192 "
-                 "tokens) at batch 1 and at batch {batch}, holding the model, precision, answer length, "
-                 "engine version and mode, GPU clocks, and the timing points (first to last output event) "
-                 "fixed. If TPOT grows with the context, and faster at the larger batch, KV reads explain "
-                 "it; if it stays flat, the overhead does."
-             )),
+        Numeric(
+            "a",
+            "By what factor did TPOT grow from batch 1 to batch {batch}?",
+            ref_1_4_a,
+            unit="x",
+            hint="a ratio of two times; larger over smaller",
+        ),
+        Numeric(
+            "b",
+            "Suppose the step time were set only by the shared weight read, so that it did not "
+            "change with the batch. By what factor would the throughput grow from batch 1 to batch "
+            "{batch}?",
+            ref_1_4_b,
+            unit="x",
+            hint="same step time, more tokens per step",
+        ),
+        Numeric(
+            "c",
+            "Ignoring prefill, what throughput factor do the two TPOT values alone imply?",
+            ref_1_4_c,
+            unit="x",
+            hint="tokens per step over TPOT, batch against batch 1",
+        ),
+        Numeric(
+            "d",
+            "The lower bound on one decode step at batch 1: weights plus the KV of a "
+            "{prompt_tokens:,}-token context, read at the peak bandwidth (compute overlapped).",
+            ref_1_4_d,
+            unit="ms",
+            hint="bytes read per step over the memory bandwidth; the embedding table is not streamed",
+            slips=(Slip("embedding-counted", EMBEDDING_SLIP, value=_slip_1_4_d),),
+        ),
+        Numeric(
+            "e",
+            "The same lower bound at batch {batch}, where every request reads its own KV.",
+            ref_1_4_e,
+            unit="ms",
+            hint="the weights are read once, the KV once per request",
+        ),
+        Numeric(
+            "f",
+            "What memory-bandwidth utilisation (MBU) does the batch-1 TPOT correspond to? "
+            "Give a fraction between 0 and 1.",
+            ref_1_4_f,
+            unit="",
+            hint="bytes the step must read over (bandwidth times the measured time)",
+        ),
+        Free(
+            "g",
+            "Give two explanations of the gap between the weight-only prediction and the measurement "
+            "that a measurement could tell apart, and design one that changes only the context "
+            "length. Say what you would hold fixed: the model, the answer length, where the clock "
+            "starts and stops, and anything else that matters.",
+            sample=(
+                "The weight-only model predicts {b:.0f}x, the TPOTs imply {c:.1f}x and the measured "
+                "throughput is lower still because it includes prefill. Explanation 1: per-request KV "
+                "reads (and attention work) grow with the batch; the bound rises from {d:.2f} ms to "
+                "{e:.2f} ms. Explanation 2: fixed per-step host overhead (eager launches, logging), which "
+                "the MBU of {f:.2f} at batch 1 points to. Sweep the prompt length (e.g. 512, 2048, 8192 "
+                "tokens) at batch 1 and at batch {batch}, holding the model, precision, answer length, "
+                "engine version and mode, GPU clocks, and the timing points (first to last output event) "
+                "fixed. If TPOT grows with the context, and faster at the larger batch, KV reads explain "
+                "it; if it stays flat, the overhead does."
+            ),
+        ),
     ),
     discussion=(
         "Only the two endpoints are measurements; any curve drawn between them is the model's prediction. "

@@ -4,6 +4,7 @@ Every reference is a short function of the exercise namespace ``p`` that calls
 :mod:`aiinfra`; the reference notebook shows their source as the worked
 solution.
 """
+
 from __future__ import annotations
 
 from aiinfra import compute, memory, units
@@ -21,10 +22,18 @@ def _counts(model):
     """The counts the exact FLOPs need, for a statement: N, block matrices, LM head, layers, attention width."""
     m = models.load(model)
     c = models.param_breakdown(m)
-    return {"n_params": c["total"], "n_linear": c["block_linear_per_token"], "n_head": c["lm_head"],
-            "layers": m.n_layers, "heads": m.n_heads, "head_dim": m.head_dim, "vocab": m.vocab_size,
-            "hidden": m.hidden_size, "w_qk": c["attention_qk_width"],
-            "tied": " (tied to the embedding table, so $N$ counts it once)" if m.tie_word_embeddings else ""}
+    return {
+        "n_params": c["total"],
+        "n_linear": c["block_linear_per_token"],
+        "n_head": c["lm_head"],
+        "layers": m.n_layers,
+        "heads": m.n_heads,
+        "head_dim": m.head_dim,
+        "vocab": m.vocab_size,
+        "hidden": m.hidden_size,
+        "w_qk": c["attention_qk_width"],
+        "tied": " (tied to the embedding table, so $N$ counts it once)" if m.tie_word_embeddings else "",
+    }
 
 
 def given_3_1(p):
@@ -74,16 +83,42 @@ EX_3_1 = Exercise(
     },
     given=given_3_1,
     parts=(
-        Numeric("a", "Prefill FLOPs by the $2N$ rule.", ref_3_1_a, unit="TFLOPs", hint="2 x parameters x prompt tokens"),
-        Numeric("b", "Prefill FLOPs, exactly.", ref_3_1_b, unit="TFLOPs",
-                hint="block matrices for every prompt token, the LM head once, causal attention P(P+1)/2 pairs"),
-        Numeric("c", "One decode step with {prompt_tokens:,} tokens in the cache, exactly.", ref_3_1_c,
-                unit="GFLOPs", hint="2 x (block matrices + LM head) plus 4 n heads head_dim per layer"),
-        Numeric("d", "The whole request, exactly (prefill emits the first token; {generated_tokens:,} - 1 "
-                "decode steps follow).", ref_3_1_d, unit="TFLOPs",
-                hint="add the prefill and the decode steps, each at its own context"),
-        Numeric("e", "The exact total over $2N(P+G)$.", ref_3_1_e, unit="x",
-                hint="divide (d) by the rule for the whole request"),
+        Numeric(
+            "a",
+            "Prefill FLOPs by the $2N$ rule.",
+            ref_3_1_a,
+            unit="TFLOPs",
+            hint="2 x parameters x prompt tokens",
+        ),
+        Numeric(
+            "b",
+            "Prefill FLOPs, exactly.",
+            ref_3_1_b,
+            unit="TFLOPs",
+            hint="block matrices for every prompt token, the LM head once, causal attention P(P+1)/2 pairs",
+        ),
+        Numeric(
+            "c",
+            "One decode step with {prompt_tokens:,} tokens in the cache, exactly.",
+            ref_3_1_c,
+            unit="GFLOPs",
+            hint="2 x (block matrices + LM head) plus 4 n heads head_dim per layer",
+        ),
+        Numeric(
+            "d",
+            "The whole request, exactly (prefill emits the first token; {generated_tokens:,} - 1 "
+            "decode steps follow).",
+            ref_3_1_d,
+            unit="TFLOPs",
+            hint="add the prefill and the decode steps, each at its own context",
+        ),
+        Numeric(
+            "e",
+            "The exact total over $2N(P+G)$.",
+            ref_3_1_e,
+            unit="x",
+            hint="divide (d) by the rule for the whole request",
+        ),
     ),
     discussion=(
         "The rule gives {a:.2f} TFLOPs for the prefill against {b:.2f} exactly; the whole request is {e:.3f} "
@@ -146,18 +181,43 @@ EX_3_2 = Exercise(
     },
     given=given_3_2,
     parts=(
-        Numeric("a", "Exact over $2N$ at a context of {context_tokens:,} tokens.", ref_3_2_a, unit="x",
-                hint="exact step FLOPs at that context divided by 2N"),
-        Numeric("b", "The smallest context at which the exact step exceeds $2N$ by more than the tolerance.",
-                ref_3_2_b, unit="tokens", rel_tol=0.002,
-                hint="solve 2(N_lin + N_head) + 2 L n (w_qk + w_v) = (1 + tol) 2N for n, then round up"),
-        Numeric("c", "The same context for {big}.", ref_3_2_c, unit="tokens", rel_tol=0.002,
-                hint="same equation with the 70B shape"),
-        Choice("d", "Which model can use the rule to longer contexts?", ref_3_2_d,
-               options=("the larger model", "the smaller model"),
-               hint="matrix FLOPs grow with the square of the width, attention only linearly"),
-        Numeric("e", "Exact over $2N$ at an empty context.", ref_3_2_e, unit="x",
-                hint="no attention term: 2(N_lin + N_head) over 2N"),
+        Numeric(
+            "a",
+            "Exact over $2N$ at a context of {context_tokens:,} tokens.",
+            ref_3_2_a,
+            unit="x",
+            hint="exact step FLOPs at that context divided by 2N",
+        ),
+        Numeric(
+            "b",
+            "The smallest context at which the exact step exceeds $2N$ by more than the tolerance.",
+            ref_3_2_b,
+            unit="tokens",
+            rel_tol=0.002,
+            hint="solve 2(N_lin + N_head) + 2 L n (w_qk + w_v) = (1 + tol) 2N for n, then round up",
+        ),
+        Numeric(
+            "c",
+            "The same context for {big}.",
+            ref_3_2_c,
+            unit="tokens",
+            rel_tol=0.002,
+            hint="same equation with the 70B shape",
+        ),
+        Choice(
+            "d",
+            "Which model can use the rule to longer contexts?",
+            ref_3_2_d,
+            options=("the larger model", "the smaller model"),
+            hint="matrix FLOPs grow with the square of the width, attention only linearly",
+        ),
+        Numeric(
+            "e",
+            "Exact over $2N$ at an empty context.",
+            ref_3_2_e,
+            unit="x",
+            hint="no attention term: 2(N_lin + N_head) over 2N",
+        ),
     ),
     discussion=(
         "At {context_tokens:,} tokens the step costs {a:.2f}x the rule. The rule is high at short contexts "
@@ -178,9 +238,12 @@ def _phases(p):
 def given_3_3(p):
     g = hardware.gpu(p["gpu"])
     m = models.load(p["model"])
-    return {"tflops": g.bf16_dense_flops_per_s / units.TERA, "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
-            "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
-            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB}
+    return {
+        "tflops": g.bf16_dense_flops_per_s / units.TERA,
+        "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+        "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
+        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+    }
 
 
 def ref_3_3_a(p):
@@ -224,16 +287,41 @@ EX_3_3 = Exercise(
     },
     given=given_3_3,
     parts=(
-        Numeric("a", "Lower bound on the prefill pass.", ref_3_3_a, unit="ms",
-                hint="the larger of prefill FLOPs over peak compute and weight bytes over bandwidth"),
-        Choice("b", "Is the prefill compute-bound or memory-bound?", ref_3_3_b,
-               options=("compute-bound", "memory-bound"), hint="compare the two times of (a)"),
-        Numeric("c", "Average lower bound on one decode step.", ref_3_3_c, unit="ms",
-                hint="weights plus the step's KV over the bandwidth; the KV grows by one token per step"),
-        Numeric("d", "Lower bound on all decode steps together.", ref_3_3_d, unit="s",
-                hint="one step per output token after the first"),
-        Numeric("e", "Fraction of the request's time spent in decode.", ref_3_3_e, unit="",
-                hint="decode over prefill plus decode"),
+        Numeric(
+            "a",
+            "Lower bound on the prefill pass.",
+            ref_3_3_a,
+            unit="ms",
+            hint="the larger of prefill FLOPs over peak compute and weight bytes over bandwidth",
+        ),
+        Choice(
+            "b",
+            "Is the prefill compute-bound or memory-bound?",
+            ref_3_3_b,
+            options=("compute-bound", "memory-bound"),
+            hint="compare the two times of (a)",
+        ),
+        Numeric(
+            "c",
+            "Average lower bound on one decode step.",
+            ref_3_3_c,
+            unit="ms",
+            hint="weights plus the step's KV over the bandwidth; the KV grows by one token per step",
+        ),
+        Numeric(
+            "d",
+            "Lower bound on all decode steps together.",
+            ref_3_3_d,
+            unit="s",
+            hint="one step per output token after the first",
+        ),
+        Numeric(
+            "e",
+            "Fraction of the request's time spent in decode.",
+            ref_3_3_e,
+            unit="",
+            hint="decode over prefill plus decode",
+        ),
     ),
     discussion=(
         "Prefill takes {a:.1f} ms and is {b}; each decode step about {c:.2f} ms, {d:.2f} s in all, so decode is "
@@ -250,8 +338,12 @@ def given_3_4(p):
     h100 = hardware.gpu("H100 SXM")
     n = models.total_params(models.load(p["model"]))
     claim_s = compute.approx_flops_2n(n, p["tokens"], p["tokens"]) / h100.bf16_dense_flops_per_s
-    return {"n_b": n / units.GIGA, "tflops": h100.bf16_dense_flops_per_s / units.TERA, "claim_ms": claim_s / units.ms,
-            "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB}
+    return {
+        "n_b": n / units.GIGA,
+        "tflops": h100.bf16_dense_flops_per_s / units.TERA,
+        "claim_ms": claim_s / units.ms,
+        "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB,
+    }
 
 
 def ref_3_4_a(p):
@@ -260,11 +352,17 @@ def ref_3_4_a(p):
 
 
 def ref_3_4_b(p):
-    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).prefill.time_s / units.ms
+    return (
+        deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).prefill.time_s
+        / units.ms
+    )
 
 
 def ref_3_4_c(p):
-    return deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).decode.time_s / units.ms
+    return (
+        deployment.Deployment(p["model"], "H100 SXM").request(p["tokens"], p["tokens"]).decode.time_s
+        / units.ms
+    )
 
 
 def ref_3_4_d(p):
@@ -276,12 +374,12 @@ EX_3_4 = Exercise(
     title="Find the flaw: equal FLOPs, equal time",
     level="core",
     intro=(
-        "A planning note reads: \"{model} ({n_b:.2f}B parameters) answering {tokens:,} tokens to a {tokens:,}-token "
+        'A planning note reads: "{model} ({n_b:.2f}B parameters) answering {tokens:,} tokens to a {tokens:,}-token '
         "prompt costs $2N(P+G)$ FLOPs, half in prefill and half in decode. At {tflops:.1f} TFLOP/s the request "
-        "takes {claim_ms:.1f} ms on one H100, split evenly between the phases.\" Check it with the exact "
+        'takes {claim_ms:.1f} ms on one H100, split evenly between the phases." Check it with the exact '
         "phase model of this chapter (BF16, batch 1, peak rates: {tflops:.1f} TFLOP/s and {hbm_tb_s:.2f} TB/s, "
         "reads and arithmetic overlapped; the prefill emits the first token, then {tokens:,} - 1 decode steps), "
-        "as `aiinfra.deployment.Deployment(model, \"H100 SXM\").request(P, G)` computes it."
+        'as `aiinfra.deployment.Deployment(model, "H100 SXM").request(P, G)` computes it.'
     ),
     params={
         "model": Param("Qwen3-8B", choices=("Qwen3-8B", "Llama-3.1-8B")),
@@ -289,19 +387,36 @@ EX_3_4 = Exercise(
     },
     given=given_3_4,
     parts=(
-        Numeric("a", "By the rule, prefill FLOPs over decode FLOPs.", ref_3_4_a, unit="x",
-                hint="2NP against 2NG with P = G"),
-        Numeric("b", "Lower bound on the prefill.", ref_3_4_b, unit="ms", hint="compute-bound: FLOPs over peak"),
-        Numeric("c", "Lower bound on the decode steps.", ref_3_4_c, unit="ms",
-                hint="each step reads all weights; steps run one after another"),
-        Numeric("d", "How many times longer is decode than prefill?", ref_3_4_d, unit="x", hint="(c) over (b)"),
-        Free("e", "What is wrong with the note, and what should a plan use instead for decode time?",
-             sample=(
-                 "The FLOP counts are indeed about equal ({a:.2f}), but time is not FLOPs over peak. Prefill is one "
-                 "parallel, compute-bound pass ({b:.1f} ms). Decode is {tokens:,} sequential passes, each memory-bound: "
-                 "it must stream the weights every step, so it takes {c:.0f} ms, {d:.0f}x the prefill. A plan should "
-                 "bound decode by bytes per step over bandwidth, times the number of steps."
-             )),
+        Numeric(
+            "a",
+            "By the rule, prefill FLOPs over decode FLOPs.",
+            ref_3_4_a,
+            unit="x",
+            hint="2NP against 2NG with P = G",
+        ),
+        Numeric(
+            "b", "Lower bound on the prefill.", ref_3_4_b, unit="ms", hint="compute-bound: FLOPs over peak"
+        ),
+        Numeric(
+            "c",
+            "Lower bound on the decode steps.",
+            ref_3_4_c,
+            unit="ms",
+            hint="each step reads all weights; steps run one after another",
+        ),
+        Numeric(
+            "d", "How many times longer is decode than prefill?", ref_3_4_d, unit="x", hint="(c) over (b)"
+        ),
+        Free(
+            "e",
+            "What is wrong with the note, and what should a plan use instead for decode time?",
+            sample=(
+                "The FLOP counts are indeed about equal ({a:.2f}), but time is not FLOPs over peak. Prefill is one "
+                "parallel, compute-bound pass ({b:.1f} ms). Decode is {tokens:,} sequential passes, each memory-bound: "
+                "it must stream the weights every step, so it takes {c:.0f} ms, {d:.0f}x the prefill. A plan should "
+                "bound decode by bytes per step over bandwidth, times the number of steps."
+            ),
+        ),
     ),
     discussion="FLOPs say how much work; bytes per pass and the number of sequential passes say how long.",
 )
@@ -357,18 +472,43 @@ EX_3_5 = Exercise(
     },
     given=given_3_5,
     parts=(
-        Numeric("a", "KV cache added per token.", ref_3_5_a, unit="KiB",
-                hint="keys and values, every layer, every KV head, head_dim elements of 2 bytes"),
-        Numeric("b", "KV cache of the finished request (prompt plus answer).", ref_3_5_b, unit="MiB",
-                hint="per-token bytes times the tokens held; 1 MiB = 2**20 B"),
-        Numeric("c", "How many times more FLOPs would the decode steps cost if each recomputed the whole "
-                "sequence (no cache: every decode step is a prefill of all the tokens so far, "
-                "as `Deployment(model, gpu).decode_without_cache(P, G)` counts it)?", ref_3_5_c, unit="x",
-                hint="sum the prefill of P+1, P+2, ... tokens, over the cached steps' FLOPs"),
-        Numeric("d", "Served tokens at which inference FLOPs equal the training FLOPs.", ref_3_5_d,
-                unit="trillion tokens", hint="6ND = 2N x tokens"),
-        Numeric("e", "GPU-hours to serve that many tokens.", ref_3_5_e, unit="million GPU-hours",
-                hint="tokens over tokens per second, over 3,600"),
+        Numeric(
+            "a",
+            "KV cache added per token.",
+            ref_3_5_a,
+            unit="KiB",
+            hint="keys and values, every layer, every KV head, head_dim elements of 2 bytes",
+        ),
+        Numeric(
+            "b",
+            "KV cache of the finished request (prompt plus answer).",
+            ref_3_5_b,
+            unit="MiB",
+            hint="per-token bytes times the tokens held; 1 MiB = 2**20 B",
+        ),
+        Numeric(
+            "c",
+            "How many times more FLOPs would the decode steps cost if each recomputed the whole "
+            "sequence (no cache: every decode step is a prefill of all the tokens so far, "
+            "as `Deployment(model, gpu).decode_without_cache(P, G)` counts it)?",
+            ref_3_5_c,
+            unit="x",
+            hint="sum the prefill of P+1, P+2, ... tokens, over the cached steps' FLOPs",
+        ),
+        Numeric(
+            "d",
+            "Served tokens at which inference FLOPs equal the training FLOPs.",
+            ref_3_5_d,
+            unit="trillion tokens",
+            hint="6ND = 2N x tokens",
+        ),
+        Numeric(
+            "e",
+            "GPU-hours to serve that many tokens.",
+            ref_3_5_e,
+            unit="million GPU-hours",
+            hint="tokens over tokens per second, over 3,600",
+        ),
     ),
     discussion=(
         "Each token adds {a:.0f} KiB; the cache saves about {c:,.0f}x the arithmetic. Break-even with training "

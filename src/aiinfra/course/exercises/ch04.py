@@ -4,6 +4,7 @@ Every reference answer is a short function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
 shows these functions as the worked solutions.
 """
+
 from __future__ import annotations
 
 from aiinfra import decode, memory, units
@@ -43,8 +44,9 @@ def _slip_4_1_a(p):
 
 
 def _slip_4_1_b(p):
-    return decode.memory_bound_tokens_per_s(_all_bytes(p["model"], "bf16"),
-                                            hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s)
+    return decode.memory_bound_tokens_per_s(
+        _all_bytes(p["model"], "bf16"), hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s
+    )
 
 
 def _slip_4_1_c(p):
@@ -52,8 +54,9 @@ def _slip_4_1_c(p):
 
 
 def _slip_4_1_d(p):
-    return decode.memory_bound_tokens_per_s(_all_bytes(p["model"], "int4"),
-                                            hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s)
+    return decode.memory_bound_tokens_per_s(
+        _all_bytes(p["model"], "int4"), hardware.gpu(p["gpu"]).memory_bandwidth_bytes_per_s
+    )
 
 
 def ref_4_1_a(p):
@@ -66,7 +69,9 @@ def ref_4_1_b(p):
 
 
 def ref_4_1_c(p):
-    return decode.end_to_end_latency_s(0.0, 1.0 / ref_4_1_b(p), p["reply_tokens"], first_token_from_prefill=False)
+    return decode.end_to_end_latency_s(
+        0.0, 1.0 / ref_4_1_b(p), p["reply_tokens"], first_token_from_prefill=False
+    )
 
 
 def ref_4_1_d(p):
@@ -92,28 +97,52 @@ EX_4_1 = Exercise(
     },
     given=given_4_1,
     parts=(
-        Numeric("a", "How many bytes of weights does one step read in BF16?", ref_4_1_a, unit="GB",
-                hint="(parameters - vocabulary x hidden + hidden) x 2 bytes",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_a),)),
-        Numeric("b", "What is the upper bound on decode speed, in tokens per second?", ref_4_1_b, unit="tok/s",
-                hint="bandwidth divided by the bytes one step must read",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_b),)),
-        Numeric("c", "At that speed, how long do the {reply_tokens:,} decode steps of a {reply_tokens:,}-token reply "
-                "take at least?", ref_4_1_c, unit="s", hint="one step per token, each at least bytes / bandwidth",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_c),)),
-        Numeric("d", "With 4-bit weights (half a byte each, scales ignored), what does the bound become?", ref_4_1_d,
-                unit="tok/s", hint="the bytes per step shrink four-fold, so the bound grows four-fold",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_d),)),
-        Free("e", "Name two reasons a real deployment lands below the bound of part (b) even at batch 1.",
-             sample=(
-                 "The bound of {b:.0f} tok/s assumes the full peak bandwidth and nothing but weight reads. Real "
-                 "kernels reach only part of peak, attention also reads the KV cache, and each step pays host-side "
-                 "costs (kernel launches, sampling, detokenization, logging) that chapter 4 showed can triple the "
-                 "step time in eager mode."
-             )),
+        Numeric(
+            "a",
+            "How many bytes of weights does one step read in BF16?",
+            ref_4_1_a,
+            unit="GB",
+            hint="(parameters - vocabulary x hidden + hidden) x 2 bytes",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_a),),
+        ),
+        Numeric(
+            "b",
+            "What is the upper bound on decode speed, in tokens per second?",
+            ref_4_1_b,
+            unit="tok/s",
+            hint="bandwidth divided by the bytes one step must read",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_b),),
+        ),
+        Numeric(
+            "c",
+            "At that speed, how long do the {reply_tokens:,} decode steps of a {reply_tokens:,}-token reply "
+            "take at least?",
+            ref_4_1_c,
+            unit="s",
+            hint="one step per token, each at least bytes / bandwidth",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_c),),
+        ),
+        Numeric(
+            "d",
+            "With 4-bit weights (half a byte each, scales ignored), what does the bound become?",
+            ref_4_1_d,
+            unit="tok/s",
+            hint="the bytes per step shrink four-fold, so the bound grows four-fold",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_1_d),),
+        ),
+        Free(
+            "e",
+            "Name two reasons a real deployment lands below the bound of part (b) even at batch 1.",
+            sample=(
+                "The bound of {b:.0f} tok/s assumes the full peak bandwidth and nothing but weight reads. Real "
+                "kernels reach only part of peak, attention also reads the KV cache, and each step pays host-side "
+                "costs (kernel launches, sampling, detokenization, logging) that chapter 4 showed can triple the "
+                "step time in eager mode."
+            ),
+        ),
     ),
     discussion="The speed limit scales with bandwidth over bytes: changing the GPU moves it by the bandwidth ratio, "
-               "changing the bits by the byte ratio, and nothing else in the formula matters.",
+    "changing the bits by the byte ratio, and nothing else in the formula matters.",
 )
 
 # ---------------------------------------------------------------------------
@@ -126,8 +155,13 @@ GPU_4_2 = "H100 SXM"
 
 def given_4_2(p):
     m = models.load(MODEL_4_2)
-    return {"model": MODEL_4_2, "gpu": GPU_4_2, "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
-            "bw_tb_s": hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s / units.TB, **_model_text(MODEL_4_2)}
+    return {
+        "model": MODEL_4_2,
+        "gpu": GPU_4_2,
+        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+        "bw_tb_s": hardware.gpu(GPU_4_2).memory_bandwidth_bytes_per_s / units.TB,
+        **_model_text(MODEL_4_2),
+    }
 
 
 def _kv(p):
@@ -181,28 +215,54 @@ EX_4_2 = Exercise(
     params={"context_tokens": Param(65536, choices=(32768, 65536, 131072))},
     given=given_4_2,
     parts=(
-        Numeric("a", "How large is the request's KV cache?", ref_4_2_a, unit="GB",
-                hint="KV bytes per token times the tokens held"),
-        Numeric("b", "What is the decode speed bound once the cache reads are counted?", ref_4_2_b, unit="tok/s",
-                hint="bandwidth over (weight bytes read per step + KV bytes)",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_b),)),
-        Numeric("c", "By what factor does the weights-only estimate overstate that speed?", ref_4_2_c, unit="x",
-                hint="weights-only bound divided by the bound of part (b)"),
-        Numeric("d", "At what context length do the cache reads equal the weight reads?", ref_4_2_d,
-                unit="tokens", hint="weight bytes read per step divided by KV bytes per token",
-                slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_d),)),
-        Numeric("e", "The weights are quantized to 4 bits (half a byte each, scales ignored), the cache stays "
-                "BF16. By what factor does the speed bound improve over part (b)?", ref_4_2_e, unit="x",
-                hint="only the weight term shrinks, four-fold; the KV term stays"),
+        Numeric(
+            "a",
+            "How large is the request's KV cache?",
+            ref_4_2_a,
+            unit="GB",
+            hint="KV bytes per token times the tokens held",
+        ),
+        Numeric(
+            "b",
+            "What is the decode speed bound once the cache reads are counted?",
+            ref_4_2_b,
+            unit="tok/s",
+            hint="bandwidth over (weight bytes read per step + KV bytes)",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_b),),
+        ),
+        Numeric(
+            "c",
+            "By what factor does the weights-only estimate overstate that speed?",
+            ref_4_2_c,
+            unit="x",
+            hint="weights-only bound divided by the bound of part (b)",
+        ),
+        Numeric(
+            "d",
+            "At what context length do the cache reads equal the weight reads?",
+            ref_4_2_d,
+            unit="tokens",
+            hint="weight bytes read per step divided by KV bytes per token",
+            slips=(Slip("embedding-counted", EMBEDDING, value=_slip_4_2_d),),
+        ),
+        Numeric(
+            "e",
+            "The weights are quantized to 4 bits (half a byte each, scales ignored), the cache stays "
+            "BF16. By what factor does the speed bound improve over part (b)?",
+            ref_4_2_e,
+            unit="x",
+            hint="only the weight term shrinks, four-fold; the KV term stays",
+        ),
     ),
     discussion="At long context a single request's cache is a sizeable share of the bytes per step, so the "
-               "weights-only rule overstates speed by {c:.2f}x and weight quantization alone buys only {e:.2f}x. "
-               "Quantizing the cache (FP8 KV) or shrinking it (GQA, MLA; chapter 5) attacks the other term.",
+    "weights-only rule overstates speed by {c:.2f}x and weight quantization alone buys only {e:.2f}x. "
+    "Quantizing the cache (FP8 KV) or shrinking it (GQA, MLA; chapter 5) attacks the other term.",
 )
 
 # ---------------------------------------------------------------------------
 # 4-3  TTFT, TPOT and the end-to-end time
 # ---------------------------------------------------------------------------
+
 
 def _meas():
     return reference.QWEN3_8B_RTX_PRO_6000
@@ -211,9 +271,15 @@ def _meas():
 def given_4_3(p):
     g = hardware.gpu(_meas().gpu)
     m = models.load(_meas().model)
-    return {"model": _meas().model, "gpu": _meas().gpu, "peak_tflops": g.bf16_dense_flops_per_s / units.TERA,
-            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "tpot_meas_ms": _meas().tpot(1) / units.ms,
-            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB, **_model_text(_meas().model)}
+    return {
+        "model": _meas().model,
+        "gpu": _meas().gpu,
+        "peak_tflops": g.bf16_dense_flops_per_s / units.TERA,
+        "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+        "tpot_meas_ms": _meas().tpot(1) / units.ms,
+        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+        **_model_text(_meas().model),
+    }
 
 
 def _d43():
@@ -248,7 +314,7 @@ EX_4_3 = Exercise(
     intro=(
         "{model} in BF16 runs alone on one {gpu} ({peak_tflops:.1f} dense BF16 TFLOP/s, {bw_tb_s:.3f} TB/s). "
         "A request brings a {prompt_tokens:,}-token prompt and receives {output_tokens:,} tokens. Use the library's "
-        "roofline bounds, `aiinfra.deployment.Deployment(\"{model}\", \"{gpu}\")`: the prefill "
+        'roofline bounds, `aiinfra.deployment.Deployment("{model}", "{gpu}")`: the prefill '
         "(`.prefill(P)`) is limited by its causal FLOPs (exact counts, the LM head on the last prompt token "
         "only), a decode step (`.step(1, context)`) by the bytes it reads: every one of the {n_params:,} "
         "parameters except the embedding table ({vocab:,} rows of {hidden:,}), of which it reads one row, "
@@ -261,20 +327,41 @@ EX_4_3 = Exercise(
     },
     given=given_4_3,
     parts=(
-        Numeric("a", "Lower bound on TTFT (empty queue)?", ref_4_3_a, unit="ms",
-                hint="prefill FLOPs divided by the dense BF16 peak"),
-        Numeric("b", "Lower bound on TPOT?", ref_4_3_b, unit="ms",
-                hint="(weights read per step + the request's KV) / bandwidth"),
-        Numeric("c", "Lower bound on the end-to-end latency?", ref_4_3_c, unit="s",
-                hint="TTFT + (G - 1) TPOT"),
-        Numeric("d", "The measured TPOT on this card at batch 1 was {tpot_meas_ms:.1f} ms. Using it instead of "
-                "part (b), what end-to-end latency does the user see?", ref_4_3_d, unit="s",
-                hint="keep the TTFT of part (a), replace the TPOT"),
-        Choice("e", "In the bound of part (c), which phase takes longer?", ref_4_3_e, options=("prefill", "decode"),
-               hint="compare TTFT with (G - 1) TPOT"),
+        Numeric(
+            "a",
+            "Lower bound on TTFT (empty queue)?",
+            ref_4_3_a,
+            unit="ms",
+            hint="prefill FLOPs divided by the dense BF16 peak",
+        ),
+        Numeric(
+            "b",
+            "Lower bound on TPOT?",
+            ref_4_3_b,
+            unit="ms",
+            hint="(weights read per step + the request's KV) / bandwidth",
+        ),
+        Numeric(
+            "c", "Lower bound on the end-to-end latency?", ref_4_3_c, unit="s", hint="TTFT + (G - 1) TPOT"
+        ),
+        Numeric(
+            "d",
+            "The measured TPOT on this card at batch 1 was {tpot_meas_ms:.1f} ms. Using it instead of "
+            "part (b), what end-to-end latency does the user see?",
+            ref_4_3_d,
+            unit="s",
+            hint="keep the TTFT of part (a), replace the TPOT",
+        ),
+        Choice(
+            "e",
+            "In the bound of part (c), which phase takes longer?",
+            ref_4_3_e,
+            options=("prefill", "decode"),
+            hint="compare TTFT with (G - 1) TPOT",
+        ),
     ),
     discussion="Prefill handles the prompt in one compute-bound pass; decode pays one memory-bound step per "
-               "token. Long prompts with short answers are dominated by TTFT, chat answers by TPOT.",
+    "token. Long prompts with short answers are dominated by TTFT, chat answers by TPOT.",
 )
 
 # ---------------------------------------------------------------------------
@@ -291,8 +378,12 @@ def _step_4_4(batch):
 
 
 def given_4_4(p):
-    return {"model": MODEL_4_4, "gpu": GPU_4_4, "ctx": CTX_4_4,
-            "claimed": decode.tokens_per_s_aggregate(p["batch"], _step_4_4(p["batch"]))}
+    return {
+        "model": MODEL_4_4,
+        "gpu": GPU_4_4,
+        "ctx": CTX_4_4,
+        "claimed": decode.tokens_per_s_aggregate(p["batch"], _step_4_4(p["batch"])),
+    }
 
 
 def ref_4_4_a(p):
@@ -304,7 +395,9 @@ def ref_4_4_b(p):
 
 
 def ref_4_4_c(p):
-    return decode.end_to_end_latency_s(0.0, _step_4_4(p["batch"]), p["reply_tokens"], first_token_from_prefill=False)
+    return decode.end_to_end_latency_s(
+        0.0, _step_4_4(p["batch"]), p["reply_tokens"], first_token_from_prefill=False
+    )
 
 
 def ref_4_4_d(p):
@@ -316,10 +409,10 @@ EX_4_4 = Exercise(
     title="What is wrong with this estimate? Aggregate speed read as per-user speed",
     level="core",
     intro=(
-        "A benchmark reports that {model} on one {gpu} \"runs at {claimed:,.0f} tokens/s\". It was measured with "
+        'A benchmark reports that {model} on one {gpu} "runs at {claimed:,.0f} tokens/s". It was measured with '
         "{batch} concurrent requests of {ctx:,} tokens of context each (the number above is the roofline bound of "
         "that setup). An engineer concludes: \"so one user's {reply_tokens:,}-token answer takes "
-        "{reply_tokens:,} / {claimed:,.0f} seconds\"."
+        '{reply_tokens:,} / {claimed:,.0f} seconds".'
     ),
     params={
         "batch": Param(16, choices=(8, 16, 32)),
@@ -327,23 +420,46 @@ EX_4_4 = Exercise(
     },
     given=given_4_4,
     parts=(
-        Numeric("a", "What answer time does the engineer's estimate give?", ref_4_4_a, unit="s",
-                hint="reply tokens divided by the reported rate"),
-        Numeric("b", "In that benchmark setup, how many tokens per second does each user actually receive?",
-                ref_4_4_b, unit="tok/s", hint="one token per request per step: 1 / step time"),
-        Numeric("c", "How long do the {reply_tokens:,} decode steps of the answer really take at that batch?",
-                ref_4_4_c, unit="s", hint="reply tokens times the step time of the batched step"),
-        Numeric("d", "By what factor was the engineer's estimate too optimistic?", ref_4_4_d, unit="x",
-                hint="divide part (c) by part (a)"),
-        Free("e", "State the flaw in one sentence, and say which metric each party should have quoted.",
-             sample=(
-                 "The reported {claimed:,.0f} tok/s is aggregate throughput, shared by {batch} streams; each user "
-                 "gets 1/TPOT = {b:.0f} tok/s, so the answer takes {c:.1f} s, not {a:.2f} s. A benchmark should "
-                 "state per-user speed (or TPOT) and aggregate throughput separately, with the batch and context."
-             )),
+        Numeric(
+            "a",
+            "What answer time does the engineer's estimate give?",
+            ref_4_4_a,
+            unit="s",
+            hint="reply tokens divided by the reported rate",
+        ),
+        Numeric(
+            "b",
+            "In that benchmark setup, how many tokens per second does each user actually receive?",
+            ref_4_4_b,
+            unit="tok/s",
+            hint="one token per request per step: 1 / step time",
+        ),
+        Numeric(
+            "c",
+            "How long do the {reply_tokens:,} decode steps of the answer really take at that batch?",
+            ref_4_4_c,
+            unit="s",
+            hint="reply tokens times the step time of the batched step",
+        ),
+        Numeric(
+            "d",
+            "By what factor was the engineer's estimate too optimistic?",
+            ref_4_4_d,
+            unit="x",
+            hint="divide part (c) by part (a)",
+        ),
+        Free(
+            "e",
+            "State the flaw in one sentence, and say which metric each party should have quoted.",
+            sample=(
+                "The reported {claimed:,.0f} tok/s is aggregate throughput, shared by {batch} streams; each user "
+                "gets 1/TPOT = {b:.0f} tok/s, so the answer takes {c:.1f} s, not {a:.2f} s. A benchmark should "
+                "state per-user speed (or TPOT) and aggregate throughput separately, with the batch and context."
+            ),
+        ),
     ),
     discussion="The error factor is exactly the batch size: the aggregate rate is B / T_step and the per-user rate "
-               "1 / T_step, whatever the step time.",
+    "1 / T_step, whatever the step time.",
 )
 
 EXERCISES = (EX_4_1, EX_4_2, EX_4_3, EX_4_4)

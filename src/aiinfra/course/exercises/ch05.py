@@ -4,6 +4,7 @@ Every reference answer is a short function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
 shows these functions as the worked solutions.
 """
+
 from __future__ import annotations
 
 from aiinfra import compute, decode, memory, units
@@ -22,9 +23,15 @@ MODEL_70B = "Llama-3.1-70B"
 def given_5_1(p):
     m = models.load(MODEL_70B)
     g = hardware.gpu(p["gpu"])
-    return {"model": MODEL_70B, "layers": m.n_layers, "heads": m.n_heads, "kv_heads": m.n_kv_heads,
-            "head_dim": m.head_dim, "gpu_gb": g.memory_bytes / units.GB,
-            "weights_gb": memory.weight_bytes(m, "bf16") / units.GB}
+    return {
+        "model": MODEL_70B,
+        "layers": m.n_layers,
+        "heads": m.n_heads,
+        "kv_heads": m.n_kv_heads,
+        "head_dim": m.head_dim,
+        "gpu_gb": g.memory_bytes / units.GB,
+        "weights_gb": memory.weight_bytes(m, "bf16") / units.GB,
+    }
 
 
 def _free_5_1(p):
@@ -71,19 +78,48 @@ EX_5_1 = Exercise(
     },
     given=given_5_1,
     parts=(
-        Numeric("a", "How many bytes of KV cache does one token add, in BF16?", ref_5_1_a, unit="KiB",
-                hint="2 x layers x KV heads x head width x 2 bytes"),
-        Numeric("b", "How many would it add if every query head kept its own keys and values (MHA)?", ref_5_1_b,
-                unit="KiB", hint="replace the KV heads by all query heads"),
-        Numeric("c", "How much memory is left for caches after the weights?", ref_5_1_c, unit="GB",
-                hint="GPUs x capacity - weights"),
-        Numeric("d", "How many requests fit with the model's GQA cache?", ref_5_1_d, unit="requests",
-                hint="floor(free memory / (KV per token x context))", rel_tol=0.0, abs_tol=0.5),
-        Numeric("e", "How many would fit with MHA?", ref_5_1_e, unit="requests",
-                hint="the same division with the MHA per-token size", rel_tol=0.0, abs_tol=0.5),
+        Numeric(
+            "a",
+            "How many bytes of KV cache does one token add, in BF16?",
+            ref_5_1_a,
+            unit="KiB",
+            hint="2 x layers x KV heads x head width x 2 bytes",
+        ),
+        Numeric(
+            "b",
+            "How many would it add if every query head kept its own keys and values (MHA)?",
+            ref_5_1_b,
+            unit="KiB",
+            hint="replace the KV heads by all query heads",
+        ),
+        Numeric(
+            "c",
+            "How much memory is left for caches after the weights?",
+            ref_5_1_c,
+            unit="GB",
+            hint="GPUs x capacity - weights",
+        ),
+        Numeric(
+            "d",
+            "How many requests fit with the model's GQA cache?",
+            ref_5_1_d,
+            unit="requests",
+            hint="floor(free memory / (KV per token x context))",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "e",
+            "How many would fit with MHA?",
+            ref_5_1_e,
+            unit="requests",
+            hint="the same division with the MHA per-token size",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
     ),
     discussion="The ratio of the two batches is about the group size, {heads} / {kv_heads}: sharing key/value "
-               "heads is the single largest lever on how many users a node can hold.",
+    "heads is the single largest lever on how many users a node can hold.",
 )
 
 # ---------------------------------------------------------------------------
@@ -98,9 +134,15 @@ def given_5_2(p):
     m = models.load(MODEL_70B)
     g = hardware.gpu(GPU_5_2)
     w = memory.weight_bytes(m, "bf16")
-    return {"model": MODEL_70B, "gpu": GPU_5_2, "n_gpus": NODE_5_2, "weights_gb": w / units.GB,
-            "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB, "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
-            "single": decode.memory_bound_tokens_per_s(w, g.memory_bandwidth_bytes_per_s)}
+    return {
+        "model": MODEL_70B,
+        "gpu": GPU_5_2,
+        "n_gpus": NODE_5_2,
+        "weights_gb": w / units.GB,
+        "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+        "single": decode.memory_bound_tokens_per_s(w, g.memory_bandwidth_bytes_per_s),
+    }
 
 
 def _s_5_2(p):
@@ -112,7 +154,9 @@ def _w_5_2():
 
 
 def ref_5_2_a(p):
-    return decode.naive_batch_tokens_per_s(p["batch"], _w_5_2(), hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s)
+    return decode.naive_batch_tokens_per_s(
+        p["batch"], _w_5_2(), hardware.gpu(GPU_5_2).memory_bandwidth_bytes_per_s
+    )
 
 
 def ref_5_2_b(p):
@@ -136,12 +180,12 @@ def ref_5_2_e(p):
 
 EX_5_2 = Exercise(
     id="5-2",
-    title="What is wrong with this estimate? Batching \"for free\"",
+    title='What is wrong with this estimate? Batching "for free"',
     level="core",
     intro=(
-        "A post about serving {model} on a node of {n_gpus} x {gpu} argues: \"One stream runs at "
+        'A post about serving {model} on a node of {n_gpus} x {gpu} argues: "One stream runs at '
         "{bw_tb_s:.2f} TB/s / {weights_gb:.1f} GB = {single:.1f} tokens/s. Batching reuses the weight read, so "
-        "{batch} requests give {batch} x {single:.1f} tokens/s, and every user still gets {single:.1f}.\" "
+        '{batch} requests give {batch} x {single:.1f} tokens/s, and every user still gets {single:.1f}." '
         "Each request holds {context_tokens:,} tokens of context in the model's real GQA cache: {kv_kib:.0f} KiB "
         "per token in BF16 (1 KiB = 1,024 B). Take the weights as read once per step, in full "
         "({weights_gb:.1f} GB), spread evenly over the {n_gpus} GPUs of the node, each with {bw_tb_s:.2f} TB/s; "
@@ -153,28 +197,58 @@ EX_5_2 = Exercise(
     },
     given=given_5_2,
     parts=(
-        Numeric("a", "What aggregate rate does the post claim?", ref_5_2_a, unit="tok/s",
-                hint="batch x the single-stream rate it quotes"),
-        Numeric("b", "How many bytes of KV cache does one decode step of the batch read?", ref_5_2_b, unit="GB",
-                hint="every request reads its whole cache every step"),
-        Numeric("c", "What is the consistent aggregate bound: weights once plus all caches, over the node's "
-                "aggregate bandwidth?", ref_5_2_c, unit="tok/s",
-                hint="B x n x bandwidth / (weights + B x cache)", slips=(node_slip(NODE_5_2),)),
-        Numeric("d", "What per-user speed does that bound give?", ref_5_2_d, unit="tok/s",
-                hint="aggregate divided by the batch", slips=(node_slip(NODE_5_2),)),
-        Numeric("e", "By what factor does batching really raise throughput over one request on the same node?",
-                ref_5_2_e, unit="x", hint="the bound of part (c) over the same bound at batch 1"),
-        Free("f", "List the two errors in the post and say which way each one biases its numbers.",
-             sample=(
-                 "First, it divides by one GPU's bandwidth although the weights are spread over {n_gpus} GPUs that "
-                 "stream in parallel; that understates both the single-stream and the batched rate. Second, it "
-                 "ignores the caches: {batch} requests read {b:.0f} GB of KV per step besides the weights, so each "
-                 "step is longer than a weights-only step and each user gets {d:.0f} tok/s, well below the node's "
-                 "batch-1 rate. Batching gains {e:.1f}x, not {batch}x, and every user's speed pays for it."
-             )),
+        Numeric(
+            "a",
+            "What aggregate rate does the post claim?",
+            ref_5_2_a,
+            unit="tok/s",
+            hint="batch x the single-stream rate it quotes",
+        ),
+        Numeric(
+            "b",
+            "How many bytes of KV cache does one decode step of the batch read?",
+            ref_5_2_b,
+            unit="GB",
+            hint="every request reads its whole cache every step",
+        ),
+        Numeric(
+            "c",
+            "What is the consistent aggregate bound: weights once plus all caches, over the node's "
+            "aggregate bandwidth?",
+            ref_5_2_c,
+            unit="tok/s",
+            hint="B x n x bandwidth / (weights + B x cache)",
+            slips=(node_slip(NODE_5_2),),
+        ),
+        Numeric(
+            "d",
+            "What per-user speed does that bound give?",
+            ref_5_2_d,
+            unit="tok/s",
+            hint="aggregate divided by the batch",
+            slips=(node_slip(NODE_5_2),),
+        ),
+        Numeric(
+            "e",
+            "By what factor does batching really raise throughput over one request on the same node?",
+            ref_5_2_e,
+            unit="x",
+            hint="the bound of part (c) over the same bound at batch 1",
+        ),
+        Free(
+            "f",
+            "List the two errors in the post and say which way each one biases its numbers.",
+            sample=(
+                "First, it divides by one GPU's bandwidth although the weights are spread over {n_gpus} GPUs that "
+                "stream in parallel; that understates both the single-stream and the batched rate. Second, it "
+                "ignores the caches: {batch} requests read {b:.0f} GB of KV per step besides the weights, so each "
+                "step is longer than a weights-only step and each user gets {d:.0f} tok/s, well below the node's "
+                "batch-1 rate. Batching gains {e:.1f}x, not {batch}x, and every user's speed pays for it."
+            ),
+        ),
     ),
     discussion="Batching shares the weight read, never the cache reads. The correct claim is the consistent bound "
-               "of part (c), and it must state the per-user speed beside the aggregate.",
+    "of part (c), and it must state the per-user speed beside the aggregate.",
 )
 
 # ---------------------------------------------------------------------------
@@ -183,8 +257,13 @@ EX_5_2 = Exercise(
 
 
 def _trace_5_3(p):
-    return batching.synthetic_trace(p["n_requests"], seed=p["seed"], mean_output_tokens=p["mean_output"],
-                                      max_output_tokens=1024, mean_interarrival_steps=p["gap"])
+    return batching.synthetic_trace(
+        p["n_requests"],
+        seed=p["seed"],
+        mean_output_tokens=p["mean_output"],
+        max_output_tokens=1024,
+        mean_interarrival_steps=p["gap"],
+    )
 
 
 def _res_5_3(p):
@@ -231,28 +310,56 @@ EX_5_3 = Exercise(
     },
     given=None,
     parts=(
-        Numeric("a", "Slot utilization of static batching (busy slots over all slots of the busy steps)?",
-                ref_5_3_a, unit="%", hint="ScheduleResult.slot_utilization, as a percentage"),
-        Numeric("b", "Slot utilization of continuous batching?", ref_5_3_b, unit="%",
-                hint="the same property for the continuous run"),
-        Numeric("c", "Median end-to-end latency under static batching?", ref_5_3_c, unit="steps",
-                hint="percentile_latency_steps(50)"),
-        Numeric("d", "Median end-to-end latency under continuous batching?", ref_5_3_d, unit="steps",
-                hint="percentile_latency_steps(50) of the continuous run"),
-        Numeric("e", "Both runs emit the same tokens. How many times as many busy steps does static batching need?",
-                ref_5_3_e, unit="x", hint="busy_steps of the static run over busy_steps of the continuous run"),
-        Free("f", "Explain, from the definition of each policy, where static batching loses its slots, and why "
-                  "the median request gains more from continuous batching than the slowest one does.",
-             sample=(
-                 "Static batching ({a:.0f}% of slots busy) keeps every slot of a batch until its longest member "
-                 "ends, and makes newcomers wait for the whole batch; continuous batching ({b:.0f}%) refills a slot "
-                 "at the next step, so the same tokens take {e:.1f}x as many busy steps under static batching. The median request is "
-                 "short, so under static batching it mostly waits for long ones; its latency falls from {c:.0f} "
-                 "to {d:.0f} steps. The longest requests are bounded by their own length under both policies."
-             )),
+        Numeric(
+            "a",
+            "Slot utilization of static batching (busy slots over all slots of the busy steps)?",
+            ref_5_3_a,
+            unit="%",
+            hint="ScheduleResult.slot_utilization, as a percentage",
+        ),
+        Numeric(
+            "b",
+            "Slot utilization of continuous batching?",
+            ref_5_3_b,
+            unit="%",
+            hint="the same property for the continuous run",
+        ),
+        Numeric(
+            "c",
+            "Median end-to-end latency under static batching?",
+            ref_5_3_c,
+            unit="steps",
+            hint="percentile_latency_steps(50)",
+        ),
+        Numeric(
+            "d",
+            "Median end-to-end latency under continuous batching?",
+            ref_5_3_d,
+            unit="steps",
+            hint="percentile_latency_steps(50) of the continuous run",
+        ),
+        Numeric(
+            "e",
+            "Both runs emit the same tokens. How many times as many busy steps does static batching need?",
+            ref_5_3_e,
+            unit="x",
+            hint="busy_steps of the static run over busy_steps of the continuous run",
+        ),
+        Free(
+            "f",
+            "Explain, from the definition of each policy, where static batching loses its slots, and why "
+            "the median request gains more from continuous batching than the slowest one does.",
+            sample=(
+                "Static batching ({a:.0f}% of slots busy) keeps every slot of a batch until its longest member "
+                "ends, and makes newcomers wait for the whole batch; continuous batching ({b:.0f}%) refills a slot "
+                "at the next step, so the same tokens take {e:.1f}x as many busy steps under static batching. The median request is "
+                "short, so under static batching it mostly waits for long ones; its latency falls from {c:.0f} "
+                "to {d:.0f} steps. The longest requests are bounded by their own length under both policies."
+            ),
+        ),
     ),
     discussion="Continuous batching does the same work in fewer busy steps: the gain is slots that static "
-               "batching paid for and left idle.",
+    "batching paid for and left idle.",
 )
 
 # ---------------------------------------------------------------------------
@@ -310,20 +417,51 @@ EX_5_4 = Exercise(
     },
     given=given_5_4,
     parts=(
-        Numeric("a", "With contiguous max-length reservation, how many bytes does each request reserve? Give "
-                "decimal megabytes ($10^6$ B), to compare with the budget in GB.",
-                ref_5_4_a, unit="MB", hint="max context x KV bytes per token"),
-        Numeric("b", "How many requests fit that way?", ref_5_4_b, unit="requests",
-                hint="floor(budget / reservation)", rel_tol=0.0, abs_tol=0.5),
-        Numeric("c", "With {page_tokens}-token pages, how many token slots does one request leave empty at its end?",
-                ref_5_4_c, unit="tokens", hint="ceil(n / p) x p - n", rel_tol=0.0, abs_tol=0.5),
-        Numeric("d", "How many such requests fit with pages?", ref_5_4_d, unit="requests",
-                hint="budget / (pages per request x page bytes), rounded down", rel_tol=0.0, abs_tol=0.5),
-        Numeric("e", "What share of a contiguous reservation holds no token at the request's end?", ref_5_4_e,
-                unit="%", hint="1 - n / n_max, as a percentage"),
+        Numeric(
+            "a",
+            "With contiguous max-length reservation, how many bytes does each request reserve? Give "
+            "decimal megabytes ($10^6$ B), to compare with the budget in GB.",
+            ref_5_4_a,
+            unit="MB",
+            hint="max context x KV bytes per token",
+        ),
+        Numeric(
+            "b",
+            "How many requests fit that way?",
+            ref_5_4_b,
+            unit="requests",
+            hint="floor(budget / reservation)",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "c",
+            "With {page_tokens}-token pages, how many token slots does one request leave empty at its end?",
+            ref_5_4_c,
+            unit="tokens",
+            hint="ceil(n / p) x p - n",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "d",
+            "How many such requests fit with pages?",
+            ref_5_4_d,
+            unit="requests",
+            hint="budget / (pages per request x page bytes), rounded down",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "e",
+            "What share of a contiguous reservation holds no token at the request's end?",
+            ref_5_4_e,
+            unit="%",
+            hint="1 - n / n_max, as a percentage",
+        ),
     ),
     discussion="Paging bounds the waste at less than one page per request, so the batch follows the real "
-               "lengths instead of the worst case.",
+    "lengths instead of the worst case.",
 )
 
 # ---------------------------------------------------------------------------
@@ -338,12 +476,19 @@ RESERVE_5_5 = 0.1  # share of memory kept for runtime buffers
 def given_5_5(p):
     m = models.load(MODEL_70B)
     g = hardware.gpu(GPU_5_5)
-    return {"model": MODEL_70B, "gpu": GPU_5_5, "n_gpus": NODE_5_5, "reserve": RESERVE_5_5,
-            "weights_gb": memory.weight_bytes(m, "bf16") / units.GB,
-            "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
-            "kv_kib": memory.kv_bytes_per_token(m) / units.KiB, "gflops": compute.flops_per_token(m) / units.GIGA,
-            "gpu_gb": g.memory_bytes / units.GB, "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
-            "tflops": g.bf16_dense_flops_per_s / units.TERA}
+    return {
+        "model": MODEL_70B,
+        "gpu": GPU_5_5,
+        "n_gpus": NODE_5_5,
+        "reserve": RESERVE_5_5,
+        "weights_gb": memory.weight_bytes(m, "bf16") / units.GB,
+        "read_gb": models.decode_read_params(m) * units.bytes_per_param("bf16") / units.GB,
+        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+        "gflops": compute.flops_per_token(m) / units.GIGA,
+        "gpu_gb": g.memory_bytes / units.GB,
+        "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+        "tflops": g.bf16_dense_flops_per_s / units.TERA,
+    }
 
 
 def _cost_5_5(p, context):
@@ -352,9 +497,17 @@ def _cost_5_5(p, context):
     cap = NODE_5_5 * g.memory_bytes
     free = memory.free_bytes(memory.weight_bytes(m, "bf16"), 0.0, RESERVE_5_5 * cap, cap)
     w_read = models.decode_read_params(m) * units.bytes_per_param("bf16")
-    return capacity.cost_vs_context([context], w_read, memory.kv_bytes_per_token(m), free,
-                                    compute.flops_per_token(m), g.bf16_dense_flops_per_s,
-                                    g.memory_bandwidth_bytes_per_s, p["usd_per_gpu_hour"], n_gpus=NODE_5_5)
+    return capacity.cost_vs_context(
+        [context],
+        w_read,
+        memory.kv_bytes_per_token(m),
+        free,
+        compute.flops_per_token(m),
+        g.bf16_dense_flops_per_s,
+        g.memory_bandwidth_bytes_per_s,
+        p["usd_per_gpu_hour"],
+        n_gpus=NODE_5_5,
+    )
 
 
 def ref_5_5_a(p):
@@ -397,19 +550,48 @@ EX_5_5 = Exercise(
     },
     given=given_5_5,
     parts=(
-        Numeric("a", "How many {short_context:,}-token requests fit?", ref_5_5_a, unit="requests",
-                hint="free memory / (KV per token x context), rounded down", rel_tol=0.0, abs_tol=0.5),
-        Numeric("b", "What is the floor price per million output tokens at that context?", ref_5_5_b, unit="$",
-                hint="price per GPU-second / tokens per second per GPU, times a million"),
-        Numeric("c", "How many {long_context:,}-token requests fit?", ref_5_5_c, unit="requests",
-                hint="the same division at the long context", rel_tol=0.0, abs_tol=0.5),
-        Numeric("d", "What is the floor price per million output tokens at the long context?", ref_5_5_d, unit="$",
-                hint="fewer requests share each step, and each step reads about the same bytes"),
-        Numeric("e", "By what factor is the long-context token more expensive?", ref_5_5_e, unit="x",
-                hint="divide part (d) by part (b)"),
+        Numeric(
+            "a",
+            "How many {short_context:,}-token requests fit?",
+            ref_5_5_a,
+            unit="requests",
+            hint="free memory / (KV per token x context), rounded down",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "b",
+            "What is the floor price per million output tokens at that context?",
+            ref_5_5_b,
+            unit="$",
+            hint="price per GPU-second / tokens per second per GPU, times a million",
+        ),
+        Numeric(
+            "c",
+            "How many {long_context:,}-token requests fit?",
+            ref_5_5_c,
+            unit="requests",
+            hint="the same division at the long context",
+            rel_tol=0.0,
+            abs_tol=0.5,
+        ),
+        Numeric(
+            "d",
+            "What is the floor price per million output tokens at the long context?",
+            ref_5_5_d,
+            unit="$",
+            hint="fewer requests share each step, and each step reads about the same bytes",
+        ),
+        Numeric(
+            "e",
+            "By what factor is the long-context token more expensive?",
+            ref_5_5_e,
+            unit="x",
+            hint="divide part (d) by part (b)",
+        ),
     ),
     discussion="Once caches fill memory, each step reads about the whole memory, so its time is nearly fixed while "
-               "the batch shrinks as 1 / context: the price per token grows about in proportion to the context.",
+    "the batch shrinks as 1 / context: the price per token grows about in proportion to the context.",
 )
 
 EXERCISES = (EX_5_1, EX_5_2, EX_5_3, EX_5_4, EX_5_5)

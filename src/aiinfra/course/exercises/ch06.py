@@ -4,6 +4,7 @@ Every reference answer is a small function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
 shows these functions as the worked solution.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -44,7 +45,9 @@ def _msg_6_1(p):
 
 def _t_nv(p):
     nv, _ = _links()
-    return network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"])
+    return network.ring_allreduce_time_s(
+        _msg_6_1(p), p["ranks"], nv, parallelism.ASSUMED_STEP_LATENCY_S["nvlink"]
+    )
 
 
 def ref_6_1_a(p):
@@ -57,7 +60,9 @@ def ref_6_1_b(p):
 
 def ref_6_1_c(p):
     _, ib = _links()
-    t = network.ring_allreduce_time_s(_msg_6_1(p), p["ranks"], ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"])
+    t = network.ring_allreduce_time_s(
+        _msg_6_1(p), p["ranks"], ib, parallelism.ASSUMED_STEP_LATENCY_S["infiniband"]
+    )
     return t / units.us
 
 
@@ -99,23 +104,60 @@ EX_6_1 = Exercise(
     },
     given=given_6_1,
     parts=(
-        Numeric("a", "How large is one all-reduce message (the BF16 activation vector of every token in flight)?",
-                ref_6_1_a, unit="MiB",
-                hint="tokens x hidden width x 2 bytes; the message does not shrink with the TP degree"),
-        Numeric("b", "How long does one all-reduce take over NVLink?", ref_6_1_b, unit="µs",
-                hint="2(n-1)/n x S / beta plus 2(n-1) step latencies", slips=("per-direction-vs-both",)),
-        Numeric("c", "And over InfiniBand, if the same group spanned servers?", ref_6_1_c, unit="µs",
-                hint="same ring formula, the InfiniBand bandwidth and latency", slips=("per-direction-vs-both",)),
-        Numeric("d", "What algorithm bandwidth does the NVLink all-reduce of (b) achieve (message size over "
-                "time)?", ref_6_1_d, unit="GB/s", hint="message size divided by the time",
-                slips=("per-direction-vs-both",)),
-        Numeric("e", "What bus bandwidth is that (algorithm bandwidth x 2(n-1)/n)?", ref_6_1_e, unit="GB/s",
-                hint="algorithm bandwidth x 2(n-1)/n", slips=("per-direction-vs-both",)),
-        Choice("f", "Over NVLink, is this all-reduce dominated by the latency term or by the bandwidth term?",
-               ref_6_1_f, options=("latency", "bandwidth"),
-               hint="compare 2(n-1) t_0 with 2(n-1)/n x S / beta"),
-        Numeric("g", "How much time does one forward pass spend in TP all-reduces over NVLink, if none overlaps "
-                "compute?", ref_6_1_g, unit="ms", hint="two all-reduces per layer"),
+        Numeric(
+            "a",
+            "How large is one all-reduce message (the BF16 activation vector of every token in flight)?",
+            ref_6_1_a,
+            unit="MiB",
+            hint="tokens x hidden width x 2 bytes; the message does not shrink with the TP degree",
+        ),
+        Numeric(
+            "b",
+            "How long does one all-reduce take over NVLink?",
+            ref_6_1_b,
+            unit="µs",
+            hint="2(n-1)/n x S / beta plus 2(n-1) step latencies",
+            slips=("per-direction-vs-both",),
+        ),
+        Numeric(
+            "c",
+            "And over InfiniBand, if the same group spanned servers?",
+            ref_6_1_c,
+            unit="µs",
+            hint="same ring formula, the InfiniBand bandwidth and latency",
+            slips=("per-direction-vs-both",),
+        ),
+        Numeric(
+            "d",
+            "What algorithm bandwidth does the NVLink all-reduce of (b) achieve (message size over time)?",
+            ref_6_1_d,
+            unit="GB/s",
+            hint="message size divided by the time",
+            slips=("per-direction-vs-both",),
+        ),
+        Numeric(
+            "e",
+            "What bus bandwidth is that (algorithm bandwidth x 2(n-1)/n)?",
+            ref_6_1_e,
+            unit="GB/s",
+            hint="algorithm bandwidth x 2(n-1)/n",
+            slips=("per-direction-vs-both",),
+        ),
+        Choice(
+            "f",
+            "Over NVLink, is this all-reduce dominated by the latency term or by the bandwidth term?",
+            ref_6_1_f,
+            options=("latency", "bandwidth"),
+            hint="compare 2(n-1) t_0 with 2(n-1)/n x S / beta",
+        ),
+        Numeric(
+            "g",
+            "How much time does one forward pass spend in TP all-reduces over NVLink, if none overlaps "
+            "compute?",
+            ref_6_1_g,
+            unit="ms",
+            hint="two all-reduces per layer",
+        ),
     ),
     discussion=(
         "The NVLink all-reduce takes {b:.1f} µs and the InfiniBand one {c:.1f} µs. A bus bandwidth of {e:.0f} GB/s "
@@ -164,7 +206,10 @@ def ref_6_2_d(p):
 
 
 def ref_6_2_e(p):
-    return hierarchy.households_equivalent(cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"])) / units.KILO
+    return (
+        hierarchy.households_equivalent(cluster.cluster_power_w(p["gpus"], _server_w(p), p["pue"]))
+        / units.KILO
+    )
 
 
 EX_6_2 = Exercise(
@@ -182,24 +227,54 @@ EX_6_2 = Exercise(
     },
     given=given_6_2,
     parts=(
-        Numeric("a", "What do the GPU chips alone draw, at their rated power?", ref_6_2_a, unit="MW",
-                hint="GPUs x TDP, no PUE: this is neither IT nor facility power"),
-        Numeric("b", "What does the facility draw, starting from the server power?", ref_6_2_b, unit="MW",
-                hint="GPUs x (server power / GPUs per server) x PUE", slips=(node_slip("server_gpus"),)),
-        Numeric("c", "What is the 'all-in' power per GPU (its share of the server's power, at the facility)?",
-                ref_6_2_c, unit="kW",
-                hint="server power per GPU x PUE"),
-        Numeric("d", "Find the flaw: a planning sheet takes the all-in figure of (c) and multiplies the cluster "
-                "total by PUE again. By how much does it overstate the facility power?", ref_6_2_d, unit="MW",
-                hint="all-in already contains the PUE; the error is the extra factor"),
-        Numeric("e", "How many average U.S. homes draw as much as the facility of (b)?", ref_6_2_e,
-                unit="thousand homes", hint="divide the facility power by one home's average power"),
-        Free("f", "Name the three boundaries at which per-GPU power can be quoted, and say which of them PUE "
-                  "multiplies.",
-             sample=("The chip ({tdp_w:.0f} W, its rated board power), the server (IT power: the server's draw "
-                     "shared among its GPUs, including CPUs, NICs, switches and fans) and the facility (IT power x PUE). PUE "
-                     "multiplies IT power only; a figure already quoted at the facility boundary must not be "
-                     "multiplied again, which is the {d:.1f} MW error of part (d).")),
+        Numeric(
+            "a",
+            "What do the GPU chips alone draw, at their rated power?",
+            ref_6_2_a,
+            unit="MW",
+            hint="GPUs x TDP, no PUE: this is neither IT nor facility power",
+        ),
+        Numeric(
+            "b",
+            "What does the facility draw, starting from the server power?",
+            ref_6_2_b,
+            unit="MW",
+            hint="GPUs x (server power / GPUs per server) x PUE",
+            slips=(node_slip("server_gpus"),),
+        ),
+        Numeric(
+            "c",
+            "What is the 'all-in' power per GPU (its share of the server's power, at the facility)?",
+            ref_6_2_c,
+            unit="kW",
+            hint="server power per GPU x PUE",
+        ),
+        Numeric(
+            "d",
+            "Find the flaw: a planning sheet takes the all-in figure of (c) and multiplies the cluster "
+            "total by PUE again. By how much does it overstate the facility power?",
+            ref_6_2_d,
+            unit="MW",
+            hint="all-in already contains the PUE; the error is the extra factor",
+        ),
+        Numeric(
+            "e",
+            "How many average U.S. homes draw as much as the facility of (b)?",
+            ref_6_2_e,
+            unit="thousand homes",
+            hint="divide the facility power by one home's average power",
+        ),
+        Free(
+            "f",
+            "Name the three boundaries at which per-GPU power can be quoted, and say which of them PUE "
+            "multiplies.",
+            sample=(
+                "The chip ({tdp_w:.0f} W, its rated board power), the server (IT power: the server's draw "
+                "shared among its GPUs, including CPUs, NICs, switches and fans) and the facility (IT power x PUE). PUE "
+                "multiplies IT power only; a figure already quoted at the facility boundary must not be "
+                "multiplied again, which is the {d:.1f} MW error of part (d)."
+            ),
+        ),
     ),
     discussion="The chips are {a:.1f} MW of a {b:.1f} MW facility: the rest is servers, network and cooling.",
 )
@@ -215,12 +290,19 @@ def given_6_3(p):
     nv, ib = _links()
     m = models.load(MODEL_6_3)
     d = deployment.Deployment(m, "H100 SXM")
-    return {"model": MODEL_6_3, "nvlink_gb_s": nv / units.GB, "ib_gb_s": ib / units.GB,
-            "kv_heads": m.n_kv_heads, "weights_gb": d.weight_bytes_read / units.GB,
-            "kv_kib": d.kv_bytes_per_token / units.KiB, "hbm_tb_s": d.gpu.memory_bandwidth_bytes_per_s / units.TB,
-            "d_model": m.hidden_size, "layers": m.n_layers,
-            "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] / units.us,
-            "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] / units.us}
+    return {
+        "model": MODEL_6_3,
+        "nvlink_gb_s": nv / units.GB,
+        "ib_gb_s": ib / units.GB,
+        "kv_heads": m.n_kv_heads,
+        "weights_gb": d.weight_bytes_read / units.GB,
+        "kv_kib": d.kv_bytes_per_token / units.KiB,
+        "hbm_tb_s": d.gpu.memory_bandwidth_bytes_per_s / units.TB,
+        "d_model": m.hidden_size,
+        "layers": m.n_layers,
+        "t0_nv_us": parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] / units.us,
+        "t0_ib_us": parallelism.ASSUMED_STEP_LATENCY_S["infiniband"] / units.us,
+    }
 
 
 def _read(p, tp):
@@ -296,27 +378,62 @@ EX_6_3 = Exercise(
     },
     given=given_6_3,
     parts=(
-        Numeric("a", "Lower bound on the read time of one decode step with TP 8?", ref_6_3_a, unit="ms",
-                hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth", slips=(node_slip(8),)),
-        Numeric("b", "And with TP 16?", ref_6_3_b, unit="ms",
-                hint="the weights split 16 ways, the KV cache only as many ways as there are KV heads",
-                slips=(Slip("kv-heads-split", "the KV cache split 16 ways? A key/value head cannot be cut, so the "
-                            "cache splits at most as many ways as the model has KV heads per layer.",
-                            value=_slip_6_3_b),)),
-        Numeric("c", "TP all-reduce time per step with TP 8 over NVLink?", ref_6_3_c, unit="ms",
-                hint="2L all-reduces of batch x d x 2 bytes over an 8-rank ring"),
-        Numeric("d", "TP all-reduce time per step with TP 16, the ring crossing InfiniBand?", ref_6_3_d, unit="ms",
-                hint="a 16-rank ring runs at the speed of its slowest link, InfiniBand"),
-        Choice("e", "Which layout gives the shorter decode step?", ref_6_3_e,
-               options=("TP 8 in one server", "TP 16 across two servers"),
-               hint="add read time and communication time for each"),
-        Free("f", "What is wrong with the team's estimate, and what would you do with the second server instead?",
-             sample=("The estimate assumes every byte splits 16 ways. The weights do, but the KV cache cannot "
-                     "split beyond the model's {kv_heads} KV heads, so the read time falls only from {a:.2f} to "
-                     "{b:.2f} ms. Worse, every layer's all-reduce now crosses InfiniBand: {d:.2f} ms per step "
-                     "instead of {c:.2f} ms. Use the second "
-                     "server as a data-parallel replica: it doubles the users served at the same step time, "
-                     "with no traffic between the servers.")),
+        Numeric(
+            "a",
+            "Lower bound on the read time of one decode step with TP 8?",
+            ref_6_3_a,
+            unit="ms",
+            hint="weights plus every request's KV, over 8 GPUs' HBM bandwidth",
+            slips=(node_slip(8),),
+        ),
+        Numeric(
+            "b",
+            "And with TP 16?",
+            ref_6_3_b,
+            unit="ms",
+            hint="the weights split 16 ways, the KV cache only as many ways as there are KV heads",
+            slips=(
+                Slip(
+                    "kv-heads-split",
+                    "the KV cache split 16 ways? A key/value head cannot be cut, so the "
+                    "cache splits at most as many ways as the model has KV heads per layer.",
+                    value=_slip_6_3_b,
+                ),
+            ),
+        ),
+        Numeric(
+            "c",
+            "TP all-reduce time per step with TP 8 over NVLink?",
+            ref_6_3_c,
+            unit="ms",
+            hint="2L all-reduces of batch x d x 2 bytes over an 8-rank ring",
+        ),
+        Numeric(
+            "d",
+            "TP all-reduce time per step with TP 16, the ring crossing InfiniBand?",
+            ref_6_3_d,
+            unit="ms",
+            hint="a 16-rank ring runs at the speed of its slowest link, InfiniBand",
+        ),
+        Choice(
+            "e",
+            "Which layout gives the shorter decode step?",
+            ref_6_3_e,
+            options=("TP 8 in one server", "TP 16 across two servers"),
+            hint="add read time and communication time for each",
+        ),
+        Free(
+            "f",
+            "What is wrong with the team's estimate, and what would you do with the second server instead?",
+            sample=(
+                "The estimate assumes every byte splits 16 ways. The weights do, but the KV cache cannot "
+                "split beyond the model's {kv_heads} KV heads, so the read time falls only from {a:.2f} to "
+                "{b:.2f} ms. Worse, every layer's all-reduce now crosses InfiniBand: {d:.2f} ms per step "
+                "instead of {c:.2f} ms. Use the second "
+                "server as a data-parallel replica: it doubles the users served at the same step time, "
+                "with no traffic between the servers."
+            ),
+        ),
     ),
 )
 
@@ -332,10 +449,14 @@ def _default(fn, name):
 
 def given_6_4(p):
     big = 32768
-    return {"mfu_one": cluster.mfu_log2_model(1) * 100, "mfu_big": cluster.mfu_log2_model(big) * 100, "big": big,
-            "m1": _default(cluster.mfu_log2_model, "mfu_at_one"),
-            "d_drop": _default(cluster.mfu_log2_model, "drop_per_doubling"),
-            "k_comm": _default(cluster.mfu_comm_fraction_model, "comm_per_doubling")}
+    return {
+        "mfu_one": cluster.mfu_log2_model(1) * 100,
+        "mfu_big": cluster.mfu_log2_model(big) * 100,
+        "big": big,
+        "m1": _default(cluster.mfu_log2_model, "mfu_at_one"),
+        "d_drop": _default(cluster.mfu_log2_model, "drop_per_doubling"),
+        "k_comm": _default(cluster.mfu_comm_fraction_model, "comm_per_doubling"),
+    }
 
 
 def ref_6_4_a(p):
@@ -382,16 +503,44 @@ EX_6_4 = Exercise(
     },
     given=given_6_4,
     parts=(
-        Numeric("a", "What share of each step does a stage sit idle in the bubble?", ref_6_4_a, unit="%",
-                hint="(p-1)/(m+p-1)"),
-        Numeric("b", "How many micro-batches bring the bubble to {target_bubble_pct}% or less?", ref_6_4_b,
-                unit="micro-batches", rel_tol=0.0, abs_tol=0.5, hint="solve (p-1)/(m+p-1) <= f for m and round up"),
-        Numeric("c", "What MFU does the log2 model give at {gpus:,} GPUs?", ref_6_4_c, unit="%",
-                hint="MFU falls by a fixed number of points per doubling of the cluster"),
-        Numeric("d", "Doubling the cluster doubles the bill. How many times the useful compute does it buy under "
-                "the log2 model?", ref_6_4_d, unit="x", hint="2 x MFU(2G) / MFU(G)"),
-        Numeric("e", "And under the communication-fraction model?", ref_6_4_e, unit="x",
-                hint="2 x MFU(2G) / MFU(G) with MFU(G) = m_1 / (1 + k log2 G)"),
+        Numeric(
+            "a",
+            "What share of each step does a stage sit idle in the bubble?",
+            ref_6_4_a,
+            unit="%",
+            hint="(p-1)/(m+p-1)",
+        ),
+        Numeric(
+            "b",
+            "How many micro-batches bring the bubble to {target_bubble_pct}% or less?",
+            ref_6_4_b,
+            unit="micro-batches",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="solve (p-1)/(m+p-1) <= f for m and round up",
+        ),
+        Numeric(
+            "c",
+            "What MFU does the log2 model give at {gpus:,} GPUs?",
+            ref_6_4_c,
+            unit="%",
+            hint="MFU falls by a fixed number of points per doubling of the cluster",
+        ),
+        Numeric(
+            "d",
+            "Doubling the cluster doubles the bill. How many times the useful compute does it buy under "
+            "the log2 model?",
+            ref_6_4_d,
+            unit="x",
+            hint="2 x MFU(2G) / MFU(G)",
+        ),
+        Numeric(
+            "e",
+            "And under the communication-fraction model?",
+            ref_6_4_e,
+            unit="x",
+            hint="2 x MFU(2G) / MFU(G) with MFU(G) = m_1 / (1 + k log2 G)",
+        ),
     ),
     discussion=(
         "More micro-batches shrink the bubble but need a larger global batch. The doubling buys {d:.2f}x "

@@ -4,6 +4,7 @@ Every reference answer is a small function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
 shows these functions as the worked solution.
 """
+
 from __future__ import annotations
 
 from aiinfra import compute, decode, memory, roofline, units
@@ -59,21 +60,54 @@ EX_7_1 = Exercise(
         "slow_draft_cost": Param(0.5),
     },
     parts=(
-        Numeric("a", "Expected tokens produced per target pass?", ref_7_1_a, unit="tokens",
-                hint="a geometric sum: 1 + alpha + alpha^2 + ... up to alpha^gamma"),
-        Numeric("b", "Expected speedup over plain decoding?", ref_7_1_b, unit="x",
-                hint="tokens per pass divided by the cost of a round, gamma c + 1 target passes"),
-        Numeric("c", "Largest draft cost (in target passes) at which speculation still breaks even?", ref_7_1_c,
-                unit="target passes", hint="set the speedup to 1 and solve for c"),
-        Numeric("d", "Below which acceptance rate does speculation lose time, at this gamma and draft cost?",
-                ref_7_1_d, unit="", rel_tol=0.02, hint="solve E(alpha, gamma) = gamma c + 1 for alpha"),
-        Numeric("e", "Which draft length gamma from 1 to {max_gamma} maximises the speedup at this alpha and draft "
-                "cost?", ref_7_1_e, unit="tokens", rel_tol=0.0, abs_tol=0.5,
-                hint="evaluate the speedup for every gamma and keep the largest"),
-        Choice("f", "Find the flaw: a colleague proposes a draft model that costs {slow_draft_cost} of a target pass, "
-                    "arguing that 'any draft that is right most of the time pays'. Does speculation still give a "
-                    "speedup above 1 at this alpha and gamma?", ref_7_1_f, options=(True, False),
-               hint="compare the draft cost with the break-even cost of part (c)"),
+        Numeric(
+            "a",
+            "Expected tokens produced per target pass?",
+            ref_7_1_a,
+            unit="tokens",
+            hint="a geometric sum: 1 + alpha + alpha^2 + ... up to alpha^gamma",
+        ),
+        Numeric(
+            "b",
+            "Expected speedup over plain decoding?",
+            ref_7_1_b,
+            unit="x",
+            hint="tokens per pass divided by the cost of a round, gamma c + 1 target passes",
+        ),
+        Numeric(
+            "c",
+            "Largest draft cost (in target passes) at which speculation still breaks even?",
+            ref_7_1_c,
+            unit="target passes",
+            hint="set the speedup to 1 and solve for c",
+        ),
+        Numeric(
+            "d",
+            "Below which acceptance rate does speculation lose time, at this gamma and draft cost?",
+            ref_7_1_d,
+            unit="",
+            rel_tol=0.02,
+            hint="solve E(alpha, gamma) = gamma c + 1 for alpha",
+        ),
+        Numeric(
+            "e",
+            "Which draft length gamma from 1 to {max_gamma} maximises the speedup at this alpha and draft "
+            "cost?",
+            ref_7_1_e,
+            unit="tokens",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="evaluate the speedup for every gamma and keep the largest",
+        ),
+        Choice(
+            "f",
+            "Find the flaw: a colleague proposes a draft model that costs {slow_draft_cost} of a target pass, "
+            "arguing that 'any draft that is right most of the time pays'. Does speculation still give a "
+            "speedup above 1 at this alpha and gamma?",
+            ref_7_1_f,
+            options=(True, False),
+            hint="compare the draft cost with the break-even cost of part (c)",
+        ),
     ),
     discussion=(
         "A round yields {a:.2f} tokens, for a {b:.2f}x speedup. The draft may cost up to {c:.2f} target passes "
@@ -91,12 +125,18 @@ MODEL_7_2 = "Llama-3.1-70B"
 def given_7_2(p):
     dgx = hardware.DGX_H100
     sizes = capacity.REPLICA_SIZES
-    return {"model": MODEL_7_2, "server_kw": dgx.max_power_watts / units.KILO, "server_gpus": dgx.n_gpus,
-            "sizes": ", ".join(str(x) for x in sizes)}
+    return {
+        "model": MODEL_7_2,
+        "server_kw": dgx.max_power_watts / units.KILO,
+        "server_gpus": dgx.n_gpus,
+        "sizes": ", ".join(str(x) for x in sizes),
+    }
 
 
 def _plan(p):
-    replica = deployment.Deployment(MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"])
+    replica = deployment.Deployment(
+        MODEL_7_2, "H100 SXM", eta_f=p["eta_f"], eta_b=p["eta_b"], memory_reserve=p["reserve"]
+    )
     return capacity.plan(replica, p["users"], p["tpot_ms"] * units.ms, p["context"])
 
 
@@ -148,18 +188,53 @@ EX_7_2 = Exercise(
     },
     given=given_7_2,
     parts=(
-        Numeric("a", "How many GPUs does the plan need in total?", ref_7_2_a, unit="GPUs", rel_tol=0.0, abs_tol=0.5,
-                hint="users per replica from the memory, bandwidth and compute ceilings; replicas = ceil(users / that)",
-                slips=(Slip("servers-vs-gpus", "servers counted instead of GPUs, or the reverse?",
-                            factor=lambda p: float(p["server_gpus"])),)),
-        Numeric("b", "How many users does each replica serve?", ref_7_2_b, unit="users", rel_tol=0.0, abs_tol=0.5,
-                hint="users spread evenly over the replicas"),
-        Choice("c", "Which ceiling binds?", ref_7_2_c, options=("memory", "bandwidth", "compute"),
-               hint="compare the three ceilings for the chosen replica size"),
-        Numeric("d", "What does the fleet draw at the facility?", ref_7_2_d, unit="MW",
-                hint="GPUs x server power per GPU x PUE, applied once", slips=(node_slip("server_gpus"),)),
-        Numeric("e", "What does a million generated tokens cost?", ref_7_2_e, unit="$",
-                hint="price per GPU-second divided by tokens per second per GPU, times a million"),
+        Numeric(
+            "a",
+            "How many GPUs does the plan need in total?",
+            ref_7_2_a,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="users per replica from the memory, bandwidth and compute ceilings; replicas = ceil(users / that)",
+            slips=(
+                Slip(
+                    "servers-vs-gpus",
+                    "servers counted instead of GPUs, or the reverse?",
+                    factor=lambda p: float(p["server_gpus"]),
+                ),
+            ),
+        ),
+        Numeric(
+            "b",
+            "How many users does each replica serve?",
+            ref_7_2_b,
+            unit="users",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="users spread evenly over the replicas",
+        ),
+        Choice(
+            "c",
+            "Which ceiling binds?",
+            ref_7_2_c,
+            options=("memory", "bandwidth", "compute"),
+            hint="compare the three ceilings for the chosen replica size",
+        ),
+        Numeric(
+            "d",
+            "What does the fleet draw at the facility?",
+            ref_7_2_d,
+            unit="MW",
+            hint="GPUs x server power per GPU x PUE, applied once",
+            slips=(node_slip("server_gpus"),),
+        ),
+        Numeric(
+            "e",
+            "What does a million generated tokens cost?",
+            ref_7_2_e,
+            unit="$",
+            hint="price per GPU-second divided by tokens per second per GPU, times a million",
+        ),
     ),
     discussion="The plan is a lower bound: add communication, prefill work, bursts and spare capacity.",
 )
@@ -173,10 +248,13 @@ MODEL_7_3 = "Llama-3.1-70B"
 
 def given_7_3(p):
     nic = hardware.DGX_H100.compute_nic.bytes_per_s_per_direction
-    return {"model": MODEL_7_3, "nic_gb_s": nic / units.GB,
-            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_3)) / units.KiB,
-            "tflops": _h100().bf16_dense_flops_per_s / units.TERA,
-            "hbm_tb_s": _h100().memory_bandwidth_bytes_per_s / units.TB}
+    return {
+        "model": MODEL_7_3,
+        "nic_gb_s": nic / units.GB,
+        "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_3)) / units.KiB,
+        "tflops": _h100().bf16_dense_flops_per_s / units.TERA,
+        "hbm_tb_s": _h100().memory_bandwidth_bytes_per_s / units.TB,
+    }
 
 
 def _h100():
@@ -201,7 +279,9 @@ def _u(p):
 
 def _t_kv(p):
     nic = hardware.DGX_H100.compute_nic.bytes_per_s_per_direction
-    return disaggregation.kv_handoff_time_s(p["prompt"], memory.kv_bytes_per_token(models.load(MODEL_7_3)), nic)
+    return disaggregation.kv_handoff_time_s(
+        p["prompt"], memory.kv_bytes_per_token(models.load(MODEL_7_3)), nic
+    )
 
 
 def ref_7_3_a(p):
@@ -256,19 +336,51 @@ EX_7_3 = Exercise(
     },
     given=given_7_3,
     parts=(
-        Numeric("a", "How long does one prefill take (lower bound, on the whole server)?", ref_7_3_a, unit="ms",
-                hint="exact prefill FLOPs over the server's achieved compute rate", slips=(node_slip("n_gpus"),)),
-        Numeric("b", "What share of a colocated server's time goes to prefill?", ref_7_3_b, unit="%",
-                hint="u = arrival rate x prefill time"),
-        Numeric("c", "Mean time per output token on the colocated server, for a decode step of the batch at "
-                "{context:,} tokens of context?", ref_7_3_c, unit="ms",
-                hint="decode step time / (1 - u)"),
-        Numeric("d", "How long does the KV hand-off take?", ref_7_3_d, unit="ms",
-                hint="prompt tokens x KV bytes per token / port bandwidth", slips=("per-direction-vs-both",)),
-        Numeric("e", "Above how many output tokens is the disaggregated request faster?", ref_7_3_e, unit="tokens",
-                hint="G* = t_kv (1 - u) / (t_d u)"),
-        Choice("f", "For a {answer}-token answer, which deployment finishes the request sooner?", ref_7_3_f,
-               options=("colocated", "disaggregated"), hint="compare the answer length with part (e)"),
+        Numeric(
+            "a",
+            "How long does one prefill take (lower bound, on the whole server)?",
+            ref_7_3_a,
+            unit="ms",
+            hint="exact prefill FLOPs over the server's achieved compute rate",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Numeric(
+            "b",
+            "What share of a colocated server's time goes to prefill?",
+            ref_7_3_b,
+            unit="%",
+            hint="u = arrival rate x prefill time",
+        ),
+        Numeric(
+            "c",
+            "Mean time per output token on the colocated server, for a decode step of the batch at "
+            "{context:,} tokens of context?",
+            ref_7_3_c,
+            unit="ms",
+            hint="decode step time / (1 - u)",
+        ),
+        Numeric(
+            "d",
+            "How long does the KV hand-off take?",
+            ref_7_3_d,
+            unit="ms",
+            hint="prompt tokens x KV bytes per token / port bandwidth",
+            slips=("per-direction-vs-both",),
+        ),
+        Numeric(
+            "e",
+            "Above how many output tokens is the disaggregated request faster?",
+            ref_7_3_e,
+            unit="tokens",
+            hint="G* = t_kv (1 - u) / (t_d u)",
+        ),
+        Choice(
+            "f",
+            "For a {answer}-token answer, which deployment finishes the request sooner?",
+            ref_7_3_f,
+            options=("colocated", "disaggregated"),
+            hint="compare the answer length with part (e)",
+        ),
     ),
     discussion="The hand-off is paid once; the interference is paid on every one of the answer's tokens.",
 )
@@ -284,7 +396,9 @@ def given_7_4(p):
         "gqa_kib": memory.kv_bytes_per_token(models.load("Llama-3.1-70B")) / units.KiB,
         "hbm_gb": h100.memory_bytes / units.GB,
         "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB,
-        "single_rate": decode.memory_bound_tokens_per_s(p["weights_gb"] * units.GB, h100.memory_bandwidth_bytes_per_s),
+        "single_rate": decode.memory_bound_tokens_per_s(
+            p["weights_gb"] * units.GB, h100.memory_bandwidth_bytes_per_s
+        ),
     }
 
 
@@ -295,8 +409,10 @@ def _kv_mha(p):
 
 def _step(p, kv_per_request):
     h100 = hardware.gpu("H100 SXM")
-    return roofline.memory_time_s(p["weights_gb"] * units.GB + p["batch"] * kv_per_request,
-                                  p["n_gpus"] * h100.memory_bandwidth_bytes_per_s)
+    return roofline.memory_time_s(
+        p["weights_gb"] * units.GB + p["batch"] * kv_per_request,
+        p["n_gpus"] * h100.memory_bandwidth_bytes_per_s,
+    )
 
 
 def ref_7_4_a(p):
@@ -342,25 +458,55 @@ EX_7_4 = Exercise(
     },
     given=given_7_4,
     parts=(
-        Numeric("a", "What aggregate rate does the tutorial claim?", ref_7_4_a, unit="tok/s",
-                hint="batch x single-stream rate"),
-        Numeric("b", "How large is one request's KV cache under the tutorial's full multi-head assumption "
-                "(keys and values of the full width in every layer)?",
-                ref_7_4_b, unit="GB", hint="2 (K and V) x layers x width x 2 bytes x context tokens"),
-        Numeric("c", "How many KV bytes does one decode step of the whole batch read?", ref_7_4_c, unit="GB",
-                hint="every request's cache is read at every step"),
-        Numeric("d", "What aggregate rate does the memory-bound bound give, weights plus KV, over the whole node?",
-                ref_7_4_d, unit="tok/s", hint="batch / ((weights + batch x KV) / (GPUs x bandwidth))",
-                slips=(node_slip("n_gpus"),)),
-        Numeric("e", "Redo (d) with the real Llama-3.1-70B KV cache (grouped-query attention, {gqa_kib:.0f} KiB per "
-                "token in BF16).", ref_7_4_e,
-                unit="tok/s", hint="the same bound with the grouped-query cache per request",
-                slips=(node_slip("n_gpus"),)),
-        Free("f", "Name the two errors in the tutorial's estimate.",
-             sample=("It uses one GPU's bandwidth for a model spread over {n_gpus}, which undercounts the node's bandwidth, "
-                     "and it ignores the KV reads: {c:.0f} GB per step against {weights_gb:.0f} GB of weights. "
-                     "The consistent bound is {d:.0f} tok/s with multi-head KV, {e:.0f} tok/s with the real "
-                     "grouped-query KV, not {a:.0f}.")),
+        Numeric(
+            "a",
+            "What aggregate rate does the tutorial claim?",
+            ref_7_4_a,
+            unit="tok/s",
+            hint="batch x single-stream rate",
+        ),
+        Numeric(
+            "b",
+            "How large is one request's KV cache under the tutorial's full multi-head assumption "
+            "(keys and values of the full width in every layer)?",
+            ref_7_4_b,
+            unit="GB",
+            hint="2 (K and V) x layers x width x 2 bytes x context tokens",
+        ),
+        Numeric(
+            "c",
+            "How many KV bytes does one decode step of the whole batch read?",
+            ref_7_4_c,
+            unit="GB",
+            hint="every request's cache is read at every step",
+        ),
+        Numeric(
+            "d",
+            "What aggregate rate does the memory-bound bound give, weights plus KV, over the whole node?",
+            ref_7_4_d,
+            unit="tok/s",
+            hint="batch / ((weights + batch x KV) / (GPUs x bandwidth))",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Numeric(
+            "e",
+            "Redo (d) with the real Llama-3.1-70B KV cache (grouped-query attention, {gqa_kib:.0f} KiB per "
+            "token in BF16).",
+            ref_7_4_e,
+            unit="tok/s",
+            hint="the same bound with the grouped-query cache per request",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Free(
+            "f",
+            "Name the two errors in the tutorial's estimate.",
+            sample=(
+                "It uses one GPU's bandwidth for a model spread over {n_gpus}, which undercounts the node's bandwidth, "
+                "and it ignores the KV reads: {c:.0f} GB per step against {weights_gb:.0f} GB of weights. "
+                "The consistent bound is {d:.0f} tok/s with multi-head KV, {e:.0f} tok/s with the real "
+                "grouped-query KV, not {a:.0f}."
+            ),
+        ),
     ),
 )
 
@@ -373,9 +519,14 @@ MODEL_7_5 = "Llama-3.1-70B"
 
 def given_7_5(p):
     f, a = _coeffs()
-    return {"model": MODEL_7_5, "pcie_gb_s": hardware.link("pcie5").bytes_per_s_per_direction / units.GB,
-            "f": f, "a": a, "tflops": hardware.gpu("H100 SXM").bf16_dense_flops_per_s / units.TERA,
-            "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_5)) / units.KiB}
+    return {
+        "model": MODEL_7_5,
+        "pcie_gb_s": hardware.link("pcie5").bytes_per_s_per_direction / units.GB,
+        "f": f,
+        "a": a,
+        "tflops": hardware.gpu("H100 SXM").bf16_dense_flops_per_s / units.TERA,
+        "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_7_5)) / units.KiB,
+    }
 
 
 def _pi(p):
@@ -400,7 +551,9 @@ def ref_7_5_b(p):
 
 def ref_7_5_c(p):
     f, a = _coeffs()
-    saved_s = prefix_cache.expected_ttft_saved_s(p["hit_rate"], p["prompt"], p["prefix"], f, _pi(p), p["eta_f"], a)
+    saved_s = prefix_cache.expected_ttft_saved_s(
+        p["hit_rate"], p["prompt"], p["prefix"], f, _pi(p), p["eta_f"], a
+    )
     return saved_s / units.ms
 
 
@@ -412,7 +565,9 @@ def ref_7_5_d(p):
 def ref_7_5_e(p):
     f, _ = _coeffs()
     kv = memory.kv_bytes_per_token(models.load(MODEL_7_5))
-    return prefix_cache.reload_speedup(f, _pi(p), kv, p["n_gpus"] * hardware.link("pcie5").bytes_per_s_per_direction, p["eta_f"])
+    return prefix_cache.reload_speedup(
+        f, _pi(p), kv, p["n_gpus"] * hardware.link("pcie5").bytes_per_s_per_direction, p["eta_f"]
+    )
 
 
 EX_7_5 = Exercise(
@@ -439,23 +594,50 @@ EX_7_5 = Exercise(
     },
     given=given_7_5,
     parts=(
-        Numeric("a", "Prefill time of a prompt without a hit?", ref_7_5_a, unit="ms",
-                hint="FLOPs with c = 0 over the achieved compute rate of all the GPUs", slips=(node_slip("n_gpus"),)),
-        Numeric("b", "Prefill time with the prefix cached?", ref_7_5_b, unit="ms",
-                hint="only positions after the prefix are computed, but they attend to the whole prompt",
-                slips=(node_slip("n_gpus"),)),
-        Numeric("c", "Expected TTFT saved per request?", ref_7_5_c, unit="ms", hint="hit rate x (a - b)",
-                slips=(node_slip("n_gpus"),)),
-        Numeric("d", "KV memory for {distinct} distinct cached prefixes of this length?", ref_7_5_d, unit="GB",
-                hint="prefixes x tokens x KV bytes per token"),
-        Numeric("e", "How many times faster is loading a cached token's KV over the {n_gpus} GPUs' PCIe Gen5 links "
-                "({pcie_gb_s:.0f} GB/s each, per direction) than recomputing it (block matrices only, attention "
-                "left out)?", ref_7_5_e, unit="x",
-                hint="recompute time per token (f over the achieved compute rate) over load time per token",
-                slips=("per-direction-vs-both",)),
+        Numeric(
+            "a",
+            "Prefill time of a prompt without a hit?",
+            ref_7_5_a,
+            unit="ms",
+            hint="FLOPs with c = 0 over the achieved compute rate of all the GPUs",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Numeric(
+            "b",
+            "Prefill time with the prefix cached?",
+            ref_7_5_b,
+            unit="ms",
+            hint="only positions after the prefix are computed, but they attend to the whole prompt",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Numeric(
+            "c",
+            "Expected TTFT saved per request?",
+            ref_7_5_c,
+            unit="ms",
+            hint="hit rate x (a - b)",
+            slips=(node_slip("n_gpus"),),
+        ),
+        Numeric(
+            "d",
+            "KV memory for {distinct} distinct cached prefixes of this length?",
+            ref_7_5_d,
+            unit="GB",
+            hint="prefixes x tokens x KV bytes per token",
+        ),
+        Numeric(
+            "e",
+            "How many times faster is loading a cached token's KV over the {n_gpus} GPUs' PCIe Gen5 links "
+            "({pcie_gb_s:.0f} GB/s each, per direction) than recomputing it (block matrices only, attention "
+            "left out)?",
+            ref_7_5_e,
+            unit="x",
+            hint="recompute time per token (f over the achieved compute rate) over load time per token",
+            slips=("per-direction-vs-both",),
+        ),
     ),
     discussion="A hit saves {c:.1f} ms on average; parking the prefix in CPU memory and loading it back is "
-               "{e:.0f} times faster than recomputing it.",
+    "{e:.0f} times faster than recomputing it.",
 )
 
 EXERCISES = (EX_7_1, EX_7_2, EX_7_3, EX_7_4, EX_7_5)

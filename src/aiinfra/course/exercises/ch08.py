@@ -5,6 +5,7 @@ Every reference answer is a short function of the exercise namespace ``p``
 in the statements are parameters or are derived by the library from the
 parameters, never typed results.
 """
+
 from __future__ import annotations
 
 from aiinfra import decode, measure, memory, roofline, units
@@ -18,8 +19,13 @@ from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 
 def _ceil_8_1(p):
-    return measure.Ceilings(p["gemm_gflops"] * units.GIGA, p["read_gb_s"] * units.GB, "float32", "exercise",
-                            "given in the statement")
+    return measure.Ceilings(
+        p["gemm_gflops"] * units.GIGA,
+        p["read_gb_s"] * units.GB,
+        "float32",
+        "exercise",
+        "given in the statement",
+    )
 
 
 def _pred_8_1(p, batch):
@@ -54,15 +60,20 @@ def ref_8_1_d(p):
 
 def ref_8_1_e(p):
     rows, cols = measure.toy_decode_shape(p["n_params"])
-    return roofline.mbu(measure.matmul_min_bytes(rows, cols, 1, 4), p["read_gb_s"] * units.GB,
-                        p["measured_ms"] * units.ms)
+    return roofline.mbu(
+        measure.matmul_min_bytes(rows, cols, 1, 4), p["read_gb_s"] * units.GB, p["measured_ms"] * units.ms
+    )
 
 
 def ref_8_1_f(p):
     rows, cols = measure.toy_decode_shape(p["n_params"])
     b = p["big_batch"]
-    return roofline.bound_label(measure.matmul_flops(rows, cols, b), measure.matmul_min_bytes(rows, cols, b, 4),
-                                p["gemm_gflops"] * units.GIGA, p["read_gb_s"] * units.GB)
+    return roofline.bound_label(
+        measure.matmul_flops(rows, cols, b),
+        measure.matmul_min_bytes(rows, cols, b, 4),
+        p["gemm_gflops"] * units.GIGA,
+        p["read_gb_s"] * units.GB,
+    )
 
 
 EX_8_1 = Exercise(
@@ -85,20 +96,49 @@ EX_8_1 = Exercise(
     },
     given=given_8_1,
     parts=(
-        Numeric("a", "What is the ridge point of this machine?", ref_8_1_a, unit="FLOP/B",
-                hint="peak FLOP/s over bandwidth in B/s"),
-        Numeric("b", "Predict the step time at $B = 1$.", ref_8_1_b, unit="ms",
-                hint="the larger of FLOPs over the GEMM rate and bytes over the bandwidth"),
-        Numeric("c", "Predict the batch $B_*$ at which the step turns compute-bound (ignore the activations).",
-                ref_8_1_c, unit="requests", hint="set 2NB/Pi equal to 4N/beta"),
-        Numeric("d", "Predict the step time at $B$ = {big_batch}.", ref_8_1_d, unit="ms",
-                hint="check which side of the knee this batch is on first"),
-        Numeric("e", "The median of the measured $B = 1$ steps was {measured_ms:.2f} ms. What MBU is that, "
-                "against the measured bandwidth? Give a fraction.", ref_8_1_e, unit="",
-                hint="bytes the step must move over (bandwidth times measured time)"),
-        Choice("f", "At $B$ = {big_batch}, which bound does the prediction say sets the step time?", ref_8_1_f,
-               options=(roofline.MEMORY_BOUND, roofline.COMPUTE_BOUND),
-               hint="compare the batch with the knee of part (c)"),
+        Numeric(
+            "a",
+            "What is the ridge point of this machine?",
+            ref_8_1_a,
+            unit="FLOP/B",
+            hint="peak FLOP/s over bandwidth in B/s",
+        ),
+        Numeric(
+            "b",
+            "Predict the step time at $B = 1$.",
+            ref_8_1_b,
+            unit="ms",
+            hint="the larger of FLOPs over the GEMM rate and bytes over the bandwidth",
+        ),
+        Numeric(
+            "c",
+            "Predict the batch $B_*$ at which the step turns compute-bound (ignore the activations).",
+            ref_8_1_c,
+            unit="requests",
+            hint="set 2NB/Pi equal to 4N/beta",
+        ),
+        Numeric(
+            "d",
+            "Predict the step time at $B$ = {big_batch}.",
+            ref_8_1_d,
+            unit="ms",
+            hint="check which side of the knee this batch is on first",
+        ),
+        Numeric(
+            "e",
+            "The median of the measured $B = 1$ steps was {measured_ms:.2f} ms. What MBU is that, "
+            "against the measured bandwidth? Give a fraction.",
+            ref_8_1_e,
+            unit="",
+            hint="bytes the step must move over (bandwidth times measured time)",
+        ),
+        Choice(
+            "f",
+            "At $B$ = {big_batch}, which bound does the prediction say sets the step time?",
+            ref_8_1_f,
+            options=(roofline.MEMORY_BOUND, roofline.COMPUTE_BOUND),
+            hint="compare the batch with the knee of part (c)",
+        ),
     ),
     discussion=(
         "The ridge point of {a:.1f} FLOP/B is far below a GPU's few hundred, so this machine turns "
@@ -164,18 +204,48 @@ EX_8_2 = Exercise(
         "read_ms": Param(18, choices=(18, 25, 40)),
     },
     parts=(
-        Numeric("a", "How many float32 FLOPs can one core finish per cycle?", ref_8_2_a, unit="FLOP/cycle",
-                hint="2 units x (vector width / 32 bits) lanes x 2 FLOPs per FMA"),
-        Numeric("b", "What is the CPU's peak float32 rate?", ref_8_2_b, unit="GFLOP/s",
-                hint="cores x clock x FLOPs per cycle"),
-        Numeric("c", "What is the peak DRAM bandwidth?", ref_8_2_c, unit="GB/s",
-                hint="channels x transfers per second x 8 bytes"),
-        Numeric("d", "Where is the datasheet ridge point?", ref_8_2_d, unit="FLOP/B",
-                hint="peak FLOP/s over peak B/s"),
-        Numeric("e", "What MFU does the measured matrix product reach? Give a fraction.", ref_8_2_e, unit="",
-                hint="2 n^3 FLOPs over (peak x measured time)"),
-        Numeric("f", "What MBU does the measured sum reach? Give a fraction.", ref_8_2_f, unit="",
-                hint="bytes read over (peak bandwidth x measured time)"),
+        Numeric(
+            "a",
+            "How many float32 FLOPs can one core finish per cycle?",
+            ref_8_2_a,
+            unit="FLOP/cycle",
+            hint="2 units x (vector width / 32 bits) lanes x 2 FLOPs per FMA",
+        ),
+        Numeric(
+            "b",
+            "What is the CPU's peak float32 rate?",
+            ref_8_2_b,
+            unit="GFLOP/s",
+            hint="cores x clock x FLOPs per cycle",
+        ),
+        Numeric(
+            "c",
+            "What is the peak DRAM bandwidth?",
+            ref_8_2_c,
+            unit="GB/s",
+            hint="channels x transfers per second x 8 bytes",
+        ),
+        Numeric(
+            "d",
+            "Where is the datasheet ridge point?",
+            ref_8_2_d,
+            unit="FLOP/B",
+            hint="peak FLOP/s over peak B/s",
+        ),
+        Numeric(
+            "e",
+            "What MFU does the measured matrix product reach? Give a fraction.",
+            ref_8_2_e,
+            unit="",
+            hint="2 n^3 FLOPs over (peak x measured time)",
+        ),
+        Numeric(
+            "f",
+            "What MBU does the measured sum reach? Give a fraction.",
+            ref_8_2_f,
+            unit="",
+            hint="bytes read over (peak bandwidth x measured time)",
+        ),
     ),
     discussion=(
         "The datasheet roof ({b:.0f} GFLOP/s, {c:.1f} GB/s) is the physical limit; the measured rates "
@@ -187,6 +257,7 @@ EX_8_2 = Exercise(
 # ---------------------------------------------------------------------------
 # 8-3  A model gap or overhead? (exercise 1-4 with the follow-up measurements)
 # ---------------------------------------------------------------------------
+
 
 def _rec():
     """The measured Qwen3-8B record (aiinfra.catalog.reference), with its conditions and citation."""
@@ -208,7 +279,9 @@ def given_8_3(p):
         "prompt_tokens": rec.prompt_tokens,
         "output_tokens": rec.output_tokens,
         "gpu_tb_s": gpu.memory_bandwidth_bytes_per_s / units.TB,
-        "read_gb": models.decode_read_params(models.load(rec.model)) * units.bytes_per_param("bf16") / units.GB,
+        "read_gb": models.decode_read_params(models.load(rec.model))
+        * units.bytes_per_param("bf16")
+        / units.GB,
         "kv_kib": memory.kv_bytes_per_token(models.load(rec.model)) / units.KiB,
         "tpot_1_ms": rec.tpot(1) / units.ms,
         "tpot_b_ms": rec.tpot(p["batch"]) / units.ms,
@@ -267,42 +340,78 @@ EX_8_3 = Exercise(
     params={"batch": Param(64)},
     given=given_8_3,
     parts=(
-        Numeric("a", "By what factor did TPOT grow from one request to {batch}?", ref_8_3_a, unit="x",
-                hint="the larger TPOT over the smaller"),
-        Numeric("b", "If the step time were set by the shared weight read alone, and so did not change with "
-                "the batch, by what factor would throughput grow?", ref_8_3_b, unit="x",
-                hint="the same step time, batch-size times the tokens"),
-        Numeric("c", "What throughput factor do the two TPOTs imply, ignoring prefill?", ref_8_3_c, unit="x",
-                hint="tokens per step over TPOT, compared between the two batches"),
-        Numeric("d", "The lower bound on one step at one request: weights plus the KV of a "
-                "{prompt_tokens:,}-token context, read at peak bandwidth.", ref_8_3_d, unit="ms",
-                hint="bytes a step must read over the bandwidth; the embedding table is not streamed"),
-        Numeric("e", "The MBU of the three one-request times (TPOT, TPOT with logging off, GPU time), "
-                "as a list of fractions.", ref_8_3_e, unit="",
-                hint="the bytes of part (d) over (bandwidth x each time)"),
-        Numeric("f", "What fraction of the distance between the first TPOT and the bound lies outside "
-                "the GPU's own step time?", ref_8_3_f, unit="",
-                hint="(TPOT - GPU time) over (TPOT - bound)"),
-        Free("g", "Compare the weight-only prediction with the measurement. Give two explanations of the "
-                  "difference that a measurement could tell apart.",
-             sample=(
-                 "Weight-only reasoning predicts {b:.0f}x; the TPOTs imply {c:.1f}x and the measured "
-                 "throughput is lower still because it includes prefill. (1) Each request reads its own "
-                 "KV cache and does its own attention, so the step grows with the batch: a gap in the "
-                 "model, which ignored state. (2) Each step pays fixed host costs (eager kernel launches, "
-                 "per-step logging): overhead in the implementation, visible as an MBU of only "
-                 "{e[0]:.2f} at one request."
-             )),
-        Free("h", "Design a measurement that changes only the context length and decides between your two "
-                  "explanations. List what you hold fixed and what result supports each explanation.",
-             sample=(
-                 "Run batch 1 and batch {batch} at prompt lengths of 512, 2,048 and 8,192 tokens. Hold fixed: "
-                 "model and precision, output length, engine version and mode, logging setting, GPU and its "
-                 "clocks, and the timing points (first to last output token, divided by the intervals). "
-                 "If TPOT grows with the context, and faster at batch {batch} than at batch 1, per-request "
-                 "state explains the growth. If TPOT stays flat as the context grows, the per-step overhead "
-                 "does; then switch off logging or capture the launches to confirm."
-             )),
+        Numeric(
+            "a",
+            "By what factor did TPOT grow from one request to {batch}?",
+            ref_8_3_a,
+            unit="x",
+            hint="the larger TPOT over the smaller",
+        ),
+        Numeric(
+            "b",
+            "If the step time were set by the shared weight read alone, and so did not change with "
+            "the batch, by what factor would throughput grow?",
+            ref_8_3_b,
+            unit="x",
+            hint="the same step time, batch-size times the tokens",
+        ),
+        Numeric(
+            "c",
+            "What throughput factor do the two TPOTs imply, ignoring prefill?",
+            ref_8_3_c,
+            unit="x",
+            hint="tokens per step over TPOT, compared between the two batches",
+        ),
+        Numeric(
+            "d",
+            "The lower bound on one step at one request: weights plus the KV of a "
+            "{prompt_tokens:,}-token context, read at peak bandwidth.",
+            ref_8_3_d,
+            unit="ms",
+            hint="bytes a step must read over the bandwidth; the embedding table is not streamed",
+        ),
+        Numeric(
+            "e",
+            "The MBU of the three one-request times (TPOT, TPOT with logging off, GPU time), "
+            "as a list of fractions.",
+            ref_8_3_e,
+            unit="",
+            hint="the bytes of part (d) over (bandwidth x each time)",
+        ),
+        Numeric(
+            "f",
+            "What fraction of the distance between the first TPOT and the bound lies outside "
+            "the GPU's own step time?",
+            ref_8_3_f,
+            unit="",
+            hint="(TPOT - GPU time) over (TPOT - bound)",
+        ),
+        Free(
+            "g",
+            "Compare the weight-only prediction with the measurement. Give two explanations of the "
+            "difference that a measurement could tell apart.",
+            sample=(
+                "Weight-only reasoning predicts {b:.0f}x; the TPOTs imply {c:.1f}x and the measured "
+                "throughput is lower still because it includes prefill. (1) Each request reads its own "
+                "KV cache and does its own attention, so the step grows with the batch: a gap in the "
+                "model, which ignored state. (2) Each step pays fixed host costs (eager kernel launches, "
+                "per-step logging): overhead in the implementation, visible as an MBU of only "
+                "{e[0]:.2f} at one request."
+            ),
+        ),
+        Free(
+            "h",
+            "Design a measurement that changes only the context length and decides between your two "
+            "explanations. List what you hold fixed and what result supports each explanation.",
+            sample=(
+                "Run batch 1 and batch {batch} at prompt lengths of 512, 2,048 and 8,192 tokens. Hold fixed: "
+                "model and precision, output length, engine version and mode, logging setting, GPU and its "
+                "clocks, and the timing points (first to last output token, divided by the intervals). "
+                "If TPOT grows with the context, and faster at batch {batch} than at batch 1, per-request "
+                "state explains the growth. If TPOT stays flat as the context grows, the per-step overhead "
+                "does; then switch off logging or capture the launches to confirm."
+            ),
+        ),
     ),
     discussion=(
         "The order of questions matters: first whether the model is missing a term, then whether the "
@@ -314,6 +423,7 @@ EX_8_3 = Exercise(
 # ---------------------------------------------------------------------------
 # 8-4  One condition at a time
 # ---------------------------------------------------------------------------
+
 
 def _runs():
     """The four runs of exercise 8-4, as the student sees them."""
@@ -327,10 +437,13 @@ def _runs():
 
 def given_8_4(p):
     bound = p["bound_ms"] * units.ms
-    return {"t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], p["per_call_us"] * units.us) / units.ms,
-            "runs": "; ".join(_runs()),
-            "gpu_ms": _rec().followups_s["gpu_step_time"] / units.ms,
-            "t_log_ms": _rec().followups_s["tpot_logging_off"] / units.ms}
+    return {
+        "t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], p["per_call_us"] * units.us)
+        / units.ms,
+        "runs": "; ".join(_runs()),
+        "gpu_ms": _rec().followups_s["gpu_step_time"] / units.ms,
+        "t_log_ms": _rec().followups_s["tpot_logging_off"] / units.ms,
+    }
 
 
 def ref_8_4_a(p):
@@ -369,31 +482,56 @@ EX_8_4 = Exercise(
     },
     given=given_8_4,
     parts=(
-        Numeric("a", "What does one extra call cost, from the two timings?", ref_8_4_a, unit="µs",
-                hint="the extra time divided by the extra calls"),
-        Numeric("b", "An eager engine issues {launches} kernel launches per decode step and the GPU's own work "
-                "takes {gpu_ms:.1f} ms (the Qwen3-8B follow-up). If every launch adds the per-call cost of part (a) and none of it is "
-                "hidden, how long is the step?", ref_8_4_b, unit="ms",
-                hint="GPU time plus launches x cost per launch"),
-        Numeric("c", "How much of that step is launch overhead?", ref_8_4_c, unit="ms",
-                hint="the step of part (b) minus the GPU time"),
-        Choice("d", "Which pair of your runs isolates the effect of logging, and nothing else?", ref_8_4_d,
-               options=(_runs()[0] + " vs " + _runs()[1], _runs()[1] + " vs " + _runs()[2],
-                        _runs()[0] + " vs " + _runs()[3]),
-               hint="the two runs must differ in exactly one condition"),
-        Free("e", "Design a series of runs that tells a gap in the model (bytes or FLOPs the bound did not "
-                  "count) apart from per-call overhead. Change one condition per run, say what you hold "
-                  "fixed, and what result points to which cause.",
-             sample=(
-                 "Series 1 varies only the number of calls k (1, 16, 256, {calls}) at fixed weights, batch, "
-                 "dtype and logging: the time rises by about {a:.1f} µs per call if overhead matters, and "
-                 "stays flat otherwise. Series 2 varies only the weight size (e.g. 64, 128, 256 MiB) at one "
-                 "call: time proportional to the bytes means the bound counted the right bytes, and a "
-                 "constant offset at zero size is fixed overhead. Series 3 varies only the batch at one "
-                 "call: growth beyond the prediction is work the model missed. Hold the machine quiet, the "
-                 "thread count, the timer (median after warm-up) and the data fixed, and interleave the "
-                 "variants so drift hits them equally."
-             )),
+        Numeric(
+            "a",
+            "What does one extra call cost, from the two timings?",
+            ref_8_4_a,
+            unit="µs",
+            hint="the extra time divided by the extra calls",
+        ),
+        Numeric(
+            "b",
+            "An eager engine issues {launches} kernel launches per decode step and the GPU's own work "
+            "takes {gpu_ms:.1f} ms (the Qwen3-8B follow-up). If every launch adds the per-call cost of part (a) and none of it is "
+            "hidden, how long is the step?",
+            ref_8_4_b,
+            unit="ms",
+            hint="GPU time plus launches x cost per launch",
+        ),
+        Numeric(
+            "c",
+            "How much of that step is launch overhead?",
+            ref_8_4_c,
+            unit="ms",
+            hint="the step of part (b) minus the GPU time",
+        ),
+        Choice(
+            "d",
+            "Which pair of your runs isolates the effect of logging, and nothing else?",
+            ref_8_4_d,
+            options=(
+                _runs()[0] + " vs " + _runs()[1],
+                _runs()[1] + " vs " + _runs()[2],
+                _runs()[0] + " vs " + _runs()[3],
+            ),
+            hint="the two runs must differ in exactly one condition",
+        ),
+        Free(
+            "e",
+            "Design a series of runs that tells a gap in the model (bytes or FLOPs the bound did not "
+            "count) apart from per-call overhead. Change one condition per run, say what you hold "
+            "fixed, and what result points to which cause.",
+            sample=(
+                "Series 1 varies only the number of calls k (1, 16, 256, {calls}) at fixed weights, batch, "
+                "dtype and logging: the time rises by about {a:.1f} µs per call if overhead matters, and "
+                "stays flat otherwise. Series 2 varies only the weight size (e.g. 64, 128, 256 MiB) at one "
+                "call: time proportional to the bytes means the bound counted the right bytes, and a "
+                "constant offset at zero size is fixed overhead. Series 3 varies only the batch at one "
+                "call: growth beyond the prediction is work the model missed. Hold the machine quiet, the "
+                "thread count, the timer (median after warm-up) and the data fixed, and interleave the "
+                "variants so drift hits them equally."
+            ),
+        ),
     ),
     discussion=(
         "At {a:.1f} µs per call, {launches} launches add {c:.2f} ms to every step: the same order as the "
@@ -405,6 +543,7 @@ EX_8_4 = Exercise(
 # ---------------------------------------------------------------------------
 # 8-5  Find the flaw in two plausible estimates
 # ---------------------------------------------------------------------------
+
 
 def _timer_flaws():
     """The options of exercise 8-5 (b)."""
@@ -441,8 +580,9 @@ def ref_8_5_c(p):
 
 def ref_8_5_d(p):
     m = models.load("Qwen3-8B")
-    return decode.memory_bound_tokens_per_s(models.decode_read_params(m) * units.bytes_per_param("bf16"),
-                                            p["laptop_gb_s"] * units.GB)
+    return decode.memory_bound_tokens_per_s(
+        models.decode_read_params(m) * units.bytes_per_param("bf16"), p["laptop_gb_s"] * units.GB
+    )
 
 
 def ref_8_5_e(p):
@@ -467,16 +607,41 @@ EX_8_5 = Exercise(
     },
     given=given_8_5,
     parts=(
-        Numeric("a", "What bandwidth does the colleague's timing imply?", ref_8_5_a, unit="TB/s",
-                hint="bytes read over the timed interval"),
-        Choice("b", "What is the most likely flaw?", ref_8_5_b, options=_timer_flaws(),
-               hint="compare the implied rate with the datasheet peak"),
-        Numeric("c", "What decode rate does the second estimate claim?", ref_8_5_c, unit="tokens/s",
-                hint="GEMM rate over 2N FLOPs per token"),
-        Numeric("d", "What is the real upper bound for one stream on that laptop (weights only)?", ref_8_5_d,
-                unit="tokens/s", hint="bandwidth over the weight bytes read per step"),
-        Numeric("e", "By what factor is the second estimate too optimistic?", ref_8_5_e, unit="x",
-                hint="part (c) over part (d)"),
+        Numeric(
+            "a",
+            "What bandwidth does the colleague's timing imply?",
+            ref_8_5_a,
+            unit="TB/s",
+            hint="bytes read over the timed interval",
+        ),
+        Choice(
+            "b",
+            "What is the most likely flaw?",
+            ref_8_5_b,
+            options=_timer_flaws(),
+            hint="compare the implied rate with the datasheet peak",
+        ),
+        Numeric(
+            "c",
+            "What decode rate does the second estimate claim?",
+            ref_8_5_c,
+            unit="tokens/s",
+            hint="GEMM rate over 2N FLOPs per token",
+        ),
+        Numeric(
+            "d",
+            "What is the real upper bound for one stream on that laptop (weights only)?",
+            ref_8_5_d,
+            unit="tokens/s",
+            hint="bandwidth over the weight bytes read per step",
+        ),
+        Numeric(
+            "e",
+            "By what factor is the second estimate too optimistic?",
+            ref_8_5_e,
+            unit="x",
+            hint="part (c) over part (d)",
+        ),
     ),
     discussion=(
         "A timing that implies {a:.0f} TB/s on a card that streams {h100_tb_s:.2f} TB/s is a broken "

@@ -18,6 +18,7 @@ The data path is one-way:
 ``check()`` in the notebook runs exactly steps 1 to 3 on the same code, so a
 student sees the verdict the grader will give.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,18 +43,42 @@ _NAMED = {BITS[0]: BITS, DIRECTION[0]: DIRECTION}
 
 #: Units that come with prefixes, by quantity. A number given in a sibling unit is a prefix slip.
 UNIT_FAMILIES: dict[str, dict[str, float]] = {
-    "bytes": {"B": 1.0, "KB": units.KB, "MB": units.MB, "GB": units.GB, "TB": units.TB, "PB": units.PB,
-              "KiB": float(units.KiB), "MiB": float(units.MiB), "GiB": float(units.GiB), "TiB": float(units.TiB)},
+    "bytes": {
+        "B": 1.0,
+        "KB": units.KB,
+        "MB": units.MB,
+        "GB": units.GB,
+        "TB": units.TB,
+        "PB": units.PB,
+        "KiB": float(units.KiB),
+        "MiB": float(units.MiB),
+        "GiB": float(units.GiB),
+        "TiB": float(units.TiB),
+    },
     "bits": {"bits": 1.0, "kbit": units.KILO, "Mbit": units.MEGA, "Gbit": units.GIGA, "Tbit": units.TERA},
     "time": {"s": 1.0, "ms": units.ms, "µs": units.us, "ns": units.ns},
-    "flops": {"FLOPs": 1.0, "MFLOPs": units.MEGA, "GFLOPs": units.GIGA, "TFLOPs": units.TERA, "PFLOPs": units.PETA},
+    "flops": {
+        "FLOPs": 1.0,
+        "MFLOPs": units.MEGA,
+        "GFLOPs": units.GIGA,
+        "TFLOPs": units.TERA,
+        "PFLOPs": units.PETA,
+    },
     "flop-rate": {"FLOP/s": 1.0, "GFLOP/s": units.GIGA, "TFLOP/s": units.TERA, "PFLOP/s": units.PETA},
     "power": {"W": 1.0, "kW": units.KILO, "MW": units.MEGA, "GW": units.GIGA},
 }
 UNIT_FAMILIES["byte-rate"] = {f"{k}/s": v for k, v in UNIT_FAMILIES["bytes"].items()}
-UNIT_FAMILIES["bit-rate"] = {("bit/s" if k == "bits" else f"{k}/s"): v for k, v in UNIT_FAMILIES["bits"].items()}
+UNIT_FAMILIES["bit-rate"] = {
+    ("bit/s" if k == "bits" else f"{k}/s"): v for k, v in UNIT_FAMILIES["bits"].items()
+}
 _ALIASES = {"us": "µs", "bit": "bits", "FLOP": "FLOPs", "Gb/s": "Gbit/s"}
-_WORDS = {"": 1.0, "thousand": units.KILO, "million": units.MEGA, "billion": units.GIGA, "trillion": units.TERA}
+_WORDS = {
+    "": 1.0,
+    "thousand": units.KILO,
+    "million": units.MEGA,
+    "billion": units.GIGA,
+    "trillion": units.TERA,
+}
 _SPELLED = {"B": "bytes", "B/s": "bytes per second", "s": "seconds", "W": "watts"}
 
 
@@ -95,11 +120,21 @@ def unit_candidates(unit: str) -> list[tuple[str, str, float]]:
     u = _ALIASES.get(unit, unit)
     out = []
     if u == "%":
-        out.append(("fraction-for-percent", "100x too small: you gave a fraction; the part asks for a percentage",
-                    0.01))
+        out.append(
+            (
+                "fraction-for-percent",
+                "100x too small: you gave a fraction; the part asks for a percentage",
+                0.01,
+            )
+        )
     elif u == "":
-        out.append(("percent-for-fraction", "100x too large: you gave a percentage; the part asks for a fraction "
-                    "(0 to 1)", 100.0))
+        out.append(
+            (
+                "percent-for-fraction",
+                "100x too large: you gave a percentage; the part asks for a fraction (0 to 1)",
+                100.0,
+            )
+        )
     kind, family = unit_family(u)
     if not family:
         return out
@@ -116,7 +151,9 @@ def unit_candidates(unit: str) -> list[tuple[str, str, float]]:
             out.append(("gib-vs-gb", _mult_message(mult, question), mult))
         elif not 1 / 1.2 < mult < 1.2:
             spelled = _SPELLED.get(other, other)
-            out.append(("unit-prefix", _mult_message(mult, f"did you give {spelled}? The part asks for {u}."), mult))
+            out.append(
+                ("unit-prefix", _mult_message(mult, f"did you give {spelled}? The part asks for {u}."), mult)
+            )
     if kind in ("bits", "bit-rate"):
         out += _two_way(BITS)
     return out
@@ -135,7 +172,7 @@ def part_candidates(part, resolved=None) -> list[tuple]:
     without it only the slips that need no namespace are tried.
     """
     out = []
-    for s in (resolved or ()):
+    for s in resolved or ():
         if "value" in s:
             out.append((s["status"], s["question"], "value", s["value"]))
         else:
@@ -150,8 +187,21 @@ def part_candidates(part, resolved=None) -> list[tuple]:
     return out
 
 
-STATUSES = ("correct", "partial", "wrong", "missing", "rejected", "manual", BITS[0], DIRECTION[0], "gib-vs-gb",
-            "unit-prefix", "fraction-for-percent", "percent-for-fraction", "one-gpu-vs-node")
+STATUSES = (
+    "correct",
+    "partial",
+    "wrong",
+    "missing",
+    "rejected",
+    "manual",
+    BITS[0],
+    DIRECTION[0],
+    "gib-vs-gb",
+    "unit-prefix",
+    "fraction-for-percent",
+    "percent-for-fraction",
+    "one-gpu-vs-node",
+)
 
 
 def _describe_type(obj) -> str:
@@ -183,7 +233,9 @@ def _plain_number_reason(v) -> str | None:
         return f"{desc} is a numpy type; pass a plain Python number, e.g. float(x)"
     if isinstance(v, (int, float)):
         return f"{desc} is a subclass of int/float; pass a plain Python number, e.g. float(x)"
-    return f"an object of type {desc} cannot be graded; answers are plain numbers, strings or lists of numbers"
+    return (
+        f"an object of type {desc} cannot be graded; answers are plain numbers, strings or lists of numbers"
+    )
 
 
 def encode_answer(obj) -> dict[str, Any]:
@@ -342,44 +394,83 @@ def score_part(ex_id: str, part, record, ref, slips=None) -> PartResult:
     v = dec.value
     if part.kind == "free":
         if type(v) is not str or not v.strip():
-            return PartResult(points=0.0, status="rejected", reason="rejected: a free-response answer is text", answer=v, **base)
+            return PartResult(
+                points=0.0,
+                status="rejected",
+                reason="rejected: a free-response answer is text",
+                answer=v,
+                **base,
+            )
         return PartResult(points=0.0, status="manual", reason="needs manual grading", answer=v, **base)
     if part.kind == "choice":
         options = ", ".join(repr(o) for o in part.options)
         if not any(type(v) is type(o) and v == o for o in part.options):
-            return PartResult(points=0.0, status="rejected", reason=f"rejected: the answer must be one of {options}", answer=v, **base)
+            return PartResult(
+                points=0.0,
+                status="rejected",
+                reason=f"rejected: the answer must be one of {options}",
+                answer=v,
+                **base,
+            )
         if v == ref and type(v) is type(ref):
             return PartResult(points=float(part.points), status="correct", reason="correct", answer=v, **base)
         return PartResult(points=0.0, status="wrong", reason=f"wrong. Hint: {part.hint}", answer=v, **base)
     # numeric
     if type(ref) is list:
         if type(v) is not list:
-            return PartResult(points=0.0, status="rejected", reason=f"rejected: a list of {len(ref)} numbers is due", answer=v, **base)
+            return PartResult(
+                points=0.0,
+                status="rejected",
+                reason=f"rejected: a list of {len(ref)} numbers is due",
+                answer=v,
+                **base,
+            )
         if len(v) != len(ref):
-            return PartResult(points=0.0, status="rejected",
-                              reason=f"rejected: a list of {len(ref)} numbers is due, got {len(v)}", answer=v, **base)
+            return PartResult(
+                points=0.0,
+                status="rejected",
+                reason=f"rejected: a list of {len(ref)} numbers is due, got {len(v)}",
+                answer=v,
+                **base,
+            )
         cands = part_candidates(part, slips)
-        verdicts = [diagnose(float(x), float(r), part.rel_tol, part.abs_tol, _item_candidates(cands, i))
-                    for i, (x, r) in enumerate(zip(v, ref))]
+        verdicts = [
+            diagnose(float(x), float(r), part.rel_tol, part.abs_tol, _item_candidates(cands, i))
+            for i, (x, r) in enumerate(zip(v, ref))
+        ]
         n_ok = sum(1 for s, _ in verdicts if s == "correct")
         statuses = {s for s, _ in verdicts}
         if n_ok == len(ref):
             return PartResult(points=float(part.points), status="correct", reason="correct", answer=v, **base)
         if len(statuses) == 1:
             status, msg = verdicts[0]
-            why = f"every item {msg}" if status != "wrong" else f"no item {_tolerance_text(part)}. Hint: {part.hint}"
+            why = (
+                f"every item {msg}"
+                if status != "wrong"
+                else f"no item {_tolerance_text(part)}. Hint: {part.hint}"
+            )
             return PartResult(points=0.0, status=status, reason=why, answer=v, **base)
         items = "; ".join(f"item {i + 1}: {m}" for i, (_, m) in enumerate(verdicts))
         pts = float(part.points) * n_ok / len(ref)
-        return PartResult(points=pts, status="partial", reason=f"{n_ok} of {len(ref)} items correct ({items}). Hint: {part.hint}",
-                          answer=v, **base)
+        return PartResult(
+            points=pts,
+            status="partial",
+            reason=f"{n_ok} of {len(ref)} items correct ({items}). Hint: {part.hint}",
+            answer=v,
+            **base,
+        )
     if type(v) is list:
-        return PartResult(points=0.0, status="rejected", reason="rejected: one number is due, not a list", answer=v, **base)
+        return PartResult(
+            points=0.0, status="rejected", reason="rejected: one number is due, not a list", answer=v, **base
+        )
     if type(v) in (bool, str):
         what = "True/False" if type(v) is bool else "a string"
-        return PartResult(points=0.0, status="rejected", reason=f"rejected: {what} where a number is due", answer=v, **base)
-    status, msg = diagnose(float(v), float(ref), part.rel_tol, part.abs_tol,
-                           _item_candidates(part_candidates(part, slips), None))
+        return PartResult(
+            points=0.0, status="rejected", reason=f"rejected: {what} where a number is due", answer=v, **base
+        )
+    status, msg = diagnose(
+        float(v), float(ref), part.rel_tol, part.abs_tol, _item_candidates(part_candidates(part, slips), None)
+    )
     if status == "correct":
         return PartResult(points=float(part.points), status="correct", reason="correct", answer=v, **base)
     if status == "wrong":

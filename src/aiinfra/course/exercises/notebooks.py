@@ -7,6 +7,7 @@ reference value: ``check()`` recomputes them in the kernel. The solution
 notebook shows the source of every reference function, so the worked
 solution is the code the grader runs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,8 +34,14 @@ def _md(cid: str, text: str) -> dict:
 
 def _code(cid: str, text: str, tags: tuple = ()) -> dict:
     meta = {"tags": list(tags)} if tags else {}
-    return {"cell_type": "code", "execution_count": None, "id": cid, "metadata": meta, "outputs": [],
-            "source": text.rstrip("\n")}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": cid,
+        "metadata": meta,
+        "outputs": [],
+        "source": text.rstrip("\n"),
+    }
 
 
 def _notebook(cells: list, chapter: str, kind: str, variants: bool) -> dict:
@@ -66,7 +73,7 @@ def _setup_source(chapter: str, variants: bool, pip_source: str, extra: str = ""
     if variants:
         lines += [
             "# Your parameters depend on your student id: write it here as on the class roster,",
-            "# e.g. set_student(\"jdoe\"), or set the AIINFRA_STUDENT_ID environment variable.",
+            '# e.g. set_student("jdoe"), or set the AIINFRA_STUDENT_ID environment variable.',
         ]
     else:
         lines += ["# Optional here (variants are off): your student id, as on the class roster."]
@@ -90,16 +97,18 @@ def _intro_markdown(chapter: str, kind: str, variants: bool) -> str:
         f"# Chapter {number} exercises\n\n"
         "Answer each part with `answer(exercise, part, value)`, replacing the `...`. Give plain numbers in the "
         "unit the part asks for (no strings, no numpy values), `True`/`False` where asked, a list of numbers "
-        "where a list is due, and text for free-response parts. `check(\"1-2\")` tells you at once whether "
+        'where a list is due, and text for free-response parts. `check("1-2")` tells you at once whether '
         "each part is right; it never shows the expected value.\n\n"
         f"**How answers are checked.** {render.grading_note()}\n\n"
         "Cells run top to bottom; an error stops the run, but answers recorded before it still count."
     )
     text = text.replace('"1-2"', f'"{number}-1"')
     if variants:
-        text += ("\n\n**Your parameters are personal.** They are drawn from your student id, so set it in the "
-                 "first cell before anything else; `prompt(...)` then shows your version of each exercise and "
-                 "`params(...)` returns its numbers.")
+        text += (
+            "\n\n**Your parameters are personal.** They are drawn from your student id, so set it in the "
+            "first cell before anything else; `prompt(...)` then shows your version of each exercise and "
+            "`params(...)` returns its numbers."
+        )
     return text
 
 
@@ -108,23 +117,38 @@ def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     exercises = registry.chapter(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
-    cells = [_md(_cell_id(chapter, "student", "intro"), _intro_markdown(chapter, "student", variants)),
-             _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, pip_source))]
+    cells = [
+        _md(_cell_id(chapter, "student", "intro"), _intro_markdown(chapter, "student", variants)),
+        _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, pip_source)),
+    ]
     for ex in exercises:
         key = (chapter, "student", ex.id)
         if variants:
-            cells.append(_md(_cell_id(*key, "title"), f"## Exercise {render.title_text(ex)}\n\n"
-                             "Run the next cell to see your version of the statement."))
+            cells.append(
+                _md(
+                    _cell_id(*key, "title"),
+                    f"## Exercise {render.title_text(ex)}\n\n"
+                    "Run the next cell to see your version of the statement.",
+                )
+            )
             cells.append(_code(_cell_id(*key, "prompt"), f'prompt("{ex.id}")'))
         else:
             ns = namespace(ex, params_for(ex, None, False))
-            cells.append(_md(_cell_id(*key, "statement"),
-                             render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
+            cells.append(
+                _md(
+                    _cell_id(*key, "statement"),
+                    render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}"),
+                )
+            )
         lists = render.list_parts(ex, namespace(ex, params_for(ex, None, False)))
         for p in ex.parts:
-            cells.append(_code(_cell_id(*key, p.part),
-                               f"# ({p.part}) {render.answer_format(p, p.part in lists)}\n"
-                               f'answer("{ex.id}", "{p.part}", ...)'))
+            cells.append(
+                _code(
+                    _cell_id(*key, p.part),
+                    f"# ({p.part}) {render.answer_format(p, p.part in lists)}\n"
+                    f'answer("{ex.id}", "{p.part}", ...)',
+                )
+            )
         cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
     cells.append(_md(_cell_id(chapter, "student", "end"), "## All exercises of the chapter"))
     cells.append(_code(_cell_id(chapter, "student", "check-all"), f'check("{chapter}")'))
@@ -143,8 +167,10 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     refs = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
     imports, consts, helpers = dependencies(module, refs)
     extra = "\n".join(["# What the reference functions below use."] + imports + consts)
-    cells = [_md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),
-             _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, pip_source, extra))]
+    cells = [
+        _md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),
+        _code(_cell_id(chapter, "solution", "setup"), _setup_source(chapter, variants, pip_source, extra)),
+    ]
     if helpers:
         cells.append(_code(_cell_id(chapter, "solution", "helpers"), "\n\n\n".join(helpers)))
     for ex in exercises:
@@ -154,22 +180,34 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
             cells.append(_md(_cell_id(*key, "title"), f"## Exercise {render.title_text(ex)}"))
             cells.append(_code(_cell_id(*key, "prompt"), f'prompt("{ex.id}")'))
         else:
-            cells.append(_md(_cell_id(*key, "statement"),
-                             render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}")))
-        cells.append(_code(_cell_id(*key, "params"),
-                           f'p = params("{ex.id}")  # this student\'s parameters and the values derived from them\np'))
+            cells.append(
+                _md(
+                    _cell_id(*key, "statement"),
+                    render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}"),
+                )
+            )
+        cells.append(
+            _code(
+                _cell_id(*key, "params"),
+                f'p = params("{ex.id}")  # this student\'s parameters and the values derived from them\np',
+            )
+        )
         refs = references(ex, ns)
         full = {**ns, **refs}
         for part in ex.parts:
             if part.kind == "free":
                 text = render.fill(part.sample, full).strip()
-                src = f"# ({part.part}) free response, graded by hand; a model answer:\n" \
-                      f'answer("{ex.id}", "{part.part}", {text!r})'
+                src = (
+                    f"# ({part.part}) free response, graded by hand; a model answer:\n"
+                    f'answer("{ex.id}", "{part.part}", {text!r})'
+                )
             else:
                 fn_src = textwrap.dedent(inspect.getsource(part.ref)).rstrip()
                 is_list = type(refs[part.part]) is list
-                src = f"# ({part.part}) {render.answer_format(part, is_list)}\n{fn_src}\n\n\n" \
-                      f'answer("{ex.id}", "{part.part}", {part.ref.__name__}(p))'
+                src = (
+                    f"# ({part.part}) {render.answer_format(part, is_list)}\n{fn_src}\n\n\n"
+                    f'answer("{ex.id}", "{part.part}", {part.ref.__name__}(p))'
+                )
                 if not variants:
                     shown = render.answer_text(part, refs[part.part]).replace("\\$", "$")
                     src += f"  # {shown} with the default parameters"

@@ -14,6 +14,7 @@ A graded kernel reports through one channel only: ``answer()`` and
 ``set_student()`` write one JSON line each to the file descriptor named by
 ``$AIINFRA_ANSWERS_FD``, a pipe that the grader drains while the run lasts.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,10 +48,11 @@ def emit(record: dict) -> None:
     data = (json.dumps(record, allow_nan=False) + "\n").encode("ascii")
     view = memoryview(data)
     while view:
-        view = view[os.write(int(fd), view):]
+        view = view[os.write(int(fd), view) :]
 
 
 # --- the sheet ------------------------------------------------------------------------------
+
 
 def encode_value(v):
     """Namespace values as JSON: tuples are tagged so that they come back as tuples."""
@@ -83,7 +85,9 @@ def sheet() -> dict | None:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
         if data.get("version") != SHEET_VERSION:
-            raise ValueError(f"the grader's sheet has version {data.get('version')!r}, expected {SHEET_VERSION}")
+            raise ValueError(
+                f"the grader's sheet has version {data.get('version')!r}, expected {SHEET_VERSION}"
+            )
         _sheet_cache.update(path=path, data=data)
     return _sheet_cache["data"]
 
@@ -97,6 +101,7 @@ def sheet_exercise(data: dict, exercise_id) -> dict:
 
 
 # --- what notebooks display ------------------------------------------------------------------
+
 
 class MystBlocks:
     """What :func:`aiinfra.course.exercises.show` returns: rendered by myst-nb as MyST."""

@@ -1,4 +1,5 @@
 """Find the chapter modules (``ch01.py``, ``ch02.py``, ...) and the exercises they define."""
+
 from __future__ import annotations
 
 import importlib
@@ -34,7 +35,9 @@ def chapter(chapter_id: str) -> tuple[Exercise, ...]:
     mod = importlib.import_module(f"aiinfra.course.exercises.{chapter_id}")
     exercises = tuple(getattr(mod, "EXERCISES", ()))
     if not exercises or not all(isinstance(e, Exercise) for e in exercises):
-        raise ValueError(f"aiinfra.course.exercises.{chapter_id}.EXERCISES must be a non-empty sequence of Exercise")
+        raise ValueError(
+            f"aiinfra.course.exercises.{chapter_id}.EXERCISES must be a non-empty sequence of Exercise"
+        )
     number = int(chapter_id[2:])
     ids = [e.id for e in exercises]
     if len(set(ids)) != len(ids):

@@ -9,6 +9,7 @@ literal dollar (a price) is written ``\\$``. :func:`plain` turns such a text
 into Markdown that Jupyter and Colab show as the book does: the escaped
 dollar becomes an HTML entity that no client pairs into mathematics.
 """
+
 from __future__ import annotations
 
 import re
@@ -187,7 +188,9 @@ def statement_markdown(ex: Exercise, ns: Mapping[str, Any], heading: str = "") -
     return "\n\n".join(lines) + "\n"
 
 
-def solution_markdown(ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, Any], working: bool = True) -> str:
+def solution_markdown(
+    ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, Any], working: bool = True
+) -> str:
     """Reference answers, the discussion and the working (the code the grader runs)."""
     from aiinfra.course.exercises.working import exercise_code
 
@@ -202,8 +205,10 @@ def solution_markdown(ex: Exercise, ns: Mapping[str, Any], refs: Mapping[str, An
         lines.append(fill(ex.discussion, full).strip())
     code = exercise_code(ex) if working else ""
     if code:
-        lines.append("**Working.** The code below computes every answer above with the library, exactly as the "
-                     "grader does; `p` holds the exercise's parameters and the values its statement gives.")
+        lines.append(
+            "**Working.** The code below computes every answer above with the library, exactly as the "
+            "grader does; `p` holds the exercise's parameters and the values its statement gives."
+        )
         lines.append(f"```python\n{code}\n```")
     return "\n\n".join(lines) + "\n"
 
@@ -248,6 +253,8 @@ def notebook_markdown(target_exercises, solutions: bool = True) -> str:
         ns, refs = _resolved(ex, None, False)
         blocks.append(statement_markdown(ex, ns, heading=f"### Exercise {title_text(ex)}"))
         if solutions:
-            blocks.append(f"<details>\n<summary>Solution to exercise {ex.id}</summary>\n\n"
-                          f"{solution_markdown(ex, ns, refs)}\n</details>\n")
+            blocks.append(
+                f"<details>\n<summary>Solution to exercise {ex.id}</summary>\n\n"
+                f"{solution_markdown(ex, ns, refs)}\n</details>\n"
+            )
     return plain("\n".join(blocks))

@@ -16,6 +16,7 @@ State lives in this module, inside the kernel. ``answer()`` keeps a plain-JSON
 record per part and, in a graded run, sends it to the grader as one JSON line.
 The scores are computed in the grader.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,20 @@ from typing import Any
 from aiinfra.course.exercises import feedback, record
 from aiinfra.course.exercises.record import ENV_STUDENT, ENV_VARIANTS, Markdown, student_id
 
-__all__ = ["ENV_STUDENT", "ENV_VARIANTS", "answer", "check", "configure", "current_student", "params", "prompt",
-           "recorded", "reset", "set_student", "show"]
+__all__ = [
+    "ENV_STUDENT",
+    "ENV_VARIANTS",
+    "answer",
+    "check",
+    "configure",
+    "current_student",
+    "params",
+    "prompt",
+    "recorded",
+    "reset",
+    "set_student",
+    "show",
+]
 
 _state: dict[str, Any] = {"student": None, "variants": {}, "answers": {}}
 
@@ -116,7 +129,9 @@ def prompt(exercise_id: str) -> Markdown:
     from aiinfra.course.exercises import render
 
     ex, ns = _home_namespace(exercise_id)
-    return Markdown(render.plain(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}")))
+    return Markdown(
+        render.plain(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}"))
+    )
 
 
 _NOT_ANSWERED = Ellipsis
@@ -161,8 +176,10 @@ def recorded() -> dict[tuple[str, str], dict]:
 
 _MARK = {"correct": "✅", "manual": "📝", "missing": "⬜", "partial": "🟨"}
 
-GRADING_NOTE = ("check() gives no verdicts while the notebook is being graded: the grader scores the "
-                "recorded answers itself.")
+GRADING_NOTE = (
+    "check() gives no verdicts while the notebook is being graded: the grader scores the "
+    "recorded answers itself."
+)
 
 
 class CheckReport(Markdown):
@@ -196,8 +213,9 @@ def check(target: str) -> CheckReport:
         refs, slips = references(ex, ns), resolved_slips(ex, ns)
         lines.append(f"**Exercise {ex.id}**")
         for p in ex.parts:
-            r = feedback.score_part(ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part),
-                                    slips.get(p.part))
+            r = feedback.score_part(
+                ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part), slips.get(p.part)
+            )
             results.append(r)
             mark = _MARK.get(r.status, "❌")
             pts = f"{r.points:g}/{r.max_points:g}" if r.status != "manual" else f"?/{r.max_points:g}"

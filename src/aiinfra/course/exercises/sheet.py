@@ -6,6 +6,7 @@ the parameter namespace that ``params()`` returns at home for the same id and
 variants setting, and the statement that ``prompt()`` shows; never a reference.
 :mod:`aiinfra.course.exercises.record` reads it back inside the kernel.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,9 @@ def build(chapter: str, student: str | None, variants: bool) -> dict:
         exercises[ex.id] = {
             "parts": [p.part for p in ex.parts],
             "params": {k: encode_value(v) for k, v in ns.items()},
-            "prompt": render.plain(render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}")),
+            "prompt": render.plain(
+                render.statement_markdown(ex, ns, heading=f"### Exercise {render.title_text(ex)}")
+            ),
         }
     return {"version": SHEET_VERSION, "chapter": chapter, "variants": variants, "exercises": exercises}
 

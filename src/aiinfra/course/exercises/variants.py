@@ -7,6 +7,7 @@ variants on, parameter ``name`` of exercise ``ex`` for student ``sid`` is
 secret and no random-number generator, so a notebook in Colab, the book and
 the grader all derive the same parameters from the same id.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,7 +77,9 @@ def references(ex: Exercise, ns: Mapping[str, Any]) -> dict[str, Any]:
 def _plain_slip_value(ex: Exercise, part, slip, value):
     where = f"slip {slip.status!r} of {ex.id}({part.part})"
     items = value if type(value) is list else [value]
-    if type(value) not in (int, float, list) or not all(type(v) in (int, float) and math.isfinite(v) for v in items):
+    if type(value) not in (int, float, list) or not all(
+        type(v) in (int, float) and math.isfinite(v) for v in items
+    ):
         raise ValueError(f"{where} must give a finite plain float or a list of them, got {value!r}")
     return value
 
@@ -95,12 +98,19 @@ def resolved_slips(ex: Exercise, ns: Mapping[str, Any]) -> dict[str, list[dict]]
             if isinstance(s, str) or (s.factor is not None and not callable(s.factor)):
                 continue
             if s.value is not None:
-                got.append({"status": s.status, "question": s.question,
-                            "value": _plain_slip_value(ex, p, s, s.value(dict(ns)))})
+                got.append(
+                    {
+                        "status": s.status,
+                        "question": s.question,
+                        "value": _plain_slip_value(ex, p, s, s.value(dict(ns))),
+                    }
+                )
             else:
                 factor = s.factor(dict(ns))
                 if type(factor) not in (int, float) or not factor > 1:
-                    raise ValueError(f"slip {s.status!r} of {ex.id}({p.part}) must give a factor > 1, got {factor!r}")
+                    raise ValueError(
+                        f"slip {s.status!r} of {ex.id}({p.part}) must give a factor > 1, got {factor!r}"
+                    )
                 got.append({"status": s.status, "question": s.question, "factor": float(factor)})
         if got:
             out[p.part] = got

@@ -6,6 +6,7 @@ bare numbers. This module finds that code: each part's reference function,
 the helper functions of the chapter module it calls, and the modules and
 constants they use.
 """
+
 from __future__ import annotations
 
 import ast

@@ -5,6 +5,7 @@ with a reason a student can read; none recurses on the input's structure, so a
 deeply nested record, a deep folder tree or a path longer than ``PATH_MAX``
 cannot exhaust the grader's stack.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -91,8 +92,9 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
             parts, dfd = stack.pop()
             try:
                 with os.scandir(dfd) as it:
-                    entries = sorted(itertools.islice(it, max(0, max_entries - seen) + 1),
-                                     key=lambda e: name_bytes(e.name))
+                    entries = sorted(
+                        itertools.islice(it, max(0, max_entries - seen) + 1), key=lambda e: name_bytes(e.name)
+                    )
                 for e in entries:
                     seen += 1
                     if seen > max_entries:
@@ -104,7 +106,9 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
                             continue
                         stack.append((parts + (e.name,), _open_dir(e.name, dfd)))
                     elif e.is_file(follow_symlinks=False):
-                        fd = os.open(e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+                        fd = os.open(
+                            e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+                        )
                         try:
                             st = os.fstat(fd)
                             if not stat.S_ISREG(st.st_mode):
@@ -125,8 +129,12 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
     finally:
         for _, dfd in stack:
             os.close(dfd)
-    limits = {"depth": f"deeper than {max_depth} levels", "entries": f"beyond the first {max_entries} entries",
-              "bytes": f"beyond {max_bytes} bytes in all", "special": "links, devices or pipes"}
+    limits = {
+        "depth": f"deeper than {max_depth} levels",
+        "entries": f"beyond the first {max_entries} entries",
+        "bytes": f"beyond {max_bytes} bytes in all",
+        "special": "links, devices or pipes",
+    }
     for key, n in skipped.items():
         if n:
             tree.notes.append(f"{n} item(s) {limits[key]} were left out")

@@ -11,6 +11,7 @@ kills what is left in them and removes them.
 Where no group can be created (no root, a read-only cgroupfs in a container)
 :func:`open_cgroups` says why, and the caller falls back to per-process limits.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,7 +61,7 @@ def _kill_all(procs_files, cgroup_kill: Path | None = None) -> None:
 
 
 def _grader_alive(name: str) -> bool:
-    pid = name[len(PREFIX):]
+    pid = name[len(PREFIX) :]
     if not pid.isdigit():
         return False
     if int(pid) == os.getpid():
@@ -131,8 +132,11 @@ class Slot:
         self._events0 = self._events()
 
     def _events(self) -> dict[str, int]:
-        text = _read(self.dirs["memory"] / "memory.oom_control") if self.version == 1 \
+        text = (
+            _read(self.dirs["memory"] / "memory.oom_control")
+            if self.version == 1
             else _read(self.dirs[""] / "memory.events")
+        )
         out = {}
         for line in text.splitlines():
             k, _, v = line.partition(" ")
@@ -150,9 +154,13 @@ class Slot:
             fork_refused = _read(self.dirs[""] / "pids.events").split()
         events = self._events()
         before = getattr(self, "_events0", {})
-        return {"memory_peak_bytes": int(peak) if peak.isdigit() else None,
-                "oom_kills": events.get("oom_kill", 0) - before.get("oom_kill", 0),
-                "fork_refusals": int(fork_refused[1]) if len(fork_refused) > 1 and fork_refused[1].isdigit() else 0}
+        return {
+            "memory_peak_bytes": int(peak) if peak.isdigit() else None,
+            "oom_kills": events.get("oom_kill", 0) - before.get("oom_kill", 0),
+            "fork_refusals": int(fork_refused[1])
+            if len(fork_refused) > 1 and fork_refused[1].isdigit()
+            else 0,
+        }
 
     def kill(self) -> None:
         kill_file = None if self.version == 1 else self.dirs[""] / "cgroup.kill"
@@ -225,7 +233,9 @@ def open_cgroups(workers: int) -> tuple[Cgroups | None, str | None]:
         if "" in mounts and (mounts[""] / "cgroup.controllers").exists():
             root = mounts[""]
             path = root / own.get("", "/").lstrip("/")
-            while True:  # the nearest group that may hand memory and pids to children (no processes of its own)
+            while (
+                True
+            ):  # the nearest group that may hand memory and pids to children (no processes of its own)
                 enabled = _read(path / "cgroup.subtree_control").split()
                 if {"memory", "pids"} <= set(enabled) or path == root:
                     break

@@ -14,6 +14,7 @@ cannot be graded. Output (``--out``, default ``./grades``): ``gradebook.sqlite``
 Each kernel runs in the sandbox of :mod:`aiinfra.course.grading.sandbox`; the first
 lines on stderr and the last lines of the summary say what it guarantees.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,9 @@ def load_assignment(spec: str, variants: bool | None) -> Assignment:
         nb = bounded.loads(path.read_bytes(), max_bytes=50 * 2**20, max_depth=64, what=spec)
         meta = nb.get("metadata", {}).get("aiinfra", {}) if isinstance(nb, dict) else {}
         if not isinstance(meta, dict) or "chapter" not in meta:
-            raise ValueError(f"{spec} has no metadata.aiinfra.chapter: build it with tools/build_exercises.py")
+            raise ValueError(
+                f"{spec} has no metadata.aiinfra.chapter: build it with tools/build_exercises.py"
+            )
         return Assignment(meta["chapter"], bool(meta.get("variants")) if variants is None else variants)
     return Assignment(spec, bool(variants))
 
@@ -63,7 +66,9 @@ class Progress:
         width = 30
         filled = int(width * self.done / max(self.total, 1))
         rate = self.done / max(time.monotonic() - self.t0, 1e-9) * 60
-        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:5.1f}/min  {label[:50]}"
+        line = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:5.1f}/min  {label[:50]}"
+        )
         self.stream.write(("\r" + line.ljust(110)) if self.tty else line + "\n")
         if self.tty and self.done == self.total:
             self.stream.write("\n")
@@ -71,13 +76,19 @@ class Progress:
 
 
 def _limits(args) -> Limits:
-    return Limits(cell_timeout_s=args.cell_timeout, total_timeout_s=args.timeout,
-                  memory_bytes=int(args.memory_mb * 2**20), output_bytes=int(args.output_kb * 1024),
-                  disk_bytes=int(args.disk_mb * 2**20), max_processes=args.max_processes,
-                  isolate_network=not args.allow_network)
+    return Limits(
+        cell_timeout_s=args.cell_timeout,
+        total_timeout_s=args.timeout,
+        memory_bytes=int(args.memory_mb * 2**20),
+        output_bytes=int(args.output_kb * 1024),
+        disk_bytes=int(args.disk_mb * 2**20),
+        max_processes=args.max_processes,
+        isolate_network=not args.allow_network,
+    )
 
 
 # --- leftovers of a grader that was killed -----------------------------------------------------
+
 
 def prepare_run_dir(run_dir: Path) -> list[str]:
     """Clean what a killed grader left in ``run_dir`` (we hold the gradebook lock), then start afresh."""
@@ -104,17 +115,29 @@ def prepare_run_dir(run_dir: Path) -> list[str]:
 
 def _write_owner(run_dir: Path, plan, fallback_root: str | None, workers: int) -> None:
     uids = [plan.uid(s) for s in range(workers)] if plan.drop_uid else []
-    (run_dir / "owner.json").write_text(json.dumps({"pid": os.getpid(), "uids": uids, "fallback_root": fallback_root}))
+    (run_dir / "owner.json").write_text(
+        json.dumps({"pid": os.getpid(), "uids": uids, "fallback_root": fallback_root})
+    )
 
 
 # --- grading -------------------------------------------------------------------------------------
+
 
 def _problem_hash(sub: dict) -> str:
     return hashlib.sha256(b"aiinfra-problem/" + sub["raw_name"] + (sub["problem"] or "").encode()).hexdigest()
 
 
-def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, plan, run_dir: Path, workers: int,
-          progress: Progress, force: bool = False, fallback_root: str | None = None) -> dict:
+def grade(
+    subs: list[dict],
+    assignment: Assignment,
+    gb: Gradebook,
+    plan,
+    run_dir: Path,
+    workers: int,
+    progress: Progress,
+    force: bool = False,
+    fallback_root: str | None = None,
+) -> dict:
     """Grade every submission that is new or changed; returns counts. One submission's failure is its own."""
     fp = assignment.fingerprint()
     todo = deque()
@@ -163,8 +186,17 @@ def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, plan, run_dir
             slot = free.pop(0)
             seq += 1
             try:
-                job = Extraction(sub, sub["student"], assignment.variants, assignment.sheet(sub["student"]), plan,
-                                 str(run_dir), slot, seq, fallback_root)
+                job = Extraction(
+                    sub,
+                    sub["student"],
+                    assignment.variants,
+                    assignment.sheet(sub["student"]),
+                    plan,
+                    str(run_dir),
+                    slot,
+                    seq,
+                    fallback_root,
+                )
                 job.start()
             except Exception as exc:
                 free.append(slot)
@@ -184,15 +216,20 @@ def grade(subs: list[dict], assignment: Assignment, gb: Gradebook, plan, run_dir
                 try:
                     extracted = job.finish()
                 except Exception as exc:
-                    extracted = {"status": "error", "errors": [f"the grader worker could not be collected: {exc}"]}
+                    extracted = {
+                        "status": "error",
+                        "errors": [f"the grader worker could not be collected: {exc}"],
+                    }
                 finish(sub, extracted)
     return counts
 
 
 def export_all(gb: Gradebook, assignment: Assignment, out: Path) -> dict:
-    return {"csv": export.write_csv(gb, assignment.chapter, out / "grades.csv"),
-            "feedback": export.write_feedback(gb, assignment.chapter, out / "feedback"),
-            "gradescope": export.write_gradescope(gb, assignment.chapter, out / "gradescope")}
+    return {
+        "csv": export.write_csv(gb, assignment.chapter, out / "grades.csv"),
+        "feedback": export.write_feedback(gb, assignment.chapter, out / "feedback"),
+        "gradescope": export.write_gradescope(gb, assignment.chapter, out / "gradescope"),
+    }
 
 
 def summary_table(gb: Gradebook, assignment: Assignment) -> str:
@@ -202,8 +239,10 @@ def summary_table(gb: Gradebook, assignment: Assignment) -> str:
     for r in rows:
         note = r["reason"].split("; ", 1)[-1] if r["status"] != "ok" else r["reason"]
         name = "".join(c if c.isprintable() else "?" for c in r["student"])
-        lines.append(f"{name[:20]:<20} {r['score']:>7.4g} {r['max_score']:>5g} {r['manual_pending']:>6g}  "
-                     f"{r['status']:<8} {note[:70]}")
+        lines.append(
+            f"{name[:20]:<20} {r['score']:>7.4g} {r['max_score']:>5g} {r['manual_pending']:>6g}  "
+            f"{r['status']:<8} {note[:70]}"
+        )
     if rows:
         mean = sum(r["score"] for r in rows) / len(rows)
         lines.append("-" * len(head))
@@ -221,29 +260,47 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("submissions", type=Path, help="folder of student notebooks or student folders")
     ap.add_argument("--assignment", required=True, help="chapter id (ch01) or the hand-out notebook")
     v = ap.add_mutually_exclusive_group()
-    v.add_argument("--variants", dest="variants", action="store_true", default=None,
-                   help="per-student parameters on (default: from the hand-out notebook, else off)")
+    v.add_argument(
+        "--variants",
+        dest="variants",
+        action="store_true",
+        default=None,
+        help="per-student parameters on (default: from the hand-out notebook, else off)",
+    )
     v.add_argument("--no-variants", dest="variants", action="store_false")
     ap.add_argument("--workers", type=int, default=2, help="submissions run at once (default 2)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default 30)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per submission (default 120)")
-    ap.add_argument("--memory-mb", type=float, default=2048.0,
-                    help="memory of a submission, all its processes together, in MiB (default 2048)")
+    ap.add_argument(
+        "--memory-mb",
+        type=float,
+        default=2048.0,
+        help="memory of a submission, all its processes together, in MiB (default 2048)",
+    )
     ap.add_argument("--disk-mb", type=float, default=256.0, help="its writable /tmp, in MiB (default 256)")
     ap.add_argument("--max-processes", type=int, default=128, help="its processes and threads (default 128)")
     ap.add_argument("--output-kb", type=float, default=1024.0, help="cell output kept per submission, KiB")
     ap.add_argument("--allow-network", action="store_true", help="do not isolate the kernel from the network")
-    ap.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-                    help="auto: bubblewrap where it works, else a loud fallback; bwrap: refuse without it; "
-                         "none: no namespaces (loudly)")
+    ap.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        default="auto",
+        help="auto: bubblewrap where it works, else a loud fallback; bwrap: refuse without it; "
+        "none: no namespaces (loudly)",
+    )
     ap.add_argument("--bwrap", help="path of the bwrap program (default: found on PATH)")
     ap.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default ./grades)")
     ap.add_argument("--gradebook", type=Path, help="SQLite file (default OUT/gradebook.sqlite)")
     ap.add_argument("--force", action="store_true", help="re-grade unchanged submissions too")
     ap.add_argument("--wait", action="store_true", help="if another grader uses the gradebook, wait for it")
     ap.add_argument("--export-only", action="store_true", help="only rewrite the exports from the gradebook")
-    ap.add_argument("--manual", nargs=4, action="append", metavar=("STUDENT", "EXERCISE", "PART", "POINTS"),
-                    help="record hand-graded points of a free-response part (implies --export-only)")
+    ap.add_argument(
+        "--manual",
+        nargs=4,
+        action="append",
+        metavar=("STUDENT", "EXERCISE", "PART", "POINTS"),
+        help="record hand-graded points of a free-response part (implies --export-only)",
+    )
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
@@ -287,24 +344,47 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
             run_dir = gb_path.resolve().parent / RUN_DIR
             cleaned = prepare_run_dir(run_dir)
             for c in cleaned:
-                print(f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}", file=sys.stderr)
+                print(
+                    f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}",
+                    file=sys.stderr,
+                )
             fallback_root = None
             try:
-                plan = make_plan(limits, [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
-                                 str(run_dir), args.workers, args.sandbox, args.bwrap)
+                plan = make_plan(
+                    limits,
+                    [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
+                    str(run_dir),
+                    args.workers,
+                    args.sandbox,
+                    args.bwrap,
+                )
                 for stale in plan.cgroups.cleaned if plan.cgroups else []:
-                    print(f"aiinfra-grade: removed the control group of a grader that did not finish: {stale}",
-                          file=sys.stderr)
+                    print(
+                        f"aiinfra-grade: removed the control group of a grader that did not finish: {stale}",
+                        file=sys.stderr,
+                    )
                 if plan.mode == "none":
                     fallback_root = new_fallback_root()
                 _write_owner(run_dir, plan, fallback_root, args.workers)
-                print(_banner(plan.summary_lines()) if plan.warnings else plan.summary_lines()[0], file=sys.stderr)
+                print(
+                    _banner(plan.summary_lines()) if plan.warnings else plan.summary_lines()[0],
+                    file=sys.stderr,
+                )
                 subs, passed = discover(args.submissions, assignment.chapter)
                 for name in passed:
                     print(f"passed over {name!r} (operating-system litter)", file=sys.stderr)
                 progress = Progress(len(subs), enabled=not args.quiet)
-                counts = grade(subs, assignment, gb, plan, run_dir, args.workers, progress, force=args.force,
-                               fallback_root=fallback_root)
+                counts = grade(
+                    subs,
+                    assignment,
+                    gb,
+                    plan,
+                    run_dir,
+                    args.workers,
+                    progress,
+                    force=args.force,
+                    fallback_root=fallback_root,
+                )
             except ValueError as exc:
                 print(f"aiinfra-grade: {exc}", file=sys.stderr)
                 return 2
@@ -317,9 +397,11 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
         files = export_all(gb, assignment, out)
         print(summary_table(gb, assignment))
     elapsed = time.monotonic() - t0
-    print(f"graded {counts['graded']}, skipped {counts['skipped']} unchanged, in {elapsed:.1f} s; "
-          f"wrote {files['csv']}, {len(files['feedback'])} feedback files, "
-          f"{len(files['gradescope'])} Gradescope results")
+    print(
+        f"graded {counts['graded']}, skipped {counts['skipped']} unchanged, in {elapsed:.1f} s; "
+        f"wrote {files['csv']}, {len(files['feedback'])} feedback files, "
+        f"{len(files['gradescope'])} Gradescope results"
+    )
     if plan is not None:
         print("\n".join(plan.summary_lines()))
     return 0

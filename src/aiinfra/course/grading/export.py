@@ -5,6 +5,7 @@ names are unique per student (:func:`safe_name`), CSV cells cannot start a
 spreadsheet formula (:func:`csv_cell`), Markdown quotes cannot inject HTML, and
 text is written as valid UTF-8 (a lone surrogate becomes U+FFFD).
 """
+
 from __future__ import annotations
 
 import csv
@@ -59,14 +60,28 @@ def write_csv(gb: Gradebook, assignment: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8", errors="replace") as fh:
         w = csv.writer(fh)
-        w.writerow(["student", "score", "max_score", "auto_score", "auto_max", "manual_pending", "status", "reason"]
-                   + labels)
+        w.writerow(
+            ["student", "score", "max_score", "auto_score", "auto_max", "manual_pending", "status", "reason"]
+            + labels
+        )
         for sub in subs:
-            pts = {_part_label(p): (p["manual_points"] if p["kind"] == "free" else p["points"]) for p in sub["parts"]}
-            w.writerow([csv_cell(sub["student"]), f"{sub['score']:g}", f"{sub['max_score']:g}",
-                        f"{sub['auto_score']:g}", f"{sub['auto_max']:g}", f"{sub['manual_pending']:g}",
-                        csv_cell(sub["status"]), csv_cell(sub["reason"])]
-                       + ["" if pts.get(lb) is None else f"{pts[lb]:g}" for lb in labels])
+            pts = {
+                _part_label(p): (p["manual_points"] if p["kind"] == "free" else p["points"])
+                for p in sub["parts"]
+            }
+            w.writerow(
+                [
+                    csv_cell(sub["student"]),
+                    f"{sub['score']:g}",
+                    f"{sub['max_score']:g}",
+                    f"{sub['auto_score']:g}",
+                    f"{sub['auto_max']:g}",
+                    f"{sub['manual_pending']:g}",
+                    csv_cell(sub["status"]),
+                    csv_cell(sub["reason"]),
+                ]
+                + ["" if pts.get(lb) is None else f"{pts[lb]:g}" for lb in labels]
+            )
     return path
 
 
@@ -77,10 +92,17 @@ def _md_escape(text: str) -> str:
 
 
 def feedback_markdown(sub: dict, assignment: str) -> str:
-    lines = [f"# Feedback: {assignment}, {_md_escape(sub['student'])}", "",
-             f"**Score: {sub['score']:g} / {sub['max_score']:g}**"
-             + (f" ({sub['manual_pending']:g} points still to be graded by hand)" if sub["manual_pending"] else ""),
-             "", f"Run: {_md_escape(sub['reason'])}", ""]
+    lines = [
+        f"# Feedback: {assignment}, {_md_escape(sub['student'])}",
+        "",
+        f"**Score: {sub['score']:g} / {sub['max_score']:g}**"
+        + (
+            f" ({sub['manual_pending']:g} points still to be graded by hand)" if sub["manual_pending"] else ""
+        ),
+        "",
+        f"Run: {_md_escape(sub['reason'])}",
+        "",
+    ]
     current = None
     for p in sub["parts"]:
         if p["exercise"] != current:
@@ -102,8 +124,9 @@ def write_feedback(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
     out = []
     for s in gb.students(assignment):
         path = folder / f"{safe_name(s)}.md"
-        path.write_text(feedback_markdown(gb.submission(assignment, s), assignment), encoding="utf-8",
-                        errors="replace")
+        path.write_text(
+            feedback_markdown(gb.submission(assignment, s), assignment), encoding="utf-8", errors="replace"
+        )
         out.append(path)
     return out
 
@@ -115,14 +138,31 @@ def gradescope_results(sub: dict) -> dict:
     for p in sub["parts"]:
         if p["kind"] == "free":
             text = p["answer"] if isinstance(p["answer"], str) else ""
-            tests.append({"name": f"{_part_label(p)} free response", "score": 0.0, "max_score": 0.0,
-                          "output": "needs manual grading" + (f"; answer: {text[:2000]}" if text else ""),
-                          "visibility": "visible"})
+            tests.append(
+                {
+                    "name": f"{_part_label(p)} free response",
+                    "score": 0.0,
+                    "max_score": 0.0,
+                    "output": "needs manual grading" + (f"; answer: {text[:2000]}" if text else ""),
+                    "visibility": "visible",
+                }
+            )
         else:
-            tests.append({"name": _part_label(p), "score": float(p["points"]), "max_score": float(p["max_points"]),
-                          "output": p["reason"], "visibility": "visible"})
-    return {"score": float(sub["auto_score"]), "output": sub["reason"], "tests": tests,
-            "stdout_visibility": "hidden"}
+            tests.append(
+                {
+                    "name": _part_label(p),
+                    "score": float(p["points"]),
+                    "max_score": float(p["max_points"]),
+                    "output": p["reason"],
+                    "visibility": "visible",
+                }
+            )
+    return {
+        "score": float(sub["auto_score"]),
+        "output": sub["reason"],
+        "tests": tests,
+        "stdout_visibility": "hidden",
+    }
 
 
 def write_gradescope(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
@@ -130,7 +170,10 @@ def write_gradescope(gb: Gradebook, assignment: str, folder: Path) -> list[Path]
     for s in gb.students(assignment):
         path = folder / safe_name(s) / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(gradescope_results(gb.submission(assignment, s)), indent=1,
-                                   ensure_ascii=False) + "\n", encoding="utf-8", errors="replace")
+        path.write_text(
+            json.dumps(gradescope_results(gb.submission(assignment, s)), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+            errors="replace",
+        )
         out.append(path)
     return out

@@ -14,6 +14,7 @@ point counts. Answers reach the grader only through a pipe that ``answer()``
 writes to; the worker stops reading it the moment the run stops and then kills
 the sandbox, so nothing written later counts. No scoring happens here.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,6 +55,7 @@ PR_SET_PDEATHSIG = 1
 
 # --- the grader's end of the kernel's sockets ------------------------------------------------
 
+
 class _BindingMixin:
     """Bind (not connect) each channel, refuse oversized messages, and watch for dropped peers."""
 
@@ -68,7 +70,7 @@ class _BindingMixin:
         sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
         url = self._make_url(channel)
         sock.bind(url)
-        os.chmod(url[len("ipc://"):], 0o666)  # the sandbox uid connects; the folder is the grader's
+        os.chmod(url[len("ipc://") :], 0o666)  # the sandbox uid connects; the folder is the grader's
         _BindingMixin.monitors.append(sock.get_monitor_socket(zmq.EVENT_DISCONNECTED))
         return sock
 
@@ -127,7 +129,11 @@ class _CappedClient(NotebookClient):
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
-        size = len(json.dumps(content, default=str)) if msg.get("msg_type") != "stream" else len(content.get("text", ""))
+        size = (
+            len(json.dumps(content, default=str))
+            if msg.get("msg_type") != "stream"
+            else len(content.get("text", ""))
+        )
         self._output_bytes = getattr(self, "_output_bytes", 0) + size
         if self._output_bytes > self.output_cap:
             self.output_truncated = True
@@ -137,11 +143,13 @@ class _CappedClient(NotebookClient):
 
 # --- reading the submission --------------------------------------------------------------------
 
+
 def parse_notebook(raw: bytes, limits: Limits):
     """(notebook of its code cells, None) or (None, reason)."""
     try:
-        data = bounded.loads(raw, max_bytes=limits.max_notebook_bytes, max_depth=MAX_NOTEBOOK_DEPTH,
-                             what="the notebook")
+        data = bounded.loads(
+            raw, max_bytes=limits.max_notebook_bytes, max_depth=MAX_NOTEBOOK_DEPTH, what="the notebook"
+        )
     except ValueError as exc:
         return None, f"not a notebook: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
@@ -176,12 +184,19 @@ def read_submission(sub: dict, limits: Limits) -> tuple[bytes, list, list[str]]:
     def keep(parts, fd):
         files.append((parts, bounded.read_fd(fd, limits.max_folder_bytes)))
 
-    tree = bounded.walk(str(sub["folder"]), max_depth=limits.max_folder_depth, max_entries=limits.max_folder_entries,
-                        max_bytes=limits.max_folder_bytes, reader=keep)
+    tree = bounded.walk(
+        str(sub["folder"]),
+        max_depth=limits.max_folder_depth,
+        max_entries=limits.max_folder_entries,
+        max_bytes=limits.max_folder_bytes,
+        reader=keep,
+    )
     name = Path(sub["notebook"]).name
     raw = next((data for parts, data in files if parts == (name,)), None)
     if raw is None:
-        raise ValueError(f"the notebook {bounded.clean_text(name)} could not be read within the folder limits")
+        raise ValueError(
+            f"the notebook {bounded.clean_text(name)} could not be read within the folder limits"
+        )
     return raw, files, [f"in the submission folder: {n}" for n in tree.notes]
 
 
@@ -215,8 +230,20 @@ def parse_answers(raw: bytes, truncated: bool = False) -> tuple[dict, str | None
 
 # --- staging and running -----------------------------------------------------------------------
 
-def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, files: list, sheet: dict,
-           key: str, student: str, variants: bool, answers_fd: int) -> dict:
+
+def _stage(
+    plan: Plan,
+    stage: str,
+    ipc: str,
+    work: str | None,
+    uid: int | None,
+    files: list,
+    sheet: dict,
+    key: str,
+    student: str,
+    variants: bool,
+    answers_fd: int,
+) -> dict:
     """Write what the kernel's first code reads (:mod:`~aiinfra.course.grading.kernel`); returns its environment."""
     os.makedirs(os.path.join(stage, "files"), mode=0o700)
     manifest = []
@@ -227,19 +254,46 @@ def _stage(plan: Plan, stage: str, ipc: str, work: str | None, uid: int | None, 
         manifest.append([list(parts), name])
     write_identity_files(stage, uid)
     inside = plan.paths(stage, ipc, work)
-    env = {"HOME": inside["home"], "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg",
-           "MPLCONFIGDIR": os.path.join(inside["home"], ".mpl"), "IPYTHONDIR": os.path.join(inside["home"], ".ipython"),
-           "JUPYTER_RUNTIME_DIR": os.path.join(inside["home"], ".runtime"), "PYTHONDONTWRITEBYTECODE": "1",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2",
-           "PYDEVD_DISABLE_FILE_VALIDATION": "1", "TMPDIR": "/tmp" if plan.mode == "bwrap" else inside["work"],
-           "AIINFRA_STUDENT_ID": student, "AIINFRA_VARIANTS": "1" if variants else "0",
-           "AIINFRA_ANSWERS_FD": str(answers_fd), "AIINFRA_SHEET": os.path.join(inside["home"], ".aiinfra-sheet.json")}
-    connection = {"transport": "ipc", "ip": os.path.join(inside["ipc"], "k"), "key": key,
-                  "signature_scheme": "hmac-sha256", **PORTS}
-    spec = {"files": manifest, "rlimits": plan.rlimits(), "uid": uid, "gid": uid, "userns": plan.userns,
-            "namespaces": plan.mode == "bwrap",
-            "work": inside["work"], "home": inside["home"], "env": env,
-            "connection": connection, "sheet": sheet}
+    env = {
+        "HOME": inside["home"],
+        "PATH": "/usr/bin:/bin",
+        "LC_ALL": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": os.path.join(inside["home"], ".mpl"),
+        "IPYTHONDIR": os.path.join(inside["home"], ".ipython"),
+        "JUPYTER_RUNTIME_DIR": os.path.join(inside["home"], ".runtime"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "TMPDIR": "/tmp" if plan.mode == "bwrap" else inside["work"],
+        "AIINFRA_STUDENT_ID": student,
+        "AIINFRA_VARIANTS": "1" if variants else "0",
+        "AIINFRA_ANSWERS_FD": str(answers_fd),
+        "AIINFRA_SHEET": os.path.join(inside["home"], ".aiinfra-sheet.json"),
+    }
+    connection = {
+        "transport": "ipc",
+        "ip": os.path.join(inside["ipc"], "k"),
+        "key": key,
+        "signature_scheme": "hmac-sha256",
+        **PORTS,
+    }
+    spec = {
+        "files": manifest,
+        "rlimits": plan.rlimits(),
+        "uid": uid,
+        "gid": uid,
+        "userns": plan.userns,
+        "namespaces": plan.mode == "bwrap",
+        "work": inside["work"],
+        "home": inside["home"],
+        "env": env,
+        "connection": connection,
+        "sheet": sheet,
+    }
     with open(os.path.join(stage, "spec.json"), "x", encoding="utf-8") as fh:
         json.dump(spec, fh)
     return env
@@ -263,25 +317,44 @@ class _Pipe:
             if not chunk:
                 return False
             room = self.cap - len(self.data)
-            self.data += chunk[:max(room, 0)]
+            self.data += chunk[: max(room, 0)]
             self.truncated |= len(chunk) > room
 
     def follow(self, loop) -> None:
         """Drain from the event loop while the run lasts (and stop watching at end of file)."""
+
         def ready():
             if not self.drain():
                 loop.remove_reader(self.r)
+
         loop.add_reader(self.r, ready)
 
 
-async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe, stderr: _Pipe, cwd: str,
-                   env: dict, bwrap: bool) -> dict:
+async def _execute(
+    nb,
+    km: SandboxKernelManager,
+    limits: Limits,
+    answers: _Pipe,
+    stderr: _Pipe,
+    cwd: str,
+    env: dict,
+    bwrap: bool,
+) -> dict:
     started = time.monotonic()
     deadline = started + limits.total_timeout_s
-    client = _CappedClient(nb, km=km, timeout=limits.cell_timeout_s, allow_errors=False, interrupt_on_timeout=False,
-                           shutdown_kernel="immediate", iopub_timeout=2, raise_on_iopub_timeout=False,
-                           startup_timeout=min(limits.startup_timeout_s, limits.total_timeout_s),
-                           record_timing=False, kernel_name="aiinfra-sandbox")
+    client = _CappedClient(
+        nb,
+        km=km,
+        timeout=limits.cell_timeout_s,
+        allow_errors=False,
+        interrupt_on_timeout=False,
+        shutdown_kernel="immediate",
+        iopub_timeout=2,
+        raise_on_iopub_timeout=False,
+        startup_timeout=min(limits.startup_timeout_s, limits.total_timeout_s),
+        record_timing=False,
+        kernel_name="aiinfra-sandbox",
+    )
     client.output_cap = limits.output_bytes
     client.output_truncated = False
     code_cells = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
@@ -291,8 +364,9 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     stderr.follow(loop)
     alive_at_stop, dropped = False, 0
     try:
-        async with client.async_setup_kernel(cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                             stderr=stderr.w, pass_fds=(answers.w,)):
+        async with client.async_setup_kernel(
+            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=stderr.w, pass_fds=(answers.w,)
+        ):
             os.close(answers.w)
             os.close(stderr.w)
             answers.w = stderr.w = -1
@@ -300,15 +374,20 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     out.update(status="timeout")
-                    out["errors"].append(f"total time limit of {limits.total_timeout_s:g} s reached before code cell {n}")
+                    out["errors"].append(
+                        f"total time limit of {limits.total_timeout_s:g} s reached before code cell {n}"
+                    )
                     break
                 client.timeout = max(1, int(min(limits.cell_timeout_s, remaining) + 0.999))
                 try:
                     await client.async_execute_cell(nb.cells[index], index)
                     out["cells_run"] = n
                 except CellTimeoutError:
-                    which = f"total time limit of {limits.total_timeout_s:g} s" if remaining < limits.cell_timeout_s \
+                    which = (
+                        f"total time limit of {limits.total_timeout_s:g} s"
+                        if remaining < limits.cell_timeout_s
                         else f"cell time limit of {limits.cell_timeout_s:g} s"
+                    )
                     out.update(status="timeout")
                     out["errors"].append(f"code cell {n} ran past the {which}; the run stopped there")
                     break
@@ -320,8 +399,10 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
                     break
                 except DeadKernelError:
                     out.update(status="dead")
-                    out["errors"].append(f"the kernel died in code cell {n} (exit, crash or memory limit); "
-                                         "the run stopped there")
+                    out["errors"].append(
+                        f"the kernel died in code cell {n} (exit, crash or memory limit); "
+                        "the run stopped there"
+                    )
                     break
             # the stop: take what was recorded up to now, then nothing more
             answers.drain()
@@ -336,7 +417,9 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     except (RuntimeError, TimeoutError, zmq.ZMQError) as exc:
         if out["status"] == "ok":
             out.update(status="error")
-            out["errors"].append(f"the kernel could not be run: {_last_line(stderr) or bounded.clean_text(str(exc))}")
+            out["errors"].append(
+                f"the kernel could not be run: {_last_line(stderr) or bounded.clean_text(str(exc))}"
+            )
     finally:
         for fd in (answers.r, stderr.r):
             loop.remove_reader(fd)
@@ -344,8 +427,10 @@ async def _execute(nb, km: SandboxKernelManager, limits: Limits, answers: _Pipe,
     if client.output_truncated:
         out["errors"].append(f"output above {limits.output_bytes} bytes was discarded")
     if dropped:
-        out["errors"].append(f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
-                             "were discarded unread (or the kernel closed a socket)")
+        out["errors"].append(
+            f"{dropped} kernel message(s) above {_BindingMixin.max_message_bytes} bytes "
+            "were discarded unread (or the kernel closed a socket)"
+        )
     return out
 
 
@@ -427,26 +512,48 @@ def _run(job: dict) -> dict:
         raw, files, notes = read_submission(job["sub"], limits)
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return {"status": "invalid", "errors": [f"the submission could not be read: {bounded.clean_text(why)}"]}
+        return {
+            "status": "invalid",
+            "errors": [f"the submission could not be read: {bounded.clean_text(why)}"],
+        }
     if len(raw) > limits.max_notebook_bytes:
-        return {"status": "invalid", "errors": [f"the notebook is above the {limits.max_notebook_bytes}-byte limit"]}
+        return {
+            "status": "invalid",
+            "errors": [f"the notebook is above the {limits.max_notebook_bytes}-byte limit"],
+        }
     nb, why = parse_notebook(raw, limits)
     if nb is None:
         return {"status": "invalid", "errors": [why]}
     stage, ipc, work, uid = job["stage"], job["ipc"], job["work"], job["uid"]
     answers, stderr = _Pipe(MAX_ANSWER_BYTES), _Pipe(MAX_STDERR_KEPT)
-    env = _stage(plan, stage, ipc, work, uid, files, job["sheet"], job["key"], job["student"], job["variants"],
-                 answers.w)
+    env = _stage(
+        plan,
+        stage,
+        ipc,
+        work,
+        uid,
+        files,
+        job["sheet"],
+        job["key"],
+        job["student"],
+        job["variants"],
+        answers.w,
+    )
     slot = plan.cgroups.slots[job["slot"]] if plan.cgroups else None
     if slot:
         slot.prepare(limits.memory_bytes, limits.max_processes)
-    km = SandboxKernelManager(transport="ipc", ip=os.path.join(ipc, "k"),
-                              connection_file=os.path.join(stage, "host-kernel.json"))
+    km = SandboxKernelManager(
+        transport="ipc", ip=os.path.join(ipc, "k"), connection_file=os.path.join(stage, "host-kernel.json")
+    )
     for name, port in PORTS.items():
         setattr(km, name, port)
     km.session.key = job["key"].encode()
-    km._kernel_spec = KernelSpec(argv=plan.command(stage, ipc, slot.procs_files if slot else [], env),
-                                 display_name="aiinfra sandbox", language="python", env={})
+    km._kernel_spec = KernelSpec(
+        argv=plan.command(stage, ipc, slot.procs_files if slot else [], env),
+        display_name="aiinfra sandbox",
+        language="python",
+        env={},
+    )
     _BindingMixin.max_message_bytes = max(limits.output_bytes, 64 * 2**10) + 64 * 2**10
     try:
         result = asyncio.run(_execute(nb, km, limits, answers, stderr, stage, env, plan.mode == "bwrap"))
@@ -461,8 +568,10 @@ def _run(job: dict) -> dict:
     result["reported_student"] = reported
     result["errors"] += notes + problems
     if result_usage.get("oom_kills"):
-        result["errors"].append(f"the sandbox reached its memory cap of {limits.memory_bytes} bytes "
-                                f"({result_usage['oom_kills']} process(es) killed)")
+        result["errors"].append(
+            f"the sandbox reached its memory cap of {limits.memory_bytes} bytes "
+            f"({result_usage['oom_kills']} process(es) killed)"
+        )
     result["usage"] = result_usage
     return result
 
@@ -478,13 +587,18 @@ def _child(conn, job: dict) -> None:
         _close_inherited()
         result = _run(job)
     except BaseException as exc:  # report, never hang the grader
-        result = {"status": "error", "errors": [f"grader worker failed: {type(exc).__name__}: "
-                                                f"{bounded.clean_text(str(exc))[:200]}"]}
+        result = {
+            "status": "error",
+            "errors": [f"grader worker failed: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"],
+        }
     result["cpu_s"] = _reap_and_measure()
     try:
         data = json.dumps(result).encode()
-        conn.send_bytes(data if len(data) <= MAX_RESULT_BYTES else
-                        json.dumps({"status": "error", "errors": ["the worker's report was too large"]}).encode())
+        conn.send_bytes(
+            data
+            if len(data) <= MAX_RESULT_BYTES
+            else json.dumps({"status": "error", "errors": ["the worker's report was too large"]}).encode()
+        )
         conn.close()
     finally:
         os._exit(0)
@@ -493,15 +607,28 @@ def _child(conn, job: dict) -> None:
 class Extraction:
     """One submission's run: ``start()``, wait on ``waitables``, then ``finish()``."""
 
-    def __init__(self, sub: dict, student: str, variants: bool, sheet: dict, plan: Plan, run_dir: str,
-                 slot: int = 0, seq: int = 0, fallback_root: str | None = None):
+    def __init__(
+        self,
+        sub: dict,
+        student: str,
+        variants: bool,
+        sheet: dict,
+        plan: Plan,
+        run_dir: str,
+        slot: int = 0,
+        seq: int = 0,
+        fallback_root: str | None = None,
+    ):
         self.sub, self.student, self.variants, self.sheet = sub, student, variants, sheet
         self.plan, self.slot = plan, slot
         self.stage = os.path.join(run_dir, f"{slot}-{seq}")
         # the grader binds the kernel's sockets here: a folder only the grader may write, which (without
         # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess
-        self.ipc = os.path.join(run_dir, f"{slot}-{seq}-ipc") if plan.mode == "bwrap" else \
-            os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
+        self.ipc = (
+            os.path.join(run_dir, f"{slot}-{seq}-ipc")
+            if plan.mode == "bwrap"
+            else os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
+        )
         self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
         self.proc = self.conn = self.result_bytes = self.started = None
 
@@ -514,9 +641,20 @@ class Extraction:
             os.mkdir(self.work, 0o700)
             if uid is not None:
                 os.chown(self.work, uid, uid)
-        job = {"sub": self.sub, "plan": self.plan, "stage": self.stage, "ipc": self.ipc, "work": self.work,
-               "uid": uid, "slot": self.slot, "sheet": self.sheet, "key": secrets.token_hex(32),
-               "student": self.student, "variants": self.variants, "grader_pid": os.getpid()}
+        job = {
+            "sub": self.sub,
+            "plan": self.plan,
+            "stage": self.stage,
+            "ipc": self.ipc,
+            "work": self.work,
+            "uid": uid,
+            "slot": self.slot,
+            "sheet": self.sheet,
+            "key": secrets.token_hex(32),
+            "student": self.student,
+            "variants": self.variants,
+            "grader_pid": os.getpid(),
+        }
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
         self.conn = recv
@@ -564,7 +702,11 @@ class Extraction:
         except ValueError:
             result = None
         if not isinstance(result, dict):
-            why = "the grader worker overran its deadline and was killed" if overrun else "the grader worker died"
+            why = (
+                "the grader worker overran its deadline and was killed"
+                if overrun
+                else "the grader worker died"
+            )
             result = {"status": "timeout" if overrun else "error", "errors": [why]}
         result.setdefault("errors", [])
         result.setdefault("answers", [])

@@ -9,6 +9,7 @@ in is cleaned first (a lone surrogate or NUL becomes U+FFFD), so whatever a
 submission managed to record can always be exported. :class:`Lock` keeps a
 second grader away from a gradebook in use.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -50,10 +51,15 @@ class Lock:
             holder = os.pread(self.fd, 64, 0).decode("ascii", "replace").strip() or "?"
             if not wait:
                 os.close(self.fd)
-                raise RuntimeError(f"another aiinfra-grade (pid {holder}) is using {gradebook}; "
-                                   "let it finish, or pass --wait to queue behind it") from None
-            print(f"aiinfra-grade: waiting for the aiinfra-grade (pid {holder}) that is using {gradebook}",
-                  file=stream, flush=True)
+                raise RuntimeError(
+                    f"another aiinfra-grade (pid {holder}) is using {gradebook}; "
+                    "let it finish, or pass --wait to queue behind it"
+                ) from None
+            print(
+                f"aiinfra-grade: waiting for the aiinfra-grade (pid {holder}) that is using {gradebook}",
+                file=stream,
+                flush=True,
+            )
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
@@ -68,6 +74,7 @@ class Lock:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -128,10 +135,13 @@ class Gradebook:
     def is_current(self, assignment: str, student: str, content_sha256: str, fingerprint: str) -> bool:
         row = self.db.execute(
             "SELECT content_sha256, fingerprint FROM submissions WHERE assignment=? AND student=?",
-            (assignment, student)).fetchone()
+            (assignment, student),
+        ).fetchone()
         return row == (content_sha256, fingerprint)
 
-    def record(self, assignment: str, path: str, content_sha256: str, fingerprint: str, score, extracted: dict) -> None:
+    def record(
+        self, assignment: str, path: str, content_sha256: str, fingerprint: str, score, extracted: dict
+    ) -> None:
         """Replace the rows of one submission, in one transaction."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         path, reason, extracted = clean_text(path), clean_text(score.reason), _clean(extracted)
@@ -139,48 +149,91 @@ class Gradebook:
             self.db.execute("DELETE FROM parts WHERE assignment=? AND student=?", (assignment, score.student))
             self.db.executemany(
                 "INSERT INTO parts VALUES (?,?,?,?,?,?,?,?,?,?,NULL)",
-                [(assignment, score.student, r.exercise, r.part, r.kind, r.points, r.max_points, r.status,
-                  clean_text(r.reason), None if r.answer is None else json.dumps(_clean(r.answer)))
-                 for r in score.parts])
+                [
+                    (
+                        assignment,
+                        score.student,
+                        r.exercise,
+                        r.part,
+                        r.kind,
+                        r.points,
+                        r.max_points,
+                        r.status,
+                        clean_text(r.reason),
+                        None if r.answer is None else json.dumps(_clean(r.answer)),
+                    )
+                    for r in score.parts
+                ],
+            )
             self.db.execute(
                 "INSERT OR REPLACE INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (assignment, score.student, path, content_sha256, fingerprint, score.status, reason,
-                 score.auto_score, score.auto_max, score.manual_max, extracted.get("elapsed_s"),
-                 extracted.get("cpu_s"), json.dumps(extracted.get("sandbox", {})), now))
+                (
+                    assignment,
+                    score.student,
+                    path,
+                    content_sha256,
+                    fingerprint,
+                    score.status,
+                    reason,
+                    score.auto_score,
+                    score.auto_max,
+                    score.manual_max,
+                    extracted.get("elapsed_s"),
+                    extracted.get("cpu_s"),
+                    json.dumps(extracted.get("sandbox", {})),
+                    now,
+                ),
+            )
 
     def set_manual(self, assignment: str, student: str, exercise: str, part: str, points: float) -> None:
         """Record the hand-graded points of a free-response part (0 <= points <= its maximum)."""
         row = self.db.execute(
             "SELECT max_points FROM parts WHERE assignment=? AND student=? AND exercise=? AND part=? AND kind='free'",
-            (assignment, student, exercise, part)).fetchone()
+            (assignment, student, exercise, part),
+        ).fetchone()
         if row is None:
-            raise ValueError(f"no free-response part {exercise}({part}) for student {student!r} in {assignment}")
+            raise ValueError(
+                f"no free-response part {exercise}({part}) for student {student!r} in {assignment}"
+            )
         if not isinstance(points, (int, float)) or not 0 <= points <= row[0]:
             raise ValueError(f"points must lie in [0, {row[0]}], got {points!r}")
         with self.db:
             self.db.execute(
                 "UPDATE parts SET manual_points=?, status='manual-graded', reason='graded by hand' "
                 "WHERE assignment=? AND student=? AND exercise=? AND part=?",
-                (float(points), assignment, student, exercise, part))
+                (float(points), assignment, student, exercise, part),
+            )
 
     def students(self, assignment: str) -> list[str]:
-        return [r[0] for r in self.db.execute(
-            "SELECT student FROM submissions WHERE assignment=? ORDER BY student", (assignment,))]
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT student FROM submissions WHERE assignment=? ORDER BY student", (assignment,)
+            )
+        ]
 
     def submission(self, assignment: str, student: str) -> dict:
-        cur = self.db.execute("SELECT * FROM submissions WHERE assignment=? AND student=?", (assignment, student))
+        cur = self.db.execute(
+            "SELECT * FROM submissions WHERE assignment=? AND student=?", (assignment, student)
+        )
         row = cur.fetchone()
         if row is None:
             raise ValueError(f"no submission of {student!r} for {assignment}")
         sub = dict(zip([d[0] for d in cur.description], row))
-        cur = self.db.execute("SELECT * FROM parts WHERE assignment=? AND student=? ORDER BY exercise, part",
-                              (assignment, student))
+        cur = self.db.execute(
+            "SELECT * FROM parts WHERE assignment=? AND student=? ORDER BY exercise, part",
+            (assignment, student),
+        )
         cols = [d[0] for d in cur.description]
         parts = [dict(zip(cols, r)) for r in cur.fetchall()]
         for p in parts:
             p["answer"] = None if p["answer"] is None else _clean(json.loads(p["answer"]))
         manual = sum(p["manual_points"] or 0.0 for p in parts if p["kind"] == "free")
         pending = sum(p["max_points"] for p in parts if p["kind"] == "free" and p["manual_points"] is None)
-        sub.update(parts=parts, score=sub["auto_score"] + manual, max_score=sub["auto_max"] + sub["manual_max"],
-                   manual_pending=pending)
+        sub.update(
+            parts=parts,
+            score=sub["auto_score"] + manual,
+            max_score=sub["auto_max"] + sub["manual_max"],
+            manual_pending=pending,
+        )
         return sub

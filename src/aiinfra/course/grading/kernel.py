@@ -26,6 +26,7 @@ path while the interpreter starts. In order:
 ``answer()`` reaches the grader through the inherited pipe named in
 ``$AIINFRA_ANSWERS_FD`` (:mod:`aiinfra.course.exercises.record`).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -40,8 +41,13 @@ PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_NEWUSER = 0x10000000
 _CAP_VERSION_3 = 0x20080522
-_LIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE,
-           "nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
+_LIMITS = {
+    "as": resource.RLIMIT_AS,
+    "fsize": resource.RLIMIT_FSIZE,
+    "core": resource.RLIMIT_CORE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "nproc": resource.RLIMIT_NPROC,
+}
 
 
 def _libc():
@@ -77,14 +83,22 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def _enter_user_namespace(libc) -> None:
     """A fresh user namespace mapping only our own uid and gid; its capabilities are cleared at once."""
     uid, gid = os.geteuid(), os.getegid()
     _fail(libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"), ("gid_map", f"{gid} {gid} 1\n")):
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1\n"),
+        ("gid_map", f"{gid} {gid} 1\n"),
+    ):
         with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
             fh.write(text)
     data = (_CapData * 2)()
@@ -105,7 +119,9 @@ def drop_privileges(spec: dict) -> None:
         # a uid change made the process non-dumpable, which makes /proc/self/*_map root's
         _fail(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
         _enter_user_namespace(libc)
-    _fail(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")  # cleared by a uid change
+    _fail(
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)"
+    )  # cleared by a uid change
     if os.getppid() != parent:
         os._exit(1)
 
@@ -174,7 +190,10 @@ def _lean_imports() -> None:
     from jupyter_client import _version, connect
 
     pkg.__version__, pkg.version_info = _version.__version__, _version.version_info
-    pkg.protocol_version, pkg.protocol_version_info = _version.protocol_version, _version.protocol_version_info
+    pkg.protocol_version, pkg.protocol_version_info = (
+        _version.protocol_version,
+        _version.protocol_version_info,
+    )
     pkg.write_connection_file = connect.write_connection_file
 
 
@@ -227,7 +246,9 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.update(spec["env"])
     os.chdir(work)
     app_class = _kernel_app_class()  # imported before the student's folder joins the path
-    site = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
+    site = next(
+        (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path)
+    )
     sys.path.insert(site, work)  # the student's own modules, as IPython would add the cwd
     app = app_class.instance()
     app.initialize(["-f", connection, "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"])
@@ -240,7 +261,9 @@ def probe(argv: list[str] | None = None) -> None:
     spec, _ = _read_stage(argv[0])
     _set_limits(spec["rlimits"])
     drop_privileges(spec)
-    report = {"uid": os.getuid(),
-              "readable": {p: os.access(p, os.R_OK) for p in spec["probe"]["needed"]},
-              "present": {p: os.path.lexists(p) for p in spec["probe"]["hidden"]}}
+    report = {
+        "uid": os.getuid(),
+        "readable": {p: os.access(p, os.R_OK) for p in spec["probe"]["needed"]},
+        "present": {p: os.path.lexists(p) for p in spec["probe"]["hidden"]},
+    }
     print(json.dumps(report))

@@ -21,6 +21,7 @@ bubblewrap builds the user namespace itself. :class:`Plan` records what was
 achieved; a batch that runs with less (no bubblewrap, no namespaces, no
 cgroups) says so on stderr, in the summary and in every gradebook row.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,13 @@ INSIDE_HOME = "/tmp/home"
 #: What the kernel may load from the exercises package: the recording side only.
 EXERCISE_FILES_KEPT = ("__init__.py", "_format.py", "registry.py", "runtime.py", "record.py", "feedback.py")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/alternatives",
+)
 LAUNCHER = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"'
 
 
@@ -65,9 +72,16 @@ class Limits:
     startup_timeout_s: float = 30.0
 
     def __post_init__(self):
-        for name, low in (("cell_timeout_s", 0), ("total_timeout_s", 0), ("startup_timeout_s", 0),
-                          ("memory_bytes", 64 * 2**20 - 1), ("output_bytes", 1023), ("disk_bytes", 2**20 - 1),
-                          ("max_processes", 7), ("max_open_files", 63)):
+        for name, low in (
+            ("cell_timeout_s", 0),
+            ("total_timeout_s", 0),
+            ("startup_timeout_s", 0),
+            ("memory_bytes", 64 * 2**20 - 1),
+            ("output_bytes", 1023),
+            ("disk_bytes", 2**20 - 1),
+            ("max_processes", 7),
+            ("max_open_files", 63),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > low:
                 raise ValueError(f"{name} must be a number > {low}, got {value!r}")
@@ -108,8 +122,14 @@ def _closed_ancestor(path: str) -> str | None:
 
 def kernel_sys_path(python: str) -> list[str]:
     """The import path of ``python -I`` (what the kernel will search), realpaths of existing folders."""
-    out = subprocess.run([python, "-I", "-c", "import sys, json; print(json.dumps(sys.path))"],
-                         capture_output=True, text=True, timeout=60, cwd="/", check=True)
+    out = subprocess.run(
+        [python, "-I", "-c", "import sys, json; print(json.dumps(sys.path))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        check=True,
+    )
     return [_real(p) for p in json.loads(out.stdout) if p and os.path.isdir(p)]
 
 
@@ -117,10 +137,10 @@ def kernel_sys_path(python: str) -> list[str]:
 class Plan:
     """The sandbox every kernel of one batch gets, decided and self-checked once."""
 
-    mode: str                       # "bwrap" or "none"
+    mode: str  # "bwrap" or "none"
     bwrap: str | None
     python: str
-    package: str                    # top package name, "aiinfra"
+    package: str  # top package name, "aiinfra"
     package_dir: str
     kernel_module: str
     root: bool
@@ -140,12 +160,25 @@ class Plan:
         return UID_BASE + (os.getpid() % 100_000) * 64 + slot if self.drop_uid else None
 
     def _python_code(self) -> str:
-        return (f"import sys; sys.path.insert(0, {str(Path(self.package_dir).parent)!r}); "
-                f"from {self.kernel_module} import main; main()")
+        return (
+            f"import sys; sys.path.insert(0, {str(Path(self.package_dir).parent)!r}); "
+            f"from {self.kernel_module} import main; main()"
+        )
 
     def bwrap_args(self, stage: str, ipc: str | None, env: dict) -> list[str]:
-        a = [self.bwrap, "--die-with-parent", "--as-pid-1", "--new-session", "--unshare-pid", "--unshare-ipc",
-             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv"]
+        a = [
+            self.bwrap,
+            "--die-with-parent",
+            "--as-pid-1",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--clearenv",
+        ]
         for k, v in sorted(env.items()):  # at exec time: glibc and BLAS read some of these once, at start-up
             a += ["--setenv", k, v]
         if self.limits.isolate_network:
@@ -166,8 +199,14 @@ class Plan:
             a += ["--perms", "0755", "--dir", d]
         for f in ETC_FILES:
             a += ["--ro-bind-try", f, f]
-        a += ["--ro-bind", os.path.join(stage, "passwd"), "/etc/passwd",
-              "--ro-bind", os.path.join(stage, "group"), "/etc/group"]
+        a += [
+            "--ro-bind",
+            os.path.join(stage, "passwd"),
+            "/etc/passwd",
+            "--ro-bind",
+            os.path.join(stage, "group"),
+            "/etc/group",
+        ]
         # the folders leading to each mount, made here (mode 0755) unless a read-only mount already has them;
         # sorted by depth, each comes after the mask it lies in and before what is mounted in it
         bound = self.binds + [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
@@ -203,10 +242,15 @@ class Plan:
         a += ["--remount-ro", "/", "--chdir", "/"]
         return a
 
-    def command(self, stage: str, ipc: str | None, procs_files: list[str], env: dict, probe: bool = False) -> list[str]:
+    def command(
+        self, stage: str, ipc: str | None, procs_files: list[str], env: dict, probe: bool = False
+    ) -> list[str]:
         """argv of the kernel process (the stage path is the host's); ``env`` is the kernel's environment."""
-        code = self._python_code().replace("import main; main()", "import probe; probe()") if probe \
+        code = (
+            self._python_code().replace("import main; main()", "import probe; probe()")
+            if probe
             else self._python_code()
+        )
         inner_stage = INSIDE_STAGE if self.mode == "bwrap" else stage
         cmd = [self.python, "-I", "-c", code, inner_stage]
         if self.mode == "bwrap":
@@ -219,7 +263,12 @@ class Plan:
         """Where the kernel finds its stage, sockets, work folder and home (its own view)."""
         if self.mode == "bwrap":
             return {"stage": INSIDE_STAGE, "ipc": INSIDE_IPC, "work": INSIDE_WORK, "home": INSIDE_HOME}
-        return {"stage": stage, "ipc": ipc, "work": os.path.join(work, "work"), "home": os.path.join(work, "home")}
+        return {
+            "stage": stage,
+            "ipc": ipc,
+            "work": os.path.join(work, "work"),
+            "home": os.path.join(work, "home"),
+        }
 
     def rlimits(self) -> dict:
         lim = self.limits
@@ -230,8 +279,10 @@ class Plan:
 
     def summary_lines(self) -> list[str]:
         f = self.facts
-        lines = [f"sandbox: {f['isolation']}; kernel uid: {f['kernel_uid']}; caps: {f['caps']}; "
-                 f"writable: {f['writable']}"]
+        lines = [
+            f"sandbox: {f['isolation']}; kernel uid: {f['kernel_uid']}; caps: {f['caps']}; "
+            f"writable: {f['writable']}"
+        ]
         return lines + [f"WARNING: {w}" for w in self.warnings]
 
 
@@ -239,12 +290,14 @@ def _hidden_imports(exercises_dir: str) -> list[str]:
     """Load-time imports of a kept module that the sandbox hides (they would break ``answer()``)."""
     import ast
 
-    kept = {n[:-len(".py")] for n in EXERCISE_FILES_KEPT}
+    kept = {n[: -len(".py")] for n in EXERCISE_FILES_KEPT}
     siblings = _modules(exercises_dir)
     bad = []
     for name in EXERCISE_FILES_KEPT:
         targets = []
-        for node in ast.parse(Path(exercises_dir, name).read_text(encoding="utf-8")).body:  # module level only
+        for node in ast.parse(
+            Path(exercises_dir, name).read_text(encoding="utf-8")
+        ).body:  # module level only
             if isinstance(node, ast.ImportFrom):
                 mod = (node.module or "").split(".") if node.module else []
                 if node.level == 1 or mod[-1:] == ["exercises"]:
@@ -261,15 +314,17 @@ def _hidden_imports(exercises_dir: str) -> list[str]:
 
 
 def _modules(folder: str) -> set[str]:
-    return {n[:-len(".py")] for n in os.listdir(folder) if n.endswith(".py")}
+    return {n[: -len(".py")] for n in os.listdir(folder) if n.endswith(".py")}
 
 
 def _bytecode(folder: str, module_file: str) -> list[str]:
     """The compiled copies of one kept module in ``__pycache__`` (``runtime.cpython-311.pyc``...)."""
     cache = os.path.join(folder, "__pycache__")
-    stem = module_file[:-len(".py")] + "."
+    stem = module_file[: -len(".py")] + "."
     try:
-        return sorted(os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(stem) and n.endswith(".pyc"))
+        return sorted(
+            os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(stem) and n.endswith(".pyc")
+        )
     except OSError:
         return []
 
@@ -277,8 +332,10 @@ def _bytecode(folder: str, module_file: str) -> list[str]:
 def write_identity_files(stage: str, uid: int | None) -> None:
     """/etc/passwd and /etc/group as the kernel sees them: root and the sandbox user."""
     u = uid if uid is not None else os.getuid()
-    Path(stage, "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                     f"student:x:{u}:{u}:student:{INSIDE_HOME}:/usr/sbin/nologin\n")
+    Path(stage, "passwd").write_text(
+        f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"student:x:{u}:{u}:student:{INSIDE_HOME}:/usr/sbin/nologin\n"
+    )
     Path(stage, "group").write_text(f"root:x:0:\nstudent:x:{u}:\n")
 
 
@@ -287,8 +344,13 @@ def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
     procs = []
     try:
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
-        done = subprocess.run(plan.command(stage, None, procs, env, probe=True), capture_output=True, timeout=120,
-                              cwd=stage, env=env)
+        done = subprocess.run(
+            plan.command(stage, None, procs, env, probe=True),
+            capture_output=True,
+            timeout=120,
+            cwd=stage,
+            env=env,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc)
     err = done.stderr.decode("utf-8", "replace").strip()
@@ -301,8 +363,14 @@ def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
 
 
 def _probe_spec(plan: Plan, slot_uid: int | None, needed: list[str], hidden: list[str]) -> dict:
-    return {"files": [], "rlimits": plan.rlimits(), "uid": slot_uid, "gid": slot_uid, "userns": plan.userns,
-            "probe": {"needed": needed, "hidden": hidden}}
+    return {
+        "files": [],
+        "rlimits": plan.rlimits(),
+        "uid": slot_uid,
+        "gid": slot_uid,
+        "userns": plan.userns,
+        "probe": {"needed": needed, "hidden": hidden},
+    }
 
 
 def _find_bwrap(requested: str, bwrap: str | None) -> tuple[str | None, str | None]:
@@ -340,7 +408,11 @@ def _unseen(plan: Plan, exercises_dir: str, forbid: list[str]) -> list[str]:
     kept = {c for d in plan.exercise_dirs for n in EXERCISE_FILES_KEPT for c in _bytecode(d, n)}
     out = []
     for d in plan.exercise_dirs:
-        out += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n not in EXERCISE_FILES_KEPT + ("__pycache__",)]
+        out += [
+            os.path.join(d, n)
+            for n in sorted(os.listdir(d))
+            if n not in EXERCISE_FILES_KEPT + ("__pycache__",)
+        ]
         cache = os.path.join(d, "__pycache__")
         if os.path.isdir(cache):
             out += [c for c in (os.path.join(cache, n) for n in sorted(os.listdir(cache))) if c not in kept]
@@ -351,8 +423,11 @@ def _unseen(plan: Plan, exercises_dir: str, forbid: list[str]) -> list[str]:
     return out
 
 
-def _settle(plan: Plan, run_dir: str, needed: list[str], unseen: list[str]) -> tuple[dict | None, str, list[str]]:
+def _settle(
+    plan: Plan, run_dir: str, needed: list[str], unseen: list[str]
+) -> tuple[dict | None, str, list[str]]:
     """The most isolated kernel that starts in this mode: own uid and user namespace; own uid; root."""
+
     def attempt(drop: bool, userns: bool = True) -> tuple[dict | None, str]:
         plan.drop_uid, plan.userns = plan.root and drop, plan.root and drop and userns
         stage = os.path.join(run_dir, "probe")
@@ -369,20 +444,38 @@ def _settle(plan: Plan, run_dir: str, needed: list[str], unseen: list[str]) -> t
     report, err = attempt(True)
     if not plan.root or (report is not None and all(report["readable"].values())):
         return report, err, []
-    first = err if report is None else "cannot read " + ", ".join(p for p, ok in report["readable"].items() if not ok)
+    first = (
+        err
+        if report is None
+        else "cannot read " + ", ".join(p for p, ok in report["readable"].items() if not ok)
+    )
     report, err = attempt(True, userns=False)
     if report is not None and all(report["readable"].values()):
         return report, err, [f"the kernel gets no user namespace of its own ({first})"]
     report, err = attempt(False)
     caps = "no capabilities left" if plan.mode == "bwrap" else "all of root's capabilities"
     closed = sorted({a for b in plan.binds for a in [_closed_ancestor(b)] if a})
-    where = f"; {', '.join(closed)} cannot be entered by other users" if closed and plan.mode == "none" else ""
-    return report, err, [f"the kernel runs as root ({caps}), because an unprivileged uid cannot start it "
-                         f"here ({first}{where})"]
+    where = (
+        f"; {', '.join(closed)} cannot be entered by other users" if closed and plan.mode == "none" else ""
+    )
+    return (
+        report,
+        err,
+        [
+            f"the kernel runs as root ({caps}), because an unprivileged uid cannot start it "
+            f"here ({first}{where})"
+        ],
+    )
 
 
-def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, requested: str = "auto",
-              bwrap: str | None = None) -> Plan:
+def make_plan(
+    limits: Limits,
+    forbidden: list[str],
+    run_dir: str,
+    workers: int,
+    requested: str = "auto",
+    bwrap: str | None = None,
+) -> Plan:
     """Decide the sandbox for a batch and check it once: the kernel can load what it needs and no more.
 
     ``requested``: ``auto`` (bubblewrap where it works, else a loud fallback),
@@ -394,25 +487,48 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
 
     exercises_dir = _real(os.path.dirname(exercises.__file__))
     package_dir = str(Path(exercises_dir).parent)
-    while Path(package_dir, "__init__.py").exists() and Path(package_dir).parent.joinpath("__init__.py").exists():
+    while (
+        Path(package_dir, "__init__.py").exists()
+        and Path(package_dir).parent.joinpath("__init__.py").exists()
+    ):
         package_dir = str(Path(package_dir).parent)  # the top package, should exercises move deeper
     root = os.geteuid() == 0
     bwrap_path, why_not = _find_bwrap(requested, bwrap)
-    plan = Plan(mode="bwrap" if bwrap_path else "none", bwrap=bwrap_path, python=sys.executable,
-                package=Path(package_dir).name, package_dir=package_dir,
-                kernel_module=f"{__name__.rsplit('.', 1)[0]}.kernel", root=root, drop_uid=root, userns=root,
-                limits=limits)
+    plan = Plan(
+        mode="bwrap" if bwrap_path else "none",
+        bwrap=bwrap_path,
+        python=sys.executable,
+        package=Path(package_dir).name,
+        package_dir=package_dir,
+        kernel_module=f"{__name__.rsplit('.', 1)[0]}.kernel",
+        root=root,
+        drop_uid=root,
+        userns=root,
+        limits=limits,
+    )
     sys_path, repo = kernel_sys_path(plan.python), _repository(package_dir)
     plan.binds = _read_only_mounts(package_dir, sys_path, repo)
     forbid = sorted({_real(f) for f in forbidden + ([repo] if repo else []) if f and os.path.exists(f)})
     both = [f for f in forbid if f in plan.binds]
     if both:
-        raise ValueError(f"cannot isolate the kernel: {both} are both needed by the kernel and forbidden to it")
+        raise ValueError(
+            f"cannot isolate the kernel: {both} are both needed by the kernel and forbidden to it"
+        )
     plan.masks = [f for f in forbid if any(_inside(f, b) and f != b for b in plan.binds + list(SYSTEM_DIRS))]
     rel = os.path.relpath(exercises_dir, package_dir)
-    plan.exercise_dirs = sorted({os.path.join(d, plan.package, rel) for d in {str(Path(package_dir).parent), *sys_path}
-                                 if os.path.isdir(os.path.join(d, plan.package, rel))} | {exercises_dir})
-    needed = [os.path.join(exercises_dir, "runtime.py"), os.path.join(exercises_dir, "record.py"), plan.python]
+    plan.exercise_dirs = sorted(
+        {
+            os.path.join(d, plan.package, rel)
+            for d in {str(Path(package_dir).parent), *sys_path}
+            if os.path.isdir(os.path.join(d, plan.package, rel))
+        }
+        | {exercises_dir}
+    )
+    needed = [
+        os.path.join(exercises_dir, "runtime.py"),
+        os.path.join(exercises_dir, "record.py"),
+        plan.python,
+    ]
     unseen = _unseen(plan, exercises_dir, forbid)
     report, err, notes = _settle(plan, run_dir, needed, unseen)
     if report is None and plan.mode == "bwrap":
@@ -431,16 +547,24 @@ def make_plan(limits: Limits, forbidden: list[str], run_dir: str, workers: int, 
         raise ValueError(f"sandbox self-check failed: the kernel would see {visible[:5]}")
     plan.warnings += notes
     if plan.mode == "none":
-        plan.warnings.insert(0, f"NO SANDBOX NAMESPACES: {why_not}. Kernels share the grader's file system, "
-                             "processes, IPC and network: a notebook can read every file its uid can (other "
-                             "submissions, the exercise definitions, the answer key), and its detached processes "
-                             "are only killed by uid or cgroup.")
+        plan.warnings.insert(
+            0,
+            f"NO SANDBOX NAMESPACES: {why_not}. Kernels share the grader's file system, "
+            "processes, IPC and network: a notebook can read every file its uid can (other "
+            "submissions, the exercise definitions, the answer key), and its detached processes "
+            "are only killed by uid or cgroup.",
+        )
     plan.cgroups, why = open_cgroups(workers)
     if plan.cgroups is None:
-        plan.warnings.append(f"NO CGROUPS: {why}. Memory is capped per process only ({limits.memory_bytes} bytes "
-                             "of address space each), so several processes together can exceed it"
-                             + ("; processes are capped per sandbox uid." if plan.drop_uid else
-                                "; the number of processes is not capped."))
+        plan.warnings.append(
+            f"NO CGROUPS: {why}. Memory is capped per process only ({limits.memory_bytes} bytes "
+            "of address space each), so several processes together can exceed it"
+            + (
+                "; processes are capped per sandbox uid."
+                if plan.drop_uid
+                else "; the number of processes is not capped."
+            )
+        )
     plan.facts = _facts(plan)
     return plan
 
@@ -456,7 +580,16 @@ def _facts(plan: Plan) -> dict:
     uid = "a uid of its own per worker" if plan.drop_uid else ("root" if plan.root else "the grader's user")
     caps = "none" if plan.mode == "bwrap" or plan.drop_uid or not plan.root else "all (root)"
     cg = plan.cgroups.describe() if plan.cgroups else "none"
-    return {"mode": plan.mode, "isolation": iso, "kernel_uid": uid, "caps": caps, "writable": writable,
-            "cgroups": cg, "memory_bytes": plan.limits.memory_bytes, "max_processes": plan.limits.max_processes,
-            "network_isolated": plan.mode == "bwrap" and plan.limits.isolate_network,
-            "answer_key_hidden": plan.mode == "bwrap", "warnings": list(plan.warnings)}
+    return {
+        "mode": plan.mode,
+        "isolation": iso,
+        "kernel_uid": uid,
+        "caps": caps,
+        "writable": writable,
+        "cgroups": cg,
+        "memory_bytes": plan.limits.memory_bytes,
+        "max_processes": plan.limits.max_processes,
+        "network_isolated": plan.mode == "bwrap" and plan.limits.isolate_network,
+        "answer_key_hidden": plan.mode == "bwrap",
+        "warnings": list(plan.warnings),
+    }

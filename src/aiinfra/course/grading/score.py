@@ -6,6 +6,7 @@ submission defines reaches this module except the plain-JSON answer records.
 The per-part verdicts come from :func:`aiinfra.course.exercises.feedback.score_part`,
 the same function the notebook's ``check()`` uses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,14 +63,18 @@ class Assignment:
 
 @lru_cache(maxsize=256)
 def _references(assignment: Assignment, who: str | None) -> dict:
-    return {ex.id: references(ex, namespace(ex, params_for(ex, who, assignment.variants)))
-            for ex in assignment.exercises}
+    return {
+        ex.id: references(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+        for ex in assignment.exercises
+    }
 
 
 @lru_cache(maxsize=256)
 def _slips(assignment: Assignment, who: str | None) -> dict:
-    return {ex.id: resolved_slips(ex, namespace(ex, params_for(ex, who, assignment.variants)))
-            for ex in assignment.exercises}
+    return {
+        ex.id: resolved_slips(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+        for ex in assignment.exercises
+    }
 
 
 @lru_cache(maxsize=256)
@@ -97,8 +102,13 @@ class SubmissionScore:
         return float(sum(p.max_points for p in self.parts if p.kind == "free"))
 
 
-_SUMMARY = {"ok": "ran to the end", "error": "stopped by an error", "timeout": "stopped by a time limit",
-            "dead": "the kernel died", "invalid": "could not be run"}
+_SUMMARY = {
+    "ok": "ran to the end",
+    "error": "stopped by an error",
+    "timeout": "stopped by a time limit",
+    "dead": "the kernel died",
+    "invalid": "could not be run",
+}
 
 
 def score_submission(extracted: dict, assignment: Assignment, student: str) -> SubmissionScore:
@@ -116,10 +126,13 @@ def score_submission(extracted: dict, assignment: Assignment, student: str) -> S
     for ex in assignment.exercises:
         refs = all_refs[ex.id]
         for p in ex.parts:
-            r = feedback.score_part(ex.id, p, records.get((ex.id, p.part)), refs.get(p.part),
-                                    all_slips[ex.id].get(p.part))
+            r = feedback.score_part(
+                ex.id, p, records.get((ex.id, p.part)), refs.get(p.part), all_slips[ex.id].get(p.part)
+            )
             if r.status == "missing" and stop_note:
-                r = feedback.PartResult(**{**r.as_dict(), "reason": "no answer recorded before the run stopped"})
+                r = feedback.PartResult(
+                    **{**r.as_dict(), "reason": "no answer recorded before the run stopped"}
+                )
             parts.append(r)
     answered = sum(1 for r in parts if r.status != "missing")
     reason = [f"{_SUMMARY.get(status, status)}; {answered} of {len(parts)} parts answered"]

@@ -13,6 +13,7 @@ Gradebook keys are the student ids themselves when valid; an entry whose name
 is not a valid id, or a duplicate, gets ``<readable part>~<hash of the raw name>``,
 which no valid id can collide with in practice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,11 +37,19 @@ def _entry(folder: Path, name: str, chapter: str) -> dict:
     raw = bounded.name_bytes(name)
     shown = bounded.clean_text(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     path = folder / name
-    sub = {"name": shown, "raw_name": raw, "path": bounded.clean_text(str(path).encode("utf-8", "surrogateescape")
-                                                                      .decode("utf-8", "replace")),
-           "notebook": None, "folder": None, "whole_folder": False, "problem": None}
+    sub = {
+        "name": shown,
+        "raw_name": raw,
+        "path": bounded.clean_text(str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")),
+        "notebook": None,
+        "folder": None,
+        "whole_folder": False,
+        "problem": None,
+    }
     st = os.lstat(path)
-    stem = name[:-len(".ipynb")] if name.lower().endswith(".ipynb") and not stat.S_ISDIR(st.st_mode) else name
+    stem = (
+        name[: -len(".ipynb")] if name.lower().endswith(".ipynb") and not stat.S_ISDIR(st.st_mode) else name
+    )
     try:
         if shown != name:
             raise ValueError("not UTF-8")
@@ -48,8 +57,12 @@ def _entry(folder: Path, name: str, chapter: str) -> dict:
         if sub["student"] != stem:
             raise ValueError("surrounding spaces")
     except ValueError:
-        sub["student"] = _key_for_bad_name(raw, stem.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
-        sub["problem"] = f"the name {shown!r} is not a usable student id (1 to 128 printable UTF-8 characters)"
+        sub["student"] = _key_for_bad_name(
+            raw, stem.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        )
+        sub["problem"] = (
+            f"the name {shown!r} is not a usable student id (1 to 128 printable UTF-8 characters)"
+        )
         return sub
     if stat.S_ISLNK(st.st_mode):
         sub["problem"] = "a symbolic link; links are not followed"
@@ -62,8 +75,13 @@ def _entry(folder: Path, name: str, chapter: str) -> dict:
         sub.update(folder=path, whole_folder=True)
         try:
             with os.scandir(path) as it:
-                nbs = sorted(e.name for e in it if e.name.endswith(".ipynb") and not e.name.startswith(".")
-                             and e.is_file(follow_symlinks=False))
+                nbs = sorted(
+                    e.name
+                    for e in it
+                    if e.name.endswith(".ipynb")
+                    and not e.name.startswith(".")
+                    and e.is_file(follow_symlinks=False)
+                )
         except OSError as exc:
             sub["problem"] = f"the folder cannot be read ({exc.strerror})"
             return sub
@@ -91,9 +109,16 @@ def discover(folder: Path, chapter: str) -> tuple[list[dict], list[str]]:
             sub = _entry(folder, name, chapter)
         except OSError as exc:
             raw = bounded.name_bytes(name)
-            sub = {"student": _key_for_bad_name(raw, name), "name": bounded.clean_text(name), "raw_name": raw,
-                   "path": bounded.clean_text(name), "notebook": None, "folder": None, "whole_folder": False,
-                   "problem": f"cannot be read ({exc.strerror})"}
+            sub = {
+                "student": _key_for_bad_name(raw, name),
+                "name": bounded.clean_text(name),
+                "raw_name": raw,
+                "path": bounded.clean_text(name),
+                "notebook": None,
+                "folder": None,
+                "whole_folder": False,
+                "problem": f"cannot be read ({exc.strerror})",
+            }
         if sub["student"] in seen:
             first = seen[sub["student"]]
             sub["problem"] = f"a second submission for student {sub['student']!r} ({first} is graded)"
@@ -105,7 +130,9 @@ def discover(folder: Path, chapter: str) -> tuple[list[dict], list[str]]:
 
 def content_hash(sub: dict, limits) -> str:
     """What decides "unchanged since the last run": the bytes that would be graded (bounded)."""
-    h = hashlib.sha256(b"aiinfra-submission/" + sub["raw_name"] + b"\0" + (sub["problem"] or "").encode() + b"\0")
+    h = hashlib.sha256(
+        b"aiinfra-submission/" + sub["raw_name"] + b"\0" + (sub["problem"] or "").encode() + b"\0"
+    )
     if sub["problem"]:
         return h.hexdigest()
 
@@ -114,8 +141,13 @@ def content_hash(sub: dict, limits) -> str:
         h.update(hashlib.sha256(bounded.read_fd(fd, limits.max_folder_bytes)).digest())
 
     if sub["whole_folder"]:
-        bounded.walk(str(sub["folder"]), max_depth=limits.max_folder_depth, max_entries=limits.max_folder_entries,
-                     max_bytes=limits.max_folder_bytes, reader=add)
+        bounded.walk(
+            str(sub["folder"]),
+            max_depth=limits.max_folder_depth,
+            max_entries=limits.max_folder_entries,
+            max_bytes=limits.max_folder_bytes,
+            reader=add,
+        )
     else:
         fd = os.open(sub["notebook"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
