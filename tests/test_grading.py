@@ -194,11 +194,12 @@ def test_exports(tmp_path):
     assert rows[0]["1-2(a)"] == "1" and rows[0]["1-1(g)"] == ""
     res = json.loads((tmp_path / "gradescope" / "alice" / "results.json").read_text())
     assert res["stdout_visibility"] == "hidden"
+    assert res["output_format"] == res["test_output_format"] == "text"
     assert res["score"] == sub["auto_max"]
     for t in res["tests"]:
         assert set(t) == {"name", "score", "max_score", "output", "visibility"}
     md = (tmp_path / "feedback" / "alice.md").read_text()
-    assert "needs manual grading" in md and "> my reasoning" in md
+    assert "| (g) | ? / 2 | ` needs manual grading ` |" in md and "\n```text\nmy reasoning\n```\n" in md
 
 
 def test_file_names_and_cells_are_safe_and_unique():
@@ -223,8 +224,9 @@ def test_file_names_and_cells_are_safe_and_unique():
         assert re.fullmatch(r"[a-z0-9._-]+(~[0-9a-f]{12})?", n) and not n.startswith(".") and len(n) <= 64
     assert export.safe_name("../../etc/passwd").startswith("etc_passwd~")
     assert export.safe_name("Alice") == export.safe_name("Alice")  # stable
-    for bad in ("=1+2", "+1", "-1", "@SUM(A1)", "\t=x", "\r=x"):
+    for bad in ("=1+2", "+1", "-1", "@SUM(A1)", "\t=x"):
         assert export.csv_cell(bad) == "'" + bad
+    assert export.csv_cell("\r=x") == "'=x"  # the carriage return is removed, the formula still quoted
     assert export.csv_cell("fine") == "fine" and export.csv_cell("a\udcffb") == "a\ufffdb"
 
 

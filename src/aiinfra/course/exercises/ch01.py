@@ -558,7 +558,9 @@ def given_1_4(p):
         "n_params": models.total_params(m),
         "vocab": m.vocab_size,
         "hidden": m.hidden_size,
-        "kv_kib": memory.kv_bytes_per_token(m) / units.KiB,
+        "layers": m.n_layers,
+        "kv_heads": m.n_kv_heads,
+        "head_dim": m.head_dim,
     }
 
 
@@ -618,7 +620,8 @@ EX_1_4 = Exercise(
         "{gpu_tb_s:.3f} TB/s, {gpu_tflops:.1f} TFLOP/s dense BF16), with {prompt_tokens:,}-token prompts "
         "and {output_tokens:,}-token answers. The model has {n_params:,} parameters; a decode step reads "
         "all of them in BF16 except the embedding table ({vocab:,} rows of {hidden:,}), of which it reads one "
-        "row, plus {kv_kib:.0f} KiB of KV per cached token of each request. Two points of the measurement survive: at batch 1 the time "
+        "row, plus the BF16 keys and values of every cached token of each request ({layers} layers, each with "
+        "{kv_heads} key/value heads of {head_dim} elements). Two points of the measurement survive: at batch 1 the time "
         "per output token (TPOT) was {tpot_1_ms} ms; at batch {batch} it was {tpot_b_ms} ms, and the "
         "throughput of the whole batch was about {thr_ratio_measured}x that of batch 1. Throughput "
         "counted the prefill time too; TPOT did not."

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from typing import Any
 
 ENV_STUDENT = "AIINFRA_STUDENT_ID"
@@ -31,10 +32,14 @@ SHEET_VERSION = 1
 
 
 def student_id(value) -> str:
-    """Validate a student id: a non-empty printable string of at most 128 characters."""
+    """Validate a student id: a non-empty printable string of at most 128 characters, in Unicode NFC.
+
+    The id is normalised (NFC) first, so ``José`` typed with a combining accent (NFD, as macOS
+    spells file names) and with a precomposed one is one student, with one set of parameters.
+    """
     if not isinstance(value, str) or type(value) is not str:
         raise ValueError(f"student_id must be a string, got {type(value).__name__}")
-    sid = value.strip()
+    sid = unicodedata.normalize("NFC", value).strip()
     if not 1 <= len(sid) <= MAX_ID_CHARS or not sid.isprintable():
         raise ValueError(f"student_id must be 1..{MAX_ID_CHARS} printable characters, got {value!r}")
     return sid

@@ -20,6 +20,14 @@ import numpy as np
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _SURROGATE = re.compile("[\ud800-\udfff\x00]")
+# terminal escape sequences (7-bit and C1 forms: CSI, OSC/DCS/APC/PM/SOS strings, two-byte ESC codes), then
+# every other control character but tab and newline
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\x20-\x7e]?"
+)
+_CONTROLS = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def json_depth(text: str) -> int:
@@ -51,8 +59,19 @@ def loads(data: bytes | str, *, max_bytes: int, max_depth: int, what: str = "the
 
 
 def clean_text(text: str) -> str:
-    """Text safe to store and export: lone surrogates and NUL become U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
+    """Text safe to store, show and export: lone surrogates and NUL become U+FFFD; terminal escape
+    sequences and every other C0 or C1 control character except tab and newline are removed.
+
+    The one gate for text from a kernel (answers, exception names and messages, stderr lines): the
+    grader applies it where that text is parsed, and the gradebook again on everything it stores.
+    """
+    return _CONTROLS.sub("", _ESCAPES.sub("", _SURROGATE.sub("\ufffd", text)))
+
+
+def terminal_text(text: str) -> str:
+    """One line for a terminal: :func:`clean_text`, then every character that is not printable
+    (newline, tab, bidirectional overrides, other format characters) becomes ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in clean_text(text))
 
 
 def name_bytes(name: str) -> bytes:
@@ -77,34 +96,57 @@ def _open_dir(name, dir_fd=None) -> int:
     return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
 
 
-def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=None) -> Tree:
+MAX_PATH_BYTES = 1024  # of a staged file's path inside the submission: far below PATH_MAX in any work folder
+NAMES_PER_ENTRY = 64  # a folder lists at most this many names per entry allowed, or is left out
+
+
+def _sorted_names(dfd: int, cap: int) -> list | None:
+    """Every entry of an open folder, in byte order of its name; None if it has more than ``cap``."""
+    with os.scandir(dfd) as it:
+        entries = list(itertools.islice(it, cap + 1))
+    return None if len(entries) > cap else sorted(entries, key=lambda e: name_bytes(e.name))
+
+
+def walk(
+    root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=None, skip=(), dir_fd=None
+) -> Tree:
     """Regular files below ``root`` (iterative, fd-relative, no links), within the three limits.
 
     ``reader(parts, fd)``, if given, is called on an open descriptor of each
-    file kept. What lies beyond a limit is skipped and said in ``notes``.
+    file kept. Names are taken in byte order, folder by folder, so what is kept never
+    depends on the order the file system lists them in; ``skip`` holds name tuples
+    not to take (the notebook, read first). What lies beyond a limit is left out and
+    said in ``notes``: beyond the first ``max_entries`` entries, ``max_bytes`` bytes
+    or ``max_depth`` levels, a path longer than :data:`MAX_PATH_BYTES`, and a folder
+    of more than ``NAMES_PER_ENTRY * max_entries`` names (never listed in full).
     """
     tree = Tree()
     seen = 0
-    stack = [((), _open_dir(root))]
-    skipped = {"depth": 0, "entries": 0, "bytes": 0, "special": 0}
+    stack = [((), _open_dir(root, dir_fd))]
+    skipped = {"depth": 0, "entries": 0, "bytes": 0, "special": 0, "path": 0, "huge": 0}
     try:
         while stack:
             parts, dfd = stack.pop()
             try:
-                with os.scandir(dfd) as it:
-                    entries = sorted(
-                        itertools.islice(it, max(0, max_entries - seen) + 1), key=lambda e: name_bytes(e.name)
-                    )
+                entries = _sorted_names(dfd, NAMES_PER_ENTRY * max_entries)
+                if entries is None:
+                    skipped["huge"] += 1
+                    continue
                 for e in entries:
+                    here = parts + (e.name,)
+                    if here in skip:
+                        continue
                     seen += 1
                     if seen > max_entries:
                         skipped["entries"] += 1
                         continue
-                    if e.is_dir(follow_symlinks=False):
+                    if len(b"/".join(map(name_bytes, here))) > MAX_PATH_BYTES:
+                        skipped["path"] += 1
+                    elif e.is_dir(follow_symlinks=False):
                         if len(parts) + 1 >= max_depth:
                             skipped["depth"] += 1
                             continue
-                        stack.append((parts + (e.name,), _open_dir(e.name, dfd)))
+                        stack.append((here, _open_dir(e.name, dfd)))
                     elif e.is_file(follow_symlinks=False):
                         fd = os.open(
                             e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
@@ -117,9 +159,9 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
                                 skipped["bytes"] += 1
                             else:
                                 tree.total_bytes += st.st_size
-                                tree.files.append((parts + (e.name,), st.st_size))
+                                tree.files.append((here, st.st_size))
                                 if reader:
-                                    reader(parts + (e.name,), fd)
+                                    reader(here, fd)
                         finally:
                             os.close(fd)
                     else:
@@ -134,6 +176,8 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
         "entries": f"beyond the first {max_entries} entries",
         "bytes": f"beyond {max_bytes} bytes in all",
         "special": "links, devices or pipes",
+        "path": f"with a path longer than {MAX_PATH_BYTES} bytes",
+        "huge": f"folders of more than {NAMES_PER_ENTRY * max_entries} entries",
     }
     for key, n in skipped.items():
         if n:

@@ -18,10 +18,12 @@ lines on stderr and the last lines of the summary say what it guarantees.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing.connection
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -32,7 +34,7 @@ from .extract import Extraction, kill_uid, new_fallback_root
 from .gradebook import Gradebook, Lock
 from .sandbox import UID_BASE, Limits, make_plan
 from .score import Assignment, score_submission
-from .submissions import content_hash, discover
+from .submissions import content_hash, discover, read_submission
 
 RUN_DIR = ".aiinfra-run"
 
@@ -69,6 +71,7 @@ class Progress:
         line = (
             f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {rate:5.1f}/min  {label[:50]}"
         )
+        line = bounded.terminal_text(line)
         self.stream.write(("\r" + line.ljust(110)) if self.tty else line + "\n")
         if self.tty and self.done == self.total:
             self.stream.write("\n")
@@ -91,7 +94,7 @@ def _limits(args) -> Limits:
 
 
 def prepare_run_dir(run_dir: Path) -> list[str]:
-    """Clean what a killed grader left in ``run_dir`` (we hold the gradebook lock), then start afresh."""
+    """Clean what a killed grader left in ``run_dir`` (we hold its lock), then start afresh."""
     cleaned = []
     owner = run_dir / "owner.json"
     if run_dir.exists():
@@ -143,8 +146,10 @@ def grade(
     todo = deque()
     skipped = 0
     for sub in subs:
-        try:
-            sub["sha256"] = content_hash(sub, plan.limits)
+        try:  # a first read, for "unchanged?" only: the worker reads, hashes and grades its own copy
+            sub["sha256"] = content_hash(
+                sub, None if sub["problem"] else read_submission(sub, plan.limits)[1]
+            )
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             sub["problem"] = f"the submission cannot be read ({bounded.clean_text(why)})"
@@ -155,19 +160,24 @@ def grade(
             continue
         todo.append(sub)
 
-    counts = {"graded": 0, "skipped": skipped, "failed": 0}
+    counts = {"graded": 0, "skipped": skipped, "failed": 0, "hand_grades_lost": []}
 
     def finish(sub, extracted):
         try:
             score = score_submission(extracted, assignment, sub["student"])
-            gb.record(assignment.chapter, sub["path"], sub["sha256"], fp, score, extracted)
+            sha256 = extracted.get("sha256") if isinstance(extracted.get("sha256"), str) else sub["sha256"]
+            for line in gb.record(assignment.chapter, sub["path"], sha256, fp, score, extracted):
+                counts["hand_grades_lost"].append(f"{sub['student']} {line}")
             label = f"{score.auto_score:g}/{score.auto_max:g} ({score.status})"
         except Exception as exc:  # this submission's error, never the batch's
             counts["failed"] += 1
             why = f"the grader failed on this submission: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"
             try:
                 score = score_submission({"status": "error", "errors": [why]}, assignment, sub["student"])
-                gb.record(assignment.chapter, sub["path"], "", fp, score, {})
+                counts["hand_grades_lost"] += [
+                    f"{sub['student']} {line}"
+                    for line in gb.record(assignment.chapter, sub["path"], "", fp, score, {})
+                ]
             except Exception as exc2:
                 print(f"aiinfra-grade: could not record {sub['student']!r}: {exc2}", file=sys.stderr)
             label = why
@@ -177,51 +187,78 @@ def grade(
     running: dict[int, tuple[dict, Extraction]] = {}
     free = list(range(workers))
     seq = 0
-    while todo or running:
-        while todo and free:
-            sub = todo.popleft()
-            if sub["problem"]:
-                finish(sub, {"status": "invalid", "errors": [sub["problem"]]})
-                continue
-            slot = free.pop(0)
-            seq += 1
-            try:
-                job = Extraction(
-                    sub,
-                    sub["student"],
-                    assignment.variants,
-                    assignment.sheet(sub["student"]),
-                    plan,
-                    str(run_dir),
-                    slot,
-                    seq,
-                    fallback_root,
-                )
-                job.start()
-            except Exception as exc:
-                free.append(slot)
-                finish(sub, {"status": "error", "errors": [f"the submission could not be started: {exc}"]})
-                continue
-            running[slot] = (sub, job)
-        if not running:
-            continue
-        waitables = [w for _, job in running.values() for w in job.waitables]
-        soonest = min(job.deadline for _, job in running.values())
-        multiprocessing.connection.wait(waitables, timeout=max(0.05, soonest - time.monotonic()))
-        for slot in list(running):
-            sub, job = running[slot]
-            if job.poll():
-                del running[slot]
-                free.append(slot)
+    try:
+        while todo or running:
+            while todo and free:
+                sub = todo.popleft()
+                if sub["problem"]:
+                    finish(sub, {"status": "invalid", "errors": [sub["problem"]]})
+                    continue
+                slot = free.pop(0)
+                seq += 1
+                job = None
                 try:
-                    extracted = job.finish()
+                    job = Extraction(
+                        sub,
+                        sub["student"],
+                        assignment.variants,
+                        assignment.sheet(sub["student"]),
+                        plan,
+                        str(run_dir),
+                        slot,
+                        seq,
+                        fallback_root,
+                    )
+                    with signals_held():  # registered before it exists, so an interrupt always finds it
+                        running[slot] = (sub, job)
+                        job.start()
                 except Exception as exc:
-                    extracted = {
-                        "status": "error",
-                        "errors": [f"the grader worker could not be collected: {exc}"],
-                    }
-                finish(sub, extracted)
+                    running.pop(slot, None)
+                    if job is not None:
+                        job.abort()
+                    free.append(slot)
+                    finish(
+                        sub, {"status": "error", "errors": [f"the submission could not be started: {exc}"]}
+                    )
+                    continue
+            if not running:
+                continue
+            waitables = [w for _, job in running.values() for w in job.waitables]
+            soonest = min(job.deadline for _, job in running.values())
+            multiprocessing.connection.wait(waitables, timeout=max(0.05, soonest - time.monotonic()))
+            for slot in list(running):
+                sub, job = running[slot]
+                if job.poll():
+                    try:
+                        extracted = job.finish()
+                    except Exception as exc:
+                        extracted = {
+                            "status": "error",
+                            "errors": [f"the grader worker could not be collected: {exc}"],
+                        }
+                    del running[slot]
+                    free.append(slot)
+                    finish(sub, extracted)
+    finally:  # an interrupt, or any error: no worker outlives this call
+        with signals_held():
+            for _, job in running.values():
+                job.abort()
     return counts
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Ctrl-C and SIGTERM wait until the block ends (then raise there), so no step is left half done."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def export_all(gb: Gradebook, assignment: Assignment, out: Path) -> dict:
@@ -238,10 +275,10 @@ def summary_table(gb: Gradebook, assignment: Assignment) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         note = r["reason"].split("; ", 1)[-1] if r["status"] != "ok" else r["reason"]
-        name = "".join(c if c.isprintable() else "?" for c in r["student"])
+        name, status, note = (bounded.terminal_text(t) for t in (r["student"], r["status"], note))
         lines.append(
             f"{name[:20]:<20} {r['score']:>7.4g} {r['max_score']:>5g} {r['manual_pending']:>6g}  "
-            f"{r['status']:<8} {note[:70]}"
+            f"{status:<8} {note[:70]}"
         )
     if rows:
         mean = sum(r["score"] for r in rows) / len(rows)
@@ -319,13 +356,21 @@ def main(argv=None) -> int:
         return 2
     out = args.out
     gb_path = args.gradebook or out / "gradebook.sqlite"
-    try:
-        lock = Lock(gb_path, wait=args.wait)
+    signal.signal(signal.SIGTERM, _interrupt)
+    locks = contextlib.ExitStack()
+    try:  # the output folder's run folder first, then the gradebook: one order, so two graders never deadlock
+        locks.enter_context(Lock(out / RUN_DIR, wait=args.wait, what=f"the output folder {out}"))
+        locks.enter_context(Lock(gb_path, wait=args.wait, what=f"the gradebook {gb_path}"))
     except RuntimeError as exc:
+        locks.close()
         print(f"aiinfra-grade: {exc}", file=sys.stderr)
         return 75
-    with lock:
-        return _run(args, assignment, limits, out, gb_path)
+    try:
+        with locks:
+            return _run(args, assignment, limits, out, gb_path)
+    except KeyboardInterrupt:
+        print("aiinfra-grade: interrupted; nothing of this run is left behind", file=sys.stderr)
+        return 130
 
 
 def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path) -> int:
@@ -341,31 +386,33 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
                 print(f"aiinfra-grade: {exc}", file=sys.stderr)
                 return 2
         if grading:
-            run_dir = gb_path.resolve().parent / RUN_DIR
-            cleaned = prepare_run_dir(run_dir)
-            for c in cleaned:
-                print(
-                    f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}",
-                    file=sys.stderr,
-                )
+            run_dir = out.resolve() / RUN_DIR
             fallback_root = None
             try:
-                plan = make_plan(
-                    limits,
-                    [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
-                    str(run_dir),
-                    args.workers,
-                    args.sandbox,
-                    args.bwrap,
-                )
+                with signals_held():
+                    cleaned = prepare_run_dir(run_dir)
+                for c in cleaned:
+                    print(
+                        f"aiinfra-grade: cleaned up after an earlier run that did not finish: {c}",
+                        file=sys.stderr,
+                    )
+                with signals_held():  # it makes control groups: an interrupt waits for ``plan`` to hold them
+                    plan = make_plan(
+                        limits,
+                        [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
+                        str(run_dir),
+                        args.workers,
+                        args.sandbox,
+                        args.bwrap,
+                    )
                 for stale in plan.cgroups.cleaned if plan.cgroups else []:
                     print(
                         f"aiinfra-grade: removed the control group of a grader that did not finish: {stale}",
                         file=sys.stderr,
                     )
-                if plan.mode == "none":
+                with signals_held():  # sockets (their paths show in /proc/net/unix), and more without bwrap
                     fallback_root = new_fallback_root()
-                _write_owner(run_dir, plan, fallback_root, args.workers)
+                    _write_owner(run_dir, plan, fallback_root, args.workers)
                 print(
                     _banner(plan.summary_lines()) if plan.warnings else plan.summary_lines()[0],
                     file=sys.stderr,
@@ -389,13 +436,16 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
                 print(f"aiinfra-grade: {exc}", file=sys.stderr)
                 return 2
             finally:
-                if plan is not None and plan.cgroups:
-                    plan.cgroups.close()
-                if fallback_root:
-                    bounded.remove_tree(fallback_root)
-                bounded.remove_tree(str(run_dir))
+                with signals_held():
+                    if plan is not None and plan.cgroups:
+                        plan.cgroups.close()
+                    if fallback_root:
+                        bounded.remove_tree(fallback_root)
+                    bounded.remove_tree(str(run_dir))
         files = export_all(gb, assignment, out)
         print(summary_table(gb, assignment))
+        for line in counts.get("hand_grades_lost", []):
+            print(f"hand grade no longer applies (dropped): {bounded.terminal_text(line)}")
     elapsed = time.monotonic() - t0
     print(
         f"graded {counts['graded']}, skipped {counts['skipped']} unchanged, in {elapsed:.1f} s; "

@@ -2,8 +2,10 @@
 
 Whatever a student id or an answer holds, the exports stay well formed: file
 names are unique per student (:func:`safe_name`), CSV cells cannot start a
-spreadsheet formula (:func:`csv_cell`), Markdown quotes cannot inject HTML, and
-text is written as valid UTF-8 (a lone surrogate becomes U+FFFD).
+spreadsheet formula (:func:`csv_cell`), text from a submission is quoted in Markdown
+as code (:func:`md_inline`, :func:`md_block`) that no renderer turns into links, images,
+HTML, headings or table rows, Gradescope shows every output as plain text, and no
+control character or terminal escape reaches any of them (:func:`~.bounded.clean_text`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .gradebook import Gradebook
 
 _PLAIN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t")  # a carriage return never gets here (clean_text)
 
 
 def safe_name(student: str) -> str:
@@ -39,7 +41,8 @@ def safe_name(student: str) -> str:
 
 
 def csv_cell(value) -> str:
-    """A text cell a spreadsheet shows as text: a leading ``= + - @`` (or tab, CR) gets a ``'`` in front."""
+    """A text cell a spreadsheet shows as text: without control characters, and a leading ``= + - @`` (or tab)
+    gets a ``'`` in front."""
     text = clean_text(str(value))
     return "'" + text if text.startswith(FORMULA_START) else text
 
@@ -85,22 +88,39 @@ def write_csv(gb: Gradebook, assignment: str, path: Path) -> Path:
     return path
 
 
-def _md_escape(text: str) -> str:
-    """Student-controlled text inside Markdown: no HTML, no table breaks, one line."""
-    text = clean_text(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+def _longest_run(text: str, char: str) -> int:
+    return max((len(m) for m in re.findall(f"{re.escape(char)}+", text)), default=0)
+
+
+def md_inline(text) -> str:
+    """Untrusted text as one inline Markdown code span: literal in every CommonMark renderer.
+
+    Inside a code span nothing is a link, image, HTML, entity or emphasis; the text is one line,
+    its pipes are escaped for tables (GFM takes ``\\|`` in a cell as a pipe), and the backtick
+    fence is longer than any backtick run inside.
+    """
+    text = clean_text(str(text)).replace("\n", " ").replace("\t", " ").replace("|", "\\|")
+    fence = "`" * (_longest_run(text, "`") + 1)
+    return f"{fence} {text} {fence}"
+
+
+def md_block(text) -> str:
+    """Untrusted multi-line text as a fenced code block: literal, whatever lines it holds."""
+    text = clean_text(str(text))
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    return f"{fence}text\n{text.rstrip(chr(10))}\n{fence}"
 
 
 def feedback_markdown(sub: dict, assignment: str) -> str:
     lines = [
-        f"# Feedback: {assignment}, {_md_escape(sub['student'])}",
+        f"# Feedback: {assignment}, {md_inline(sub['student'])}",
         "",
         f"**Score: {sub['score']:g} / {sub['max_score']:g}**"
         + (
             f" ({sub['manual_pending']:g} points still to be graded by hand)" if sub["manual_pending"] else ""
         ),
         "",
-        f"Run: {_md_escape(sub['reason'])}",
+        f"Run: {md_inline(sub['reason'])}",
         "",
     ]
     current = None
@@ -112,10 +132,9 @@ def feedback_markdown(sub: dict, assignment: str) -> str:
             pts = "?" if p["manual_points"] is None else f"{p['manual_points']:g}"
         else:
             pts = f"{p['points']:g}"
-        lines.append(f"| ({p['part']}) | {pts} / {p['max_points']:g} | {_md_escape(p['reason'])} |")
+        lines.append(f"| ({p['part']}) | {pts} / {p['max_points']:g} | {md_inline(p['reason'])} |")
         if p["kind"] == "free" and isinstance(p["answer"], str):
-            quoted = "\n".join("> " + _md_escape(line) for line in p["answer"][:4000].splitlines())
-            lines += ["", f"Your answer to ({p['part']}):", "", quoted, ""]
+            lines += ["", f"Your answer to ({p['part']}):", "", md_block(p["answer"][:4000]), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -159,8 +178,10 @@ def gradescope_results(sub: dict) -> dict:
             )
     return {
         "score": float(sub["auto_score"]),
-        "output": sub["reason"],
-        "tests": tests,
+        "output": clean_text(sub["reason"]),
+        "output_format": "text",
+        "test_output_format": "text",
+        "tests": [{**t, "output": clean_text(t["output"])} for t in tests],
         "stdout_visibility": "hidden",
     }
 

@@ -43,12 +43,16 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 from . import bounded
 from .sandbox import Limits, Plan, write_identity_files
+from .submissions import content_hash, read_submission
 
 MAX_ANSWER_BYTES = 2 * 2**20
 MAX_ANSWER_LINE_BYTES = 256 * 2**10
 MAX_RESULT_BYTES = 8 * 2**20
 MAX_STDERR_KEPT = 8 * 2**10
 MAX_NOTEBOOK_DEPTH = 64
+# address space a worker may add to what it inherits from the grader: nbclient, the capped output
+# and the bounded reads need far less; past it the worker fails this submission alone, with a reason
+WORKER_HEADROOM_BYTES = 1024 * 2**20
 PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "hb_port": 4, "control_port": 5}
 PR_SET_PDEATHSIG = 1
 
@@ -60,6 +64,7 @@ class _BindingMixin:
     """Bind (not connect) each channel, refuse oversized messages, and watch for dropped peers."""
 
     max_message_bytes = 2 * 2**20
+    send_timeout_ms = 1000  # a send with no peer (a kernel that never started, or died) fails, never blocks
     monitors: list = []
 
     def _create_connected_socket(self, channel, identity=None):
@@ -68,6 +73,7 @@ class _BindingMixin:
         if identity:
             sock.identity = identity
         sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        sock.setsockopt(zmq.SNDTIMEO, self.send_timeout_ms)
         url = self._make_url(channel)
         sock.bind(url)
         os.chmod(url[len("ipc://") :], 0o666)  # the sandbox uid connects; the folder is the grader's
@@ -85,10 +91,20 @@ class SandboxClient(_BindingMixin, AsyncKernelClient):
         jupyter_client then flushes IOPub until 0.2 s pass without a message: a fifth of a
         submission's run spent idle. Here what has arrived is drained and no more is awaited;
         a late message carries the ``kernel_info`` request as its parent, which nbclient ignores.
+        A kernel that never connects (its start failed) is noticed within a second: the request's
+        send times out instead of blocking, and the kernel's process is checked on every round.
         """
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
         while True:
-            self.kernel_info()
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            try:
+                self.kernel_info()
+            except zmq.Again:
+                await asyncio.sleep(0.05)
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds") from None
+                continue
             try:
                 msg = await self.shell_channel.get_msg(timeout=1)
             except Empty:
@@ -123,9 +139,17 @@ class SandboxKernelManager(_BindingMixin, AsyncKernelManager):
 
 
 class _CappedClient(NotebookClient):
-    """nbclient that keeps at most ``output_cap`` bytes of cell output and drops the rest."""
+    """nbclient that keeps at most ``output_cap`` bytes of cell output and drops the rest.
+
+    It keeps no widget or comm state either (nbclient would store every widget state a
+    kernel sends, and open an object per Output widget): comm messages are read and dropped.
+    """
 
     output_cap = 2**20
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, store_widget_state=False, **kwargs)
+        self.comm_open_handlers = {}
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
@@ -168,36 +192,6 @@ def parse_notebook(raw: bytes, limits: Limits):
         sources.append(bounded.clean_text(src))
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     return nb, None
-
-
-def read_submission(sub: dict, limits: Limits) -> tuple[bytes, list, list[str]]:
-    """(notebook bytes, [(parts, bytes)] of the files to stage, notes). Raises ValueError or OSError."""
-    if not sub["whole_folder"]:
-        fd = os.open(sub["notebook"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            raw = bounded.read_fd(fd, limits.max_notebook_bytes)
-        finally:
-            os.close(fd)
-        return raw, [((Path(sub["notebook"]).name,), raw)], []
-    files = []
-
-    def keep(parts, fd):
-        files.append((parts, bounded.read_fd(fd, limits.max_folder_bytes)))
-
-    tree = bounded.walk(
-        str(sub["folder"]),
-        max_depth=limits.max_folder_depth,
-        max_entries=limits.max_folder_entries,
-        max_bytes=limits.max_folder_bytes,
-        reader=keep,
-    )
-    name = Path(sub["notebook"]).name
-    raw = next((data for parts, data in files if parts == (name,)), None)
-    if raw is None:
-        raise ValueError(
-            f"the notebook {bounded.clean_text(name)} could not be read within the folder limits"
-        )
-    return raw, files, [f"in the submission folder: {n}" for n in tree.notes]
 
 
 def parse_answers(raw: bytes, truncated: bool = False) -> tuple[dict, str | None, list[str]]:
@@ -245,7 +239,7 @@ def _stage(
     answers_fd: int,
 ) -> dict:
     """Write what the kernel's first code reads (:mod:`~aiinfra.course.grading.kernel`); returns its environment."""
-    os.makedirs(os.path.join(stage, "files"), mode=0o700)
+    os.mkdir(os.path.join(stage, "files"), mode=0o700)  # never makedirs: a removed run folder stays removed
     manifest = []
     for n, (parts, data) in enumerate(files):
         name = f"f{n}"
@@ -509,21 +503,23 @@ def _run(job: dict) -> dict:
     plan: Plan = job["plan"]
     limits = plan.limits
     try:
-        raw, files, notes = read_submission(job["sub"], limits)
+        raw, files, notes = read_submission(job["sub"], limits)  # the one read: hashed, staged and graded
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return {
             "status": "invalid",
             "errors": [f"the submission could not be read: {bounded.clean_text(why)}"],
         }
+    sha256 = content_hash(job["sub"], files)
     if len(raw) > limits.max_notebook_bytes:
         return {
             "status": "invalid",
             "errors": [f"the notebook is above the {limits.max_notebook_bytes}-byte limit"],
+            "sha256": sha256,
         }
     nb, why = parse_notebook(raw, limits)
     if nb is None:
-        return {"status": "invalid", "errors": [why]}
+        return {"status": "invalid", "errors": [why], "sha256": sha256}
     stage, ipc, work, uid = job["stage"], job["ipc"], job["work"], job["uid"]
     answers, stderr = _Pipe(MAX_ANSWER_BYTES), _Pipe(MAX_STDERR_KEPT)
     env = _stage(
@@ -573,10 +569,26 @@ def _run(job: dict) -> dict:
             f"({result_usage['oom_kills']} process(es) killed)"
         )
     result["usage"] = result_usage
+    result["sha256"] = sha256
     return result
 
 
+def _vm_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def limit_worker_memory(headroom_bytes: int = WORKER_HEADROOM_BYTES) -> int:
+    """Cap this worker's address space at what it has now plus ``headroom_bytes`` (soft limit only:
+    the sandbox it starts sets its own). Returns the cap in bytes."""
+    cap = _vm_bytes() + headroom_bytes
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    return cap
+
+
 def _child(conn, job: dict) -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())  # forked while the grader held its signals
     os.setsid()
     try:
         import ctypes
@@ -585,13 +597,23 @@ def _child(conn, job: dict) -> None:
         if os.getppid() != job["grader_pid"]:
             os._exit(1)
         _close_inherited()
+        limit_worker_memory()
         result = _run(job)
+    except MemoryError:
+        resource.setrlimit(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)[1:] * 2)
+        result = {
+            "status": "error",
+            "errors": [
+                "the grader's own handling of this submission reached its memory limit; the run stopped"
+            ],
+        }
     except BaseException as exc:  # report, never hang the grader
         result = {
             "status": "error",
             "errors": [f"grader worker failed: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"],
         }
     result["cpu_s"] = _reap_and_measure()
+    result["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     try:
         data = json.dumps(result).encode()
         conn.send_bytes(
@@ -623,12 +645,9 @@ class Extraction:
         self.plan, self.slot = plan, slot
         self.stage = os.path.join(run_dir, f"{slot}-{seq}")
         # the grader binds the kernel's sockets here: a folder only the grader may write, which (without
-        # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess
-        self.ipc = (
-            os.path.join(run_dir, f"{slot}-{seq}-ipc")
-            if plan.mode == "bwrap"
-            else os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
-        )
+        # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess, in a
+        # private temporary root, never under --out (a bound socket's path shows in /proc/net/unix)
+        self.ipc = os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
         self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
         self.proc = self.conn = self.result_bytes = self.started = None
 
@@ -681,6 +700,25 @@ class Extraction:
                 self.result_bytes = b""
         return self.result_bytes is not None or not self.proc.is_alive() or time.monotonic() > self.deadline
 
+    def abort(self) -> None:
+        """Kill the worker and its sandbox and delete its folders (an interrupted or failed start)."""
+        if self.proc is not None and self.proc.pid:
+            for kill in (os.kill, os.killpg):  # the worker, then its session (once it has made one)
+                try:
+                    kill(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.proc.join(5)
+        if self.plan.cgroups:
+            self.plan.cgroups.slots[self.slot].kill()
+        if self.plan.drop_uid and self.plan.mode == "none":
+            kill_uid(self.plan.uid(self.slot))
+        if self.conn is not None:
+            self.conn.close()
+        for path in (self.stage, self.ipc, self.work):
+            if path:
+                bounded.remove_tree(path)
+
     def finish(self) -> dict:
         """Collect the result, kill anything left, delete the staged copy."""
         overrun = self.result_bytes is None and self.proc.is_alive()
@@ -711,7 +749,11 @@ class Extraction:
         result.setdefault("errors", [])
         result.setdefault("answers", [])
         result["elapsed_s"] = round(time.monotonic() - self.started, 3)
-        result["sandbox"] = {**self.plan.facts, **result.pop("usage", {})}
+        result["sandbox"] = {
+            **self.plan.facts,
+            **result.pop("usage", {}),
+            "worker_max_rss_bytes": result.pop("worker_max_rss_bytes", None),
+        }
         self.conn.close()
         for path in (self.stage, self.ipc, self.work):
             if path:

@@ -4,7 +4,9 @@ Each graded submission is committed in its own transaction (WAL journal), so
 a crash mid-run loses at most the submission being graded. A submission is
 skipped on the next run when its content hash and the assignment fingerprint
 are unchanged. Manual points for free-response parts are kept in
-``parts.manual_points`` (NULL = "needs manual grading"). Every text that goes
+``parts.manual_points`` (NULL = "needs manual grading"); a re-grade (``--force``, a
+new fingerprint, a new submission) keeps them for every part that still exists, is
+still free-response, holds the same answer and allows the points, and reports the rest. Every text that goes
 in is cleaned first (a lone surrogate or NUL becomes U+FFFD), so whatever a
 submission managed to record can always be exported. :class:`Lock` keeps a
 second grader away from a gradebook in use.
@@ -35,13 +37,14 @@ def _clean(value):
 
 
 class Lock:
-    """An exclusive lock on ``<gradebook>.lock`` for the whole run (released by the kernel if we die).
+    """An exclusive lock on ``<path>.lock`` for the whole run (released by the kernel if we die).
 
-    A second grader on the same gradebook refuses with a message naming the
-    holder, or waits for it with ``wait=True``.
+    The grader takes one on its output folder's run folder and one on its gradebook. A second
+    grader on either refuses with a message naming the holder, or waits for it with ``wait=True``.
     """
 
-    def __init__(self, gradebook: Path, wait: bool = False, stream=sys.stderr):
+    def __init__(self, gradebook: Path, wait: bool = False, stream=sys.stderr, what: str | None = None):
+        what = what or str(gradebook)
         self.path = Path(str(gradebook) + ".lock")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -52,11 +55,11 @@ class Lock:
             if not wait:
                 os.close(self.fd)
                 raise RuntimeError(
-                    f"another aiinfra-grade (pid {holder}) is using {gradebook}; "
+                    f"another aiinfra-grade (pid {holder}) is using {what}; "
                     "let it finish, or pass --wait to queue behind it"
                 ) from None
             print(
-                f"aiinfra-grade: waiting for the aiinfra-grade (pid {holder}) that is using {gradebook}",
+                f"aiinfra-grade: waiting for the aiinfra-grade (pid {holder}) that is using {what}",
                 file=stream,
                 flush=True,
             )
@@ -139,17 +142,47 @@ class Gradebook:
         ).fetchone()
         return row == (content_sha256, fingerprint)
 
+    def _hand_grades(self, assignment: str, student: str) -> dict:
+        rows = self.db.execute(
+            "SELECT exercise, part, answer, manual_points FROM parts "
+            "WHERE assignment=? AND student=? AND manual_points IS NOT NULL",
+            (assignment, student),
+        )
+        return {(e, p): (answer, points) for e, p, answer, points in rows}
+
     def record(
         self, assignment: str, path: str, content_sha256: str, fingerprint: str, score, extracted: dict
-    ) -> None:
-        """Replace the rows of one submission, in one transaction."""
+    ) -> list[str]:
+        """Replace the rows of one submission, in one transaction, keeping its hand grades.
+
+        A hand grade stays with its part when the part is still free-response, its answer is
+        unchanged and the points are within its maximum. Returns one line per hand grade that
+        no longer applies (and is dropped), saying why.
+        """
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         path, reason, extracted = clean_text(path), clean_text(score.reason), _clean(extracted)
+        rows, lost = [], []
         with self.db:
-            self.db.execute("DELETE FROM parts WHERE assignment=? AND student=?", (assignment, score.student))
-            self.db.executemany(
-                "INSERT INTO parts VALUES (?,?,?,?,?,?,?,?,?,?,NULL)",
-                [
+            hand = self._hand_grades(assignment, score.student)
+            for r in score.parts:
+                answer = None if r.answer is None else json.dumps(_clean(r.answer))
+                status, why, manual = r.status, clean_text(r.reason), None
+                if (r.exercise, r.part) in hand:
+                    old_answer, points = hand.pop((r.exercise, r.part))
+                    problem = (
+                        "the part is no longer free-response"
+                        if r.kind != "free"
+                        else "the answer changed"
+                        if old_answer != answer
+                        else f"its maximum is now {r.max_points:g}"
+                        if points > r.max_points
+                        else None
+                    )
+                    if problem:
+                        lost.append(f"{r.exercise}({r.part}): {points:g} point(s) by hand, {problem}")
+                    else:
+                        status, why, manual = "manual-graded", "graded by hand", points
+                rows.append(
                     (
                         assignment,
                         score.student,
@@ -158,13 +191,18 @@ class Gradebook:
                         r.kind,
                         r.points,
                         r.max_points,
-                        r.status,
-                        clean_text(r.reason),
-                        None if r.answer is None else json.dumps(_clean(r.answer)),
+                        status,
+                        why,
+                        answer,
+                        manual,
                     )
-                    for r in score.parts
-                ],
-            )
+                )
+            lost += [
+                f"{e}({p}): {pts:g} point(s) by hand, the part no longer exists"
+                for (e, p), (_, pts) in sorted(hand.items())
+            ]
+            self.db.execute("DELETE FROM parts WHERE assignment=? AND student=?", (assignment, score.student))
+            self.db.executemany("INSERT INTO parts VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
             self.db.execute(
                 "INSERT OR REPLACE INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -184,6 +222,7 @@ class Gradebook:
                     now,
                 ),
             )
+        return lost
 
     def set_manual(self, assignment: str, student: str, exercise: str, part: str, points: float) -> None:
         """Record the hand-graded points of a free-response part (0 <= points <= its maximum)."""

@@ -197,14 +197,39 @@ def _lean_imports() -> None:
     pkg.write_connection_file = connect.write_connection_file
 
 
+STREAM_CHUNK_CHARS = 16384  # at most 64 KiB of UTF-8 per stream message, far below the grader's size cap
+
+
+def _chunked_outstream():
+    """ipykernel's stdout/stderr, sending what it buffered in pieces of at most STREAM_CHUNK_CHARS.
+
+    ipykernel batches stream output between flushes into one message; a print loop would
+    then send one message above the grader's size cap, which is refused unread. In pieces,
+    a flood reaches the grader's output cap and is reported as such.
+    """
+    from ipykernel.iostream import OutStream
+
+    class ChunkedOutStream(OutStream):
+        def _flush_buffers(self):
+            for parent, data in super()._flush_buffers():
+                for i in range(0, len(data), STREAM_CHUNK_CHARS):
+                    yield parent, data[i : i + STREAM_CHUNK_CHARS]
+
+    globals()["ChunkedOutStream"] = ChunkedOutStream
+    return f"{__name__}.ChunkedOutStream"
+
+
 def _kernel_app_class():
     _lean_imports()
     from ipykernel.kernelapp import IPKernelApp
+
+    outstream = _chunked_outstream()
 
     class SandboxKernelApp(IPKernelApp):
         """An IPython kernel that connects to sockets the grader has bound, and runs no heartbeat."""
 
         _deferred = None
+        outstream_class = outstream
 
         def _try_bind_socket(self, s, port):
             url = f"ipc://{self.ip}-{port}"
@@ -225,6 +250,13 @@ def _kernel_app_class():
     return SandboxKernelApp
 
 
+def _start_failed(exc: BaseException) -> None:
+    """The last line on stderr names the failure (the grader reports it); the kernel never starts."""
+    sys.stderr.write(f"the kernel could not start: {type(exc).__name__}: {exc}"[:300] + "\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     stage = argv[0]  # arguments after it (nbclient's) are ignored
@@ -233,26 +265,37 @@ def main(argv: list[str] | None = None) -> None:
     kernel = os.fork()
     if kernel:
         _init(kernel, keep_caps=not spec["namespaces"])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file above the disk cap fails to write, with a reason
+    try:
+        _prepare(spec, files)
+    except Exception as exc:
+        _start_failed(exc)
+    app_class = _kernel_app_class()  # imported before the student's folder joins the path
+    site = next(
+        (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path)
+    )
+    sys.path.insert(site, spec["work"])  # the student's own modules, as IPython would add the cwd
+    app = app_class.instance()
+    app.initialize(
+        ["-f", spec["connection_file"], "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"]
+    )
+    app.start()
+
+
+def _prepare(spec: dict, files: list) -> None:
+    """Steps 3 and 4 up to the kernel: drop privileges, write the files, the connection and the sheet."""
     drop_privileges(spec)
     home, work = spec["home"], spec["work"]
     os.makedirs(home, mode=0o700, exist_ok=True)
     _write_files(work, files)
-    connection = os.path.join(home, ".kernel.json")
-    with open(connection, "w", encoding="utf-8") as fh:
+    spec["connection_file"] = os.path.join(home, ".kernel.json")
+    with open(spec["connection_file"], "w", encoding="utf-8") as fh:
         json.dump(spec["connection"], fh)
     with open(spec["env"]["AIINFRA_SHEET"], "w", encoding="utf-8") as fh:
         json.dump(spec["sheet"], fh)
     os.environ.clear()
     os.environ.update(spec["env"])
     os.chdir(work)
-    app_class = _kernel_app_class()  # imported before the student's folder joins the path
-    site = next(
-        (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path)
-    )
-    sys.path.insert(site, work)  # the student's own modules, as IPython would add the cwd
-    app = app_class.instance()
-    app.initialize(["-f", connection, "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"])
-    app.start()
 
 
 def probe(argv: list[str] | None = None) -> None:
