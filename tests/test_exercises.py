@@ -33,6 +33,8 @@ from aiinfra.course.exercises import (
 )
 from aiinfra.course.exercises.variants import namespace, params_for, references, resolved_slips, student_id
 
+KEY = bytes(range(32))  # a variant key for the tests (an instructor's is secret and random)
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -179,9 +181,9 @@ def test_chapter_one_references_match_the_source_numbers():
 
 def test_variants_are_deterministic_and_differ_between_students():
     ex = registry.get("1-3")
-    a = params_for(ex, "alice", True)
-    assert a == params_for(ex, "alice", True)
-    seen = {json.dumps(params_for(ex, f"s{i}", True), sort_keys=True) for i in range(40)}
+    a = params_for(ex, "alice", True, KEY)
+    assert a == params_for(ex, "alice", True, KEY)
+    seen = {json.dumps(params_for(ex, f"s{i}", True, KEY), sort_keys=True) for i in range(40)}
     assert len(seen) > 5
     assert params_for(ex, "alice", False) == {k: p.default for k, p in ex.params.items()}
     for name, prm in ex.params.items():
@@ -272,7 +274,7 @@ def test_equal_factors_ask_about_each_slip():
 
 def _graded(exercise_id, part, value, student=None):
     ex = registry.get(exercise_id)
-    ns = namespace(ex, params_for(ex, student, student is not None))
+    ns = namespace(ex, params_for(ex, student, student is not None, KEY))
     ref = references(ex, ns)[part]
     answer = value(ref, ns) if callable(value) else value
     return feedback.score_part(ex.id, ex.part(part), {"value": answer}, ref, resolved_slips(ex, ns).get(part))
@@ -301,8 +303,8 @@ def test_issue_false_positives_and_hits():
 
 def test_model_slips_follow_the_students_variant():
     ex = registry.get("4-1")
-    sid = next(f"s{i}" for i in range(100) if params_for(ex, f"s{i}", True)["model"] == "Llama-3.1-8B")
-    ns = namespace(ex, params_for(ex, sid, True))
+    sid = next(f"s{i}" for i in range(100) if params_for(ex, f"s{i}", True, KEY)["model"] == "Llama-3.1-8B")
+    ns = namespace(ex, params_for(ex, sid, True, KEY))
     counted_in_full = models.total_params(models.load("Llama-3.1-8B")) * 2 / units.GB
     assert resolved_slips(ex, ns)["a"][0]["value"] == pytest.approx(counted_in_full)
     assert _graded("4-1", "a", counted_in_full, student=sid).status == "embedding-counted"
@@ -441,16 +443,20 @@ def test_variants_need_a_student_and_use_their_parameters(fresh, monkeypatch):
     a, b = next(
         (x, y)
         for x, y in itertools.combinations(students, 2)
-        if references(ex, namespace(ex, params_for(ex, x, True)))["f"]
-        != references(ex, namespace(ex, params_for(ex, y, True)))["f"]
+        if references(ex, namespace(ex, params_for(ex, x, True, KEY)))["f"]
+        != references(ex, namespace(ex, params_for(ex, y, True, KEY)))["f"]
     )
     fresh.set_student(a)
+    with pytest.raises(ValueError, match="personal notebook"):  # the id alone gives no parameters
+        fresh.params("1-3")
+    fresh.configure("ch01", variants=True, params=notebooks.personal_params("ch01", a, KEY))
     ref_a = references(ex, fresh.params("1-3"))["f"]
     fresh.answer("1-3", "f", ref_a)
     assert fresh.check("1-3").results[5].status == "correct"
     monkeypatch.setenv(runtime.ENV_STUDENT, b)
     fresh.set_student("")  # fall back to the environment
     assert fresh.current_student() == b
+    fresh.configure("ch01", variants=True, params=notebooks.personal_params("ch01", b, KEY))
     assert fresh.check("1-3").results[5].status != "correct"
     monkeypatch.setenv(runtime.ENV_VARIANTS, "0")  # the grader's setting wins
     assert fresh.params("1-3")["eta_b"] == ex.params["eta_b"].default
@@ -521,13 +527,13 @@ def test_show_in_a_live_kernel_is_plain_markdown_with_folded_solutions(live_kern
 
 def test_prompts_in_variant_mode_are_plain_markdown(fresh):
     for ch in registry.chapters():
-        fresh.configure(ch, variants=True)
+        fresh.configure(ch, variants=True, params=notebooks.personal_params(ch, "alice", KEY))
     fresh.set_student("alice")
     for ch in registry.chapters():
         for ex in registry.chapter(ch):
             text = fresh.prompt(ex.id).text
             assert _client_problems(text) == [], (ex.id, _client_problems(text)[:3])
-    text = json.dumps(sheet.build("ch05", "alice", True))
+    text = json.dumps(sheet.build("ch05", "alice", True, KEY))
     assert "\\\\$" not in text  # the grader's sheet is plain too
 
 
@@ -621,7 +627,7 @@ def test_solution_notebook_shows_the_reference_source():
 
 def _sheet_file(tmp_path, student, variants):
     path = tmp_path / "sheet.json"
-    path.write_bytes(sheet.dumps(sheet.build("ch01", student, variants)))
+    path.write_bytes(sheet.dumps(sheet.build("ch01", student, variants, KEY)))
     return path
 
 
@@ -629,7 +635,7 @@ def test_graded_kernel_reads_the_sheet_records_and_gives_no_verdict(
     fresh, answer_pipe, tmp_path, monkeypatch
 ):
     ex = registry.get("1-3")
-    home = namespace(ex, params_for(ex, "alice", True))
+    home = namespace(ex, params_for(ex, "alice", True, KEY))
     monkeypatch.setenv(record.ENV_SHEET, str(_sheet_file(tmp_path, "alice", True)))
     got = fresh.params("1-3")
     assert got == home and type(got["batches"]) is tuple  # tuples survive the JSON trip
@@ -658,10 +664,10 @@ def test_graded_kernel_reads_the_sheet_records_and_gives_no_verdict(
 @pytest.mark.parametrize("variants", [False, True])
 def test_sheets_round_trip_and_hold_no_reference(variants):
     for ch in registry.chapters():
-        data = json.loads(sheet.dumps(sheet.build(ch, "bob", variants)))
+        data = json.loads(sheet.dumps(sheet.build(ch, "bob", variants, KEY)))
         text = json.dumps(data)
         for ex in registry.chapter(ch):
-            ns = namespace(ex, params_for(ex, "bob", variants))
+            ns = namespace(ex, params_for(ex, "bob", variants, KEY))
             assert {k: record.decode_value(v) for k, v in data["exercises"][ex.id]["params"].items()} == ns
             assert data["exercises"][ex.id]["parts"] == [p.part for p in ex.parts]
             for letter, ref in references(ex, ns).items():

@@ -23,13 +23,14 @@ from aiinfra.course.grading.sandbox import Limits, Plan, make_plan
 from aiinfra.course.grading.score import Assignment, score_submission
 
 REPO = Path(__file__).resolve().parent.parent
+KEY = bytes(range(32))  # a variant key for the tests (an instructor's is secret and random)
 FAST = ["--cell-timeout", "20", "--timeout", "60", "--memory-mb", "1024", "--quiet"]
 
 
 def _perfect_answers(chapter: str, student: str, variants: bool) -> list[dict]:
     out = []
     for ex in registry.chapter(chapter):
-        ns = namespace(ex, params_for(ex, student, variants))
+        ns = namespace(ex, params_for(ex, student, variants, KEY))
         refs = references(ex, ns)
         for p in ex.parts:
             value = refs[p.part] if p.kind != "free" else "my reasoning"
@@ -38,7 +39,7 @@ def _perfect_answers(chapter: str, student: str, variants: bool) -> list[dict]:
 
 
 def test_score_submission_full_marks_and_stop_rule():
-    a = Assignment("ch01", variants=True)
+    a = Assignment("ch01", variants=True, key=KEY)
     answers = _perfect_answers("ch01", "alice", True)
     s = score_submission({"status": "ok", "errors": [], "answers": answers}, a, "alice")
     assert s.auto_score == s.auto_max > 0
@@ -68,7 +69,13 @@ def test_assignment_and_limits_are_validated():
         Limits(cell_timeout_s=0)
     with pytest.raises(ValueError, match="memory_bytes"):
         Limits(memory_bytes=1000)
-    assert Assignment("ch01").fingerprint() != Assignment("ch01", True).fingerprint()
+    with pytest.raises(ValueError, match="key"):
+        Assignment("ch01", variants=True)  # per-student parameters need the instructor's key
+    with pytest.raises(ValueError, match="key"):
+        Assignment("ch01", variants=True, key=b"short")
+    keyed = Assignment("ch01", True, KEY)
+    assert Assignment("ch01").fingerprint() != keyed.fingerprint()
+    assert keyed.fingerprint() != Assignment("ch01", True, bytes(32)).fingerprint()  # a new key re-grades
 
 
 def test_parse_answers_is_strict():
@@ -248,7 +255,21 @@ def test_reference_solutions_score_100_percent_with_the_real_cli(tmp_path, chapt
     shutil.copy(REPO / "solutions" / f"{chapter}.ipynb", subs / "alice" / f"{chapter}.ipynb")
     shutil.copy(REPO / "solutions" / f"{chapter}.ipynb", subs / "bob.ipynb")
     out = tmp_path / "out"
-    done = _run_cli(subs, "--assignment", chapter, "--variants", "--workers", "2", "--out", out, *FAST)
+    key = tmp_path / "variant.key"
+    key.write_text(KEY.hex())
+    done = _run_cli(
+        subs,
+        "--assignment",
+        chapter,
+        "--variants",
+        "--variant-key",
+        key,
+        "--workers",
+        "2",
+        "--out",
+        out,
+        *FAST,
+    )
     assert done.returncode == 0, done.stderr
     assert "kernel message(s)" not in done.stdout  # the stop's own disconnections are no dropped messages
     with Gradebook(out / "gradebook.sqlite") as gb:
@@ -262,19 +283,22 @@ def test_reference_solutions_score_100_percent_with_the_real_cli(tmp_path, chapt
             ]
             assert not wrong
             assert sub["auto_score"] == sub["auto_max"] > 0
-    again = _run_cli(subs, "--assignment", chapter, "--variants", "--out", out, *FAST)
+    again = _run_cli(subs, "--assignment", chapter, "--variants", "--variant-key", key, "--out", out, *FAST)
     assert "graded 0, skipped 2 unchanged" in again.stdout
 
 
 @pytest.mark.slow
 def test_handout_metadata_sets_variants_and_a_changed_submission_is_regraded(tmp_path):
-    handout = tmp_path / "handout"
+    handout, key = tmp_path / "handout", tmp_path / "variant.key"
+    (tmp_path / "roster.txt").write_text("carol\n")
     subprocess.run(
-        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--out", handout],
+        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--key", key, "--roster"]
+        + [tmp_path / "roster.txt", "--out", handout, "--chapter", "ch01"],
         check=True,
         capture_output=True,
     )
-    assert cli.load_assignment(str(handout / "exercises" / "ch01.ipynb"), None).variants is True
+    assert cli.load_assignment(str(handout / "exercises" / "ch01.ipynb"), None, key).variants is True
+    carol_key = bytes.fromhex(key.read_text())
     # a student who answers with the default parameters' values gets variant parts wrong
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -285,16 +309,20 @@ def test_handout_metadata_sets_variants_and_a_changed_submission_is_regraded(tmp
         cell["source"] = re.sub(r'params\("(\d+-\d+)"\)', lambda m: defaults[m.group(1)], source)
     (subs / "carol.ipynb").write_text(json.dumps(nb))
     out = tmp_path / "out"
-    done = _run_cli(subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--out", out, *FAST)
+    done = _run_cli(
+        subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--variant-key", key, "--out", out, *FAST
+    )
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         sub = gb.submission("ch01", "carol")
     ex_default = {ex.id: params_for(ex, None, False) for ex in registry.chapter("ch01")}
-    ex_carol = {ex.id: params_for(ex, "carol", True) for ex in registry.chapter("ch01")}
+    ex_carol = {ex.id: params_for(ex, "carol", True, carol_key) for ex in registry.chapter("ch01")}
     differs = [k for k in ex_default if ex_default[k] != ex_carol[k]]
     assert differs and sub["auto_score"] < sub["auto_max"]
     (subs / "carol.ipynb").write_text(json.dumps(json.loads((REPO / "solutions" / "ch01.ipynb").read_text())))
-    done = _run_cli(subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--out", out, *FAST)
+    done = _run_cli(
+        subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--variant-key", key, "--out", out, *FAST
+    )
     assert "graded 1, skipped 0" in done.stdout
     with Gradebook(out / "gradebook.sqlite") as gb:
         sub = gb.submission("ch01", "carol")
@@ -305,6 +333,7 @@ def test_cli_rejects_bad_arguments(tmp_path):
     assert cli.main([str(tmp_path), "--assignment", "ch99"]) == 2
     assert cli.main([str(tmp_path / "missing"), "--assignment", "ch01"]) == 2
     assert cli.main([str(tmp_path), "--assignment", "ch01", "--workers", "0"]) == 2
+    assert cli.main([str(tmp_path), "--assignment", "ch01", "--variants"]) == 2  # no key
 
 
 def test_the_gradebook_lock_refuses_a_second_holder(tmp_path):

@@ -18,6 +18,7 @@ import textwrap
 
 from aiinfra.book import colab
 from aiinfra.course.exercises import registry, render
+from aiinfra.course.exercises.record import encode_value
 from aiinfra.course.exercises.variants import namespace, params_for, references
 from aiinfra.course.exercises.working import dependencies
 
@@ -63,13 +64,31 @@ def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _setup_source(chapter: str, variants: bool, pip_source: str, extra: str = "") -> str:
+def personal_params(chapter: str, student: str, key: bytes) -> dict:
+    """One student's parameters for a chapter, as a personal notebook carries them (plain JSON values)."""
+    return {
+        ex.id: {k: encode_value(v) for k, v in params_for(ex, student, True, key).items()}
+        for ex in registry.chapter(chapter)
+    }
+
+
+def _setup_source(
+    chapter: str, variants: bool, pip_source: str, extra: str = "", personal: tuple | None = None
+) -> str:
     lines = colab.install_cell_lines(pip_source) + [
         "",
         "from aiinfra.course.exercises import answer, check, configure, params, prompt, set_student",
         "",
-        f"configure({chapter!r}, variants={variants!r})",
     ]
+    if personal:
+        sid, mine = personal
+        lines += [
+            "# Your own parameters, drawn for your student id by your instructor: keep them as they are.",
+            f"configure({chapter!r}, variants=True, params={mine!r})",
+            f"set_student({sid!r})",
+        ]
+        return "\n".join(lines + (["", extra] if extra else []))
+    lines.append(f"configure({chapter!r}, variants={variants!r})")
     if variants:
         lines += [
             "# Your parameters depend on your student id: write it here as on the class roster,",
@@ -105,21 +124,33 @@ def _intro_markdown(chapter: str, kind: str, variants: bool) -> str:
     text = text.replace('"1-2"', f'"{number}-1"')
     if variants:
         text += (
-            "\n\n**Your parameters are personal.** They are drawn from your student id, so set it in the "
-            "first cell before anything else; `prompt(...)` then shows your version of each exercise and "
-            "`params(...)` returns its numbers."
+            "\n\n**Your parameters are personal.** Your instructor drew them for your student id with a "
+            "secret key and wrote them into the first cell of your own copy of this notebook: run it "
+            "before anything else; `prompt(...)` then shows your version of each exercise and "
+            "`params(...)` returns its numbers. The grader draws them again from your id, so keep the "
+            "first cell as it is."
         )
     return text
 
 
-def student_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
-    """The notebook handed to students: statements, one ``answer(...)`` cell per part, ``check`` cells."""
+def student_notebook(
+    chapter: str, variants: bool, pip_source: str, student: str | None = None, key: bytes | None = None
+) -> dict:
+    """The notebook handed to students: statements, one ``answer(...)`` cell per part, ``check`` cells.
+
+    With variants, ``student`` and the instructor's ``key`` make it that student's personal
+    notebook: its first cell carries their parameters (never the key), so ``check()`` works at home.
+    """
     exercises = registry.chapter(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
+    personal = (student, personal_params(chapter, student, key)) if variants and student is not None else None
     cells = [
         _md(_cell_id(chapter, "student", "intro"), _intro_markdown(chapter, "student", variants)),
-        _code(_cell_id(chapter, "student", "setup"), _setup_source(chapter, variants, pip_source)),
+        _code(
+            _cell_id(chapter, "student", "setup"),
+            _setup_source(chapter, variants, pip_source, personal=personal),
+        ),
     ]
     for ex in exercises:
         key = (chapter, "student", ex.id)

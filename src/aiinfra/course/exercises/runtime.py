@@ -40,19 +40,22 @@ __all__ = [
     "show",
 ]
 
-_state: dict[str, Any] = {"student": None, "variants": {}, "answers": {}}
+_state: dict[str, Any] = {"student": None, "variants": {}, "params": {}, "answers": {}}
 
 
 def reset() -> None:
     """Forget the student id, the configuration and every recorded answer."""
-    _state.update(student=None, variants={}, answers={})
+    _state.update(student=None, variants={}, params={}, answers={})
 
 
-def configure(chapter: str, variants: bool = False) -> None:
-    """Say which chapter this notebook is and whether per-student variants are on.
+def configure(chapter: str, variants: bool = False, params: dict | None = None) -> None:
+    """Say which chapter this notebook is, whether per-student variants are on and, with them,
+    this student's parameters (``{exercise id: {name: value}}``).
 
-    The generated notebooks call this in their first cell; the grader ignores
-    it and uses the instructor's assignment settings instead.
+    Per-student parameters are drawn with the instructor's secret key, which never leaves the
+    instructor: the personal notebook (``tools/build_exercises.py --variants --key FILE --roster
+    FILE``) passes them here, for ``params()``, ``prompt()`` and ``check()`` at home. The grader
+    ignores all of this and uses the instructor's settings and key instead.
     """
     from aiinfra.course.exercises import registry
 
@@ -62,7 +65,15 @@ def configure(chapter: str, variants: bool = False) -> None:
         registry._chapter_id(chapter)
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
+    if params is not None and (not variants or type(params) is not dict):
+        raise ValueError(
+            f"params must be a dict of per-exercise parameters, with variants=True; got {params!r}"[:200]
+        )
     _state["variants"][chapter] = variants
+    if params is not None:
+        _state["params"][chapter] = {
+            ex_id: {k: record.decode_value(v) for k, v in values.items()} for ex_id, values in params.items()
+        }
 
 
 def set_student(sid: str) -> None:
@@ -104,12 +115,30 @@ def _student_for(ex) -> str | None:
     return sid
 
 
+def _home_params(ex) -> dict[str, Any]:
+    """Defaults, or with variants on the student's own parameters, as their notebook carries them."""
+    from aiinfra.course.exercises.variants import params_for
+
+    if not _variants_for(ex):
+        return params_for(ex, None, False)
+    _student_for(ex)
+    mine = _state["params"].get(ex.chapter, {}).get(ex.id)
+    if mine is None:
+        raise ValueError(
+            f"this notebook uses per-student variants but carries no parameters for exercise {ex.id}: "
+            "work in the personal notebook your instructor made for you (its first cell holds your parameters)"
+        )
+    if set(mine) != set(ex.params):
+        raise ValueError(f"params of exercise {ex.id} must name {sorted(ex.params)}, got {sorted(mine)}")
+    return dict(mine)
+
+
 def _home_namespace(exercise_id: str):
     from aiinfra.course.exercises import registry
-    from aiinfra.course.exercises.variants import namespace, params_for
+    from aiinfra.course.exercises.variants import namespace
 
     ex = registry.get(exercise_id)
-    return ex, namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
+    return ex, namespace(ex, _home_params(ex))
 
 
 def params(exercise_id: str) -> dict[str, Any]:
@@ -204,12 +233,12 @@ def check(target: str) -> CheckReport:
     if record.sheet() is not None:
         return CheckReport([], GRADING_NOTE + "\n")
     from aiinfra.course.exercises import registry
-    from aiinfra.course.exercises.variants import namespace, params_for, references, resolved_slips
+    from aiinfra.course.exercises.variants import namespace, references, resolved_slips
 
     results = []
     lines = []
     for ex in registry.resolve(target):
-        ns = namespace(ex, params_for(ex, _student_for(ex), _variants_for(ex)))
+        ns = namespace(ex, _home_params(ex))
         refs, slips = references(ex, ns), resolved_slips(ex, ns)
         lines.append(f"**Exercise {ex.id}**")
         for p in ex.parts:

@@ -16,11 +16,11 @@ from aiinfra.course.exercises.record import SHEET_VERSION, encode_value
 from aiinfra.course.exercises.variants import namespace, params_for
 
 
-def build(chapter: str, student: str | None, variants: bool) -> dict:
-    """The sheet of ``chapter`` for ``student`` (variants on or off)."""
+def build(chapter: str, student: str | None, variants: bool, key: bytes | None = None) -> dict:
+    """The sheet of ``chapter`` for ``student`` (variants on or off; on needs the instructor's ``key``)."""
     exercises = {}
     for ex in registry.chapter(chapter):
-        ns = namespace(ex, params_for(ex, student, variants))
+        ns = namespace(ex, params_for(ex, student, variants, key))
         exercises[ex.id] = {
             "parts": [p.part for p in ex.parts],
             "params": {k: encode_value(v) for k, v in ns.items()},

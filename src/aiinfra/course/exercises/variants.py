@@ -3,41 +3,85 @@
 With variants off every student gets each parameter's ``default``. With
 variants on, parameter ``name`` of exercise ``ex`` for student ``sid`` is
 ``choices[h % len(choices)]`` where ``h`` is the first 8 bytes of
-``sha256("aiinfra-variant/" + sid + "/" + ex + "/" + name)``. The rule uses no
-secret and no random-number generator, so a notebook in Colab, the book and
-the grader all derive the same parameters from the same id.
+``HMAC-SHA256(key, "aiinfra-variant/" + sid + "/" + ex + "/" + name)`` and ``key`` is
+the instructor's secret variant key (32 random bytes, kept in a key file outside the
+hand-out: :func:`new_key`, :func:`read_key`). Without the key nobody can compute a
+student's parameters, not even their own: ``tools/build_exercises.py --variants --key FILE
+--roster FILE`` writes each student a notebook that carries their own parameters, and the
+grader, given the same key, recomputes them. The grader never hands the key to a kernel.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
+import secrets
+from pathlib import Path
 from typing import Any, Mapping
 
 from aiinfra.course.exercises._format import Exercise
 from aiinfra.course.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
 
 
-def _pick(sid: str, exercise_id: str, name: str, n: int) -> int:
-    digest = hashlib.sha256(f"aiinfra-variant/{sid}/{exercise_id}/{name}".encode()).digest()
+KEY_BYTES = 32
+
+
+def new_key() -> str:
+    """A fresh variant key, as the text of a key file (64 hex digits and a newline)."""
+    return secrets.token_hex(KEY_BYTES) + "\n"
+
+
+def parse_key(text: str) -> bytes:
+    """The key in a key file's text; ValueError unless it is 64 hex digits."""
+    digits = text.strip() if isinstance(text, str) else ""
+    if len(digits) != 2 * KEY_BYTES or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError(f"key must be {2 * KEY_BYTES} hex digits (a file made by new_key())")
+    return bytes.fromhex(digits)
+
+
+def read_key(path) -> bytes:
+    """The variant key in the file ``path`` (see :func:`new_key`); ValueError naming the file otherwise."""
+    try:
+        data = Path(path).read_bytes()[: 4 * KEY_BYTES]
+        return parse_key(data.decode("ascii"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"key file {str(path)!r} cannot be used: {exc}") from None
+
+
+def key_id(key: bytes) -> str:
+    """A public name of a key (it reveals nothing of it): which key a gradebook was graded with."""
+    return hashlib.sha256(b"aiinfra-variant-key-id/" + key).hexdigest()[:16]
+
+
+def _pick(key: bytes, sid: str, exercise_id: str, name: str, n: int) -> int:
+    message = f"aiinfra-variant/{sid}/{exercise_id}/{name}".encode("utf-8", "surrogatepass")
+    digest = hmac.new(key, message, hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") % n
 
 
-def params_for(ex: Exercise, sid: str | None, variants: bool) -> dict[str, Any]:
+def params_for(ex: Exercise, sid: str | None, variants: bool, key: bytes | None = None) -> dict[str, Any]:
     """The parameters student ``sid`` sees in exercise ``ex``.
 
-    ``variants=False`` gives the defaults (``sid`` may be ``None``);
-    ``variants=True`` requires a valid ``sid``.
+    ``variants=False`` gives the defaults (``sid`` and ``key`` may be ``None``);
+    ``variants=True`` requires a valid ``sid`` and the instructor's ``key`` (32 bytes).
     """
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
     if not variants:
         return {name: prm.default for name, prm in ex.params.items()}
     sid = student_id(sid)
+    if type(key) is not bytes or len(key) != KEY_BYTES:
+        raise ValueError(
+            f"key must be the instructor's {KEY_BYTES}-byte variant key (read_key(FILE)); per-student "
+            "parameters cannot be computed without it"
+        )
     out = {}
     for name in sorted(ex.params):
         prm = ex.params[name]
-        out[name] = prm.choices[_pick(sid, ex.id, name, len(prm.choices))] if prm.choices else prm.default
+        out[name] = (
+            prm.choices[_pick(key, sid, ex.id, name, len(prm.choices))] if prm.choices else prm.default
+        )
     return {name: out[name] for name in ex.params}
 
 

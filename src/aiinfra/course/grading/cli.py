@@ -1,6 +1,6 @@
 """``aiinfra-grade``: grade a folder of submitted notebooks into a gradebook and export it.
 
-    aiinfra-grade SUBMISSIONS --assignment ch01 [--variants] [--workers 2] [--cell-timeout 30] [--timeout 120]
+    aiinfra-grade SUBMISSIONS --assignment ch01 [--variants --variant-key KEY] [--workers 2] [--timeout 120]
     aiinfra-grade SUBMISSIONS --assignment handout/exercises/ch01.ipynb   # chapter + variants from the hand-out
     aiinfra-grade SUBMISSIONS --assignment ch01 --export-only              # re-export, grade nothing
     aiinfra-grade SUBMISSIONS --assignment ch01 --manual alice 1-1 g 1.5   # hand-graded points, then re-export
@@ -32,17 +32,23 @@ from pathlib import Path
 from . import bounded, export
 from .extract import Extraction, kill_uid, new_fallback_root
 from .gradebook import Gradebook, Lock
-from .sandbox import UID_BASE, Limits, make_plan
+from ..exercises.variants import read_key
+from .sandbox import SYSTEM_DIRS, UID_BASE, Limits, make_plan
 from .score import Assignment, score_submission
 from .submissions import content_hash, discover, read_submission
 
 RUN_DIR = ".aiinfra-run"
 
 
-def load_assignment(spec: str, variants: bool | None) -> Assignment:
-    """``ch01`` or the path of the instructor's hand-out notebook (its metadata names chapter and variants)."""
-    path = Path(spec)
+def load_assignment(spec: str, variants: bool | None, key_file: Path | None = None) -> Assignment:
+    """``ch01`` or the path of the instructor's hand-out notebook (its metadata names chapter and variants).
+
+    With variants on, ``key_file`` is the instructor's variant key (outside the hand-out and the
+    submissions); the grader recomputes every student's parameters from it.
+    """
+    chapter, on = spec, bool(variants)
     if spec.endswith(".ipynb"):
+        path = Path(spec)
         if not path.is_file():
             raise ValueError(f"assignment notebook {spec!r} does not exist")
         nb = bounded.loads(path.read_bytes(), max_bytes=50 * 2**20, max_depth=64, what=spec)
@@ -51,8 +57,17 @@ def load_assignment(spec: str, variants: bool | None) -> Assignment:
             raise ValueError(
                 f"{spec} has no metadata.aiinfra.chapter: build it with tools/build_exercises.py"
             )
-        return Assignment(meta["chapter"], bool(meta.get("variants")) if variants is None else variants)
-    return Assignment(spec, bool(variants))
+        chapter, on = meta["chapter"], bool(meta.get("variants")) if variants is None else variants
+    if not on:
+        return Assignment(chapter, False)
+    if key_file is None:
+        raise ValueError(
+            "per-student variants need the instructor's key: --variant-key FILE "
+            "(the file given to tools/build_exercises.py --variants --key FILE)"
+        )
+    if str(Path(key_file).resolve().parent) in SYSTEM_DIRS:
+        raise ValueError(f"--variant-key {key_file}: keep the key outside {', '.join(SYSTEM_DIRS)}")
+    return Assignment(chapter, True, read_key(key_file))
 
 
 class Progress:
@@ -305,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-student parameters on (default: from the hand-out notebook, else off)",
     )
     v.add_argument("--no-variants", dest="variants", action="store_false")
+    ap.add_argument(
+        "--variant-key",
+        type=Path,
+        help="the instructor's secret variant key file (needed with variants; never shown to a kernel)",
+    )
     ap.add_argument("--workers", type=int, default=2, help="submissions run at once (default 2)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default 30)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per submission (default 120)")
@@ -345,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        assignment = load_assignment(args.assignment, args.variants)
+        assignment = load_assignment(args.assignment, args.variants, args.variant_key)
         if args.workers < 1 or args.workers > 64:
             raise ValueError(f"--workers must lie in [1, 64], got {args.workers}")
         limits = _limits(args)
@@ -399,7 +419,8 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
                 with signals_held():  # it makes control groups: an interrupt waits for ``plan`` to hold them
                     plan = make_plan(
                         limits,
-                        [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)],
+                        [str(args.submissions), str(out), str(gb_path.parent), str(run_dir)]
+                        + ([str(args.variant_key.resolve().parent)] if assignment.variants else []),
                         str(run_dir),
                         args.workers,
                         args.sandbox,

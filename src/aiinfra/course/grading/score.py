@@ -16,22 +16,28 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..exercises import feedback, registry, sheet
-from ..exercises.variants import namespace, params_for, references, resolved_slips
+from ..exercises.variants import KEY_BYTES, key_id, namespace, params_for, references, resolved_slips
 
-GRADER_VERSION = "2"
+GRADER_VERSION = "3"
 
 
 @dataclass(frozen=True)
 class Assignment:
-    """What the instructor assigned: a chapter's exercises, variants on or off."""
+    """What the instructor assigned: a chapter's exercises, variants on or off (on: with the variant key)."""
 
     chapter: str
     variants: bool = False
+    key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self):
         registry.chapter(self.chapter)
         if not isinstance(self.variants, bool):
             raise ValueError(f"variants must be True or False, got {self.variants!r}")
+        if self.variants and (type(self.key) is not bytes or len(self.key) != KEY_BYTES):
+            raise ValueError(
+                f"key must be the instructor's {KEY_BYTES}-byte variant key when variants are on "
+                "(aiinfra-grade --variant-key FILE)"
+            )
 
     @property
     def exercises(self):
@@ -43,7 +49,11 @@ class Assignment:
 
         module = importlib.import_module(f"{registry.__name__.rsplit('.', 1)[0]}.{self.chapter}")
         h = hashlib.sha256()
-        h.update(json.dumps([GRADER_VERSION, self.chapter, self.variants]).encode())
+        h.update(
+            json.dumps(
+                [GRADER_VERSION, self.chapter, self.variants, key_id(self.key) if self.variants else None]
+            ).encode()
+        )
         h.update(inspect.getsource(module).encode())
         h.update(inspect.getsource(feedback).encode())
         return h.hexdigest()
@@ -64,7 +74,7 @@ class Assignment:
 @lru_cache(maxsize=256)
 def _references(assignment: Assignment, who: str | None) -> dict:
     return {
-        ex.id: references(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+        ex.id: references(ex, namespace(ex, params_for(ex, who, assignment.variants, assignment.key)))
         for ex in assignment.exercises
     }
 
@@ -72,14 +82,14 @@ def _references(assignment: Assignment, who: str | None) -> dict:
 @lru_cache(maxsize=256)
 def _slips(assignment: Assignment, who: str | None) -> dict:
     return {
-        ex.id: resolved_slips(ex, namespace(ex, params_for(ex, who, assignment.variants)))
+        ex.id: resolved_slips(ex, namespace(ex, params_for(ex, who, assignment.variants, assignment.key)))
         for ex in assignment.exercises
     }
 
 
 @lru_cache(maxsize=256)
 def _sheet(assignment: Assignment, who: str | None) -> dict:
-    return sheet.build(assignment.chapter, who, assignment.variants)
+    return sheet.build(assignment.chapter, who, assignment.variants, assignment.key)
 
 
 @dataclass
