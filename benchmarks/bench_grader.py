@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Grader throughput: N copies of a solution notebook, with 1 and 2 workers, against bare nbconvert.
 
-    python benchmarks/bench_grader.py [--count 40] [--chapter ch01] [--bare-runs 3]
+    python benchmarks/bench_grader.py [--count 40] [--chapter ch01] [--bare-runs 3] [--no-profile]
 
-Prints submissions per minute for each worker count and the ratio of the
-grader's time per submission (1 worker) to one bare
+Prints submissions per minute for each worker count, CPU seconds per submission, the
+ratio of the grader's time and CPU per submission (1 worker) to one bare
 ``jupyter nbconvert --to notebook --execute`` of the same notebook, and the
-sandbox the grader ran with. Targets: >= 120 submissions/min with 2 workers on 2 cores, at
+sandbox the grader ran with. The profile (on by default) says where a submission's CPU
+seconds go: it grades three probes, each a prefix of the one after (a kernel that runs
+``pass``, one that imports the exercise API, the whole solution), and reads each row's
+``cpu_s`` (its worker, its sandbox and its kernel); the grader's own share is the total
+less the rows' sum. Targets: >= 120 submissions/min with 2 workers on 2 cores, at
 <= 1.3x bare. Not a test: timings depend on the machine and its load (the load
 average is printed). CPU seconds include the sandboxed kernels (each level of
 the sandbox reaps the one below it). To compare two versions, run them back to
@@ -16,9 +20,11 @@ back, the other one through ``PYTHONPATH=<its checkout>/src``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -103,12 +109,66 @@ def grader_seconds(nb: Path, count: int, workers: int, chapter: str) -> tuple[fl
         return elapsed, grader_cpu
 
 
+PROBES = {
+    "kernel start and worker": ["pass"],
+    "+ imports in the sandbox": [
+        "from aiinfra.course.exercises import answer, check, configure, params, prompt"
+    ],
+}
+
+
+def profile(nb: Path, chapter: str, copies: int = 3) -> None:
+    """CPU seconds per stage of one submission, from the gradebook rows of three probes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subs = Path(tmp) / "subs"
+        subs.mkdir()
+        for i in range(copies):
+            for n, sources in enumerate(PROBES.values()):
+                cells = [
+                    {"cell_type": "code", "source": src, "metadata": {}, "outputs": []} for src in sources
+                ]
+                body = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+                (subs / f"p{n}_{i}.ipynb").write_text(json.dumps(body))
+            shutil.copy(nb, subs / f"p9_{i}.ipynb")
+        cpu0 = _child_cpu_s()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "aiinfra.course.grading.cli",
+                str(subs),
+                "--assignment",
+                chapter,
+                "--workers",
+                "1",
+                "--out",
+                str(Path(tmp) / "out"),
+                "--quiet",
+            ],
+            capture_output=True,
+            check=True,
+        )
+        total = (_child_cpu_s() - cpu0) / (copies * (len(PROBES) + 1))
+        db = sqlite3.connect(Path(tmp) / "out" / "gradebook.sqlite")
+        rows = dict(db.execute("SELECT student, cpu_s FROM submissions"))
+    mean = {p: statistics.mean(v for s, v in rows.items() if s.startswith(p)) for p in ("p0", "p1", "p9")}
+    print(f"profile (CPU s per submission, mean of {copies}):")
+    print(f"  kernel start, sandbox and worker (a kernel that runs pass): {mean['p0']:.2f}")
+    print(f"  imports in the sandbox (the exercise API, aiinfra, numpy):  {mean['p1'] - mean['p0']:.2f}")
+    print(f"  the solution's cells (references computed in the kernel):   {mean['p9'] - mean['p1']:.2f}")
+    print(
+        f"  the grader process (discovery, reads, staging, scoring, gradebook), all probes: "
+        f"{total - statistics.mean(rows.values()):.2f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=40)
     ap.add_argument("--chapter", default="ch01")
     ap.add_argument("--bare-runs", type=int, default=3)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--no-profile", action="store_true", help="leave out the CPU profile per stage")
     args = ap.parse_args()
     nb = REPO / "solutions" / f"{args.chapter}.ipynb"
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.2f}")
@@ -117,14 +177,14 @@ def main() -> None:
         f"bare nbconvert --execute: {bare:.2f} s per notebook (median of {args.bare_runs}), "
         f"{60 / bare:.1f} per minute; {bare_cpu:.2f} CPU s each"
     )
-    per_sub_1 = None
+    per_sub_1 = cpu_1 = None
     for w in args.workers:
         before = os.getloadavg()[0]
         total, cpu = grader_seconds(nb, args.count, w, args.chapter)
         per_min = args.count / total * 60
         per_sub = total / args.count
         if w == 1:
-            per_sub_1 = per_sub
+            per_sub_1, cpu_1 = per_sub, cpu / args.count
         print(
             f"aiinfra-grade, {w} worker(s): {args.count} submissions in {total:.1f} s = {per_min:.1f} per minute "
             f"({per_sub:.2f} s each; {per_sub * w / bare:.2f}x bare per worker); {cpu / args.count:.2f} CPU s each, "
@@ -135,7 +195,12 @@ def main() -> None:
             f"goal >= {GOAL_PER_MIN} /min (2 workers); load {before:.2f} -> {os.getloadavg()[0]:.2f}"
         )
     if per_sub_1 is not None:
-        print(f"ratio, 1 worker vs bare: {per_sub_1 / bare:.2f}x wall (target <= 1.3x)")
+        print(
+            f"ratio, 1 worker vs bare: {per_sub_1 / bare:.2f}x wall (target <= 1.3x), "
+            f"{cpu_1 / bare_cpu:.2f}x CPU ({cpu_1:.2f} against {bare_cpu:.2f} CPU s; goal <= 0.5 CPU s)"
+        )
+    if not args.no_profile:
+        profile(nb, args.chapter)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
