@@ -583,10 +583,15 @@ def test_disk_is_capped(graded):
 
 
 @pytest.mark.parametrize(
-    "name,why", [("huge_message", "above 327680 bytes were discarded unread"), ("print_10mb", "discarded")]
+    "name,why",
+    [
+        ("huge_message", "output above 262144 bytes was discarded"),  # one 40 MB write, sent in pieces
+        ("print_10mb", "output above 262144 bytes was discarded"),
+    ],
 )
 def test_oversized_output_is_discarded_and_the_run_continues(graded, name, why):
-    """One 40 MB message is refused before it is decoded; 10 MB of prints are capped, however they arrive."""
+    """A 40 MB write and 10 MB of prints reach the output cap, however they arrive (the kernel sends stream
+    output in pieces far below the message cap; a 40 MB display message is refused unread: test_hostile_2)."""
     row = graded["rows"][name]
     assert row["status"] == "ok" and why in row["reason"]
     assert _part(row, "1-2", "h")["status"] == "correct" and row["auto_score"] == 1
@@ -608,7 +613,7 @@ def test_ids_that_share_a_slug_get_their_own_files(graded):
     assert len(names) == 2 and all(re.fullmatch(r"_~[0-9a-f]{12}", n) for n in names)
     for sid in ("学生一", "学生二"):
         md = (out / "feedback" / f"{safe_name(sid)}.md").read_text(encoding="utf-8")
-        assert md.startswith(f"# Feedback: ch01, {sid}\n") and "**Score: 1 / 33**" in md
+        assert md.startswith(f"# Feedback: ch01, ` {sid} `\n") and "**Score: 1 / 33**" in md
 
 
 def test_csv_cells_never_start_a_formula(graded):
@@ -651,7 +656,7 @@ def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
         list(map(str, args + ["--wait"])), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     refused = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=120)
-    assert first.poll() is None  # all of this happened while it graded
+    # refused while the first one held the lock: the holder's pid is read from the lock it failed to take
     assert refused.returncode == 75 and f"another aiinfra-grade (pid {first.pid})" in refused.stderr
     assert first.wait(timeout=120) == 0
     out_w, err_w = waiting.communicate(timeout=120)

@@ -80,6 +80,9 @@ WIDGET_FLOOD = (
     "    c.send({'method': 'update', 'state': {f'k{i}': 'x' * 250_000}})"
 )
 STDOUT_FLOOD = "import sys\nfor _ in range(12_000):\n    sys.stdout.write('y' * 999 + '\\n')"
+HUGE_DISPLAY = (
+    "from IPython.display import publish_display_data\npublish_display_data({'text/plain': 'y' * 40 * 2**20})"
+)
 NET_UNIX = "answer('1-1', 'g', open('/proc/net/unix').read()[-3000:])"
 
 
@@ -103,6 +106,7 @@ def run(tmp_path_factory):
     # 2: widget state and a stdout flood
     _write_nb(subs / "widget_flood.ipynb", [SETUP, WIDGET_FLOOD, GOOD_H])
     _write_nb(subs / "stdout_flood.ipynb", [SETUP, STDOUT_FLOOD, GOOD_H])
+    _write_nb(subs / "huge_display.ipynb", [SETUP, HUGE_DISPLAY, GOOD_H])
     # 3: NFC and NFD twins, a bad name, and a valid entry named like the bad name's key
     _write_nb(subs / f"{JOSE_NFD}.ipynb", good)  # first in byte order ("e" < "é"): graded as José
     _write_nb(subs / f"{JOSE_NFC}.ipynb", [SETUP])
@@ -550,9 +554,8 @@ def test_9_two_graders_on_one_output_folder_refuse_or_wait_whatever_their_gradeb
         second = _cli(
             subs, "--assignment", "ch01", "--out", out, "--gradebook", tmp_path / "b.sqlite", "--quiet"
         )
-        assert first.poll() is None  # the first grader still runs
-        assert second.returncode == 75
-        assert f"is using the output folder {out}" in second.stderr
+        assert second.returncode == 75  # refused while the first held the lock: it names the holder
+        assert f"another aiinfra-grade (pid {first.pid}) is using the output folder {out}" in second.stderr
         queued = _cli(
             subs,
             "--assignment",
@@ -634,3 +637,9 @@ def test_13_a_stdout_flood_is_reported_as_the_output_cap(run):
     assert row["status"] == "ok" and _part(row, "1-2", "h")["points"] == 1
     assert f"output above {OUTPUT_CAP} bytes was discarded" in row["reason"]
     assert "discarded unread" not in row["reason"]
+
+
+def test_13_one_message_above_the_cap_is_refused_unread(run):
+    row = run["rows"]["huge_display"]
+    assert row["status"] == "ok" and _part(row, "1-2", "h")["points"] == 1
+    assert f"kernel message(s) above {OUTPUT_CAP + 64 * 1024} bytes were discarded unread" in row["reason"]

@@ -287,6 +287,7 @@ def _stage(
         "env": env,
         "connection": connection,
         "sheet": sheet,
+        "output_bytes": plan.limits.output_bytes,
     }
     with open(os.path.join(stage, "spec.json"), "x", encoding="utf-8") as fh:
         json.dump(spec, fh)

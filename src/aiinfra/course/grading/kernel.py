@@ -200,18 +200,25 @@ def _lean_imports() -> None:
 STREAM_CHUNK_CHARS = 16384  # at most 64 KiB of UTF-8 per stream message, far below the grader's size cap
 
 
-def _chunked_outstream():
-    """ipykernel's stdout/stderr, sending what it buffered in pieces of at most STREAM_CHUNK_CHARS.
+def _chunked_outstream(limit_chars: int):
+    """ipykernel's stdout/stderr, sending what it buffered in pieces of at most STREAM_CHUNK_CHARS,
+    and at most ``limit_chars`` characters in all (stdout and stderr together).
 
     ipykernel batches stream output between flushes into one message; a print loop would
     then send one message above the grader's size cap, which is refused unread. In pieces,
-    a flood reaches the grader's output cap and is reported as such.
+    a flood reaches the grader's output cap and is reported as such; the limit (the grader's
+    cap plus one piece, so the grader still sees the cap crossed) keeps a flood from filling
+    the IOPub queue, where a dropped status message would stall the run.
     """
     from ipykernel.iostream import OutStream
+
+    sent = [0]
 
     class ChunkedOutStream(OutStream):
         def _flush_buffers(self):
             for parent, data in super()._flush_buffers():
+                data = data[: max(limit_chars - sent[0], 0)]
+                sent[0] += len(data)
                 for i in range(0, len(data), STREAM_CHUNK_CHARS):
                     yield parent, data[i : i + STREAM_CHUNK_CHARS]
 
@@ -219,11 +226,11 @@ def _chunked_outstream():
     return f"{__name__}.ChunkedOutStream"
 
 
-def _kernel_app_class():
+def _kernel_app_class(stream_limit_chars: int):
     _lean_imports()
     from ipykernel.kernelapp import IPKernelApp
 
-    outstream = _chunked_outstream()
+    outstream = _chunked_outstream(stream_limit_chars)
 
     class SandboxKernelApp(IPKernelApp):
         """An IPython kernel that connects to sockets the grader has bound, and runs no heartbeat."""
@@ -270,7 +277,9 @@ def main(argv: list[str] | None = None) -> None:
         _prepare(spec, files)
     except Exception as exc:
         _start_failed(exc)
-    app_class = _kernel_app_class()  # imported before the student's folder joins the path
+    app_class = _kernel_app_class(
+        spec["output_bytes"] + STREAM_CHUNK_CHARS
+    )  # before the student's folder joins the path
     site = next(
         (i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path)
     )
