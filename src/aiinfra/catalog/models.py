@@ -245,7 +245,7 @@ def active_params(m) -> int:
     return total_params(m) - routed + (_per_token(m, routed) if routed else 0) - lookups
 
 
-def two_n_params(m) -> int:
+def _two_n_params(m) -> int:
     """The ``N`` of the ``2N`` rule of thumb: every stored parameter but the routed experts a token skips.
 
     ``total - (1 - k/E) * routed``: the headline count people multiply by two, the embedding table
@@ -367,7 +367,6 @@ __all__ = [
     "params_by_group",
     "total_params",
     "active_params",
-    "two_n_params",
     "embedding_params",
     "lm_head_params",
     "block_linear_params_per_token",

@@ -277,15 +277,17 @@ class ModelConfig:
             layers = [a for a in self.attention if a.kind == kind]
             if layers:
                 windows = sorted({a.window for a in layers if a.window is not None})
+                label = "without a mixer" if kind == "none" else kind
                 parts.append(
-                    f"{len(layers)} {kind}"
+                    f"{len(layers)} {label}"
                     + (f" ({', '.join(f'{w:,}' for w in windows)})" if windows else "")
                 )
         return " + ".join(parts)
 
     @property
     def state_layers(self) -> tuple[int, ...]:
-        """Indices of the layers that keep a fixed-size state instead of a KV cache (linear attention, Mamba)."""
+        """Indices of the layers that cache no tokens: linear attention and Mamba (a fixed state), Nemotron-H's
+        MLP blocks (nothing)."""
         return tuple(a.index for a in self.attention if not a.caches_tokens)
 
 
