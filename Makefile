@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test venv vendor notebooks clean bench nbval
+.PHONY: book test venv vendor notebooks clean bench nbval oracle
 
 venv: $(STAMP)
 
@@ -58,6 +58,17 @@ nbval: $(STAMP)
 # without the build benchmark, which copies the checkout and runs make book and make test).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(BENCH)
+
+# The independent oracle for the exact counter (not part of `make test`: torch and transformers are
+# a large download). Its own venv builds every shipped config on the meta device with transformers,
+# compares the counts tensor group by tensor group and the cache bytes at a few contexts, and writes
+# src/aiinfra/catalog/data/oracle.json, which tests/test_oracle.py holds the calculator to.
+ORACLE_VENV ?= .oracle-venv
+ORACLE_PY := $(ORACLE_VENV)/bin/python
+oracle:
+	@test -x $(ORACLE_PY) || $(PYTHON) -m venv $(ORACLE_VENV)
+	$(ORACLE_PY) -m pip install -q torch==2.13.0 transformers==5.24.0 numpy
+	$(ORACLE_PY) tools/oracle.py --write
 
 clean:
 	rm -rf _build

@@ -74,22 +74,67 @@ FIXTURES = {
     "starcoder2-3b": ("starcoder2", 3_030_371_328),
     # Qwen/Qwen2.5-7B-Instruct model.safetensors.index.json: total_size 15,231,233,024 bytes, all BF16.
     "Qwen2.5-7B-Instruct": ("qwen2", 15_231_233_024 // 2),
+    # The 2026 families below: the exact total is the oracle's (transformers on the meta device,
+    # oracle.json), held against the vendor's published figure in PUBLISHED.
+    "Kimi-K2-Instruct": ("kimi_k2", 1_026_408_232_448),
+    "SmolLM3-3B": ("smollm3", 3_075_098_624),
+    "Llama-4-Scout-17B-16E": ("llama4_text", 107_769_861_120),
+    "Qwen3-Next-80B-A3B-Instruct": ("qwen3_next", 79_674_391_296),
+    "Qwen3.5-27B": ("qwen3_5_text", 26_895_998_464),
+    "GLM-4.5-Air": ("glm4_moe", 106_852_251_264),
+    "GLM-5": ("glm_moe_dsa", 743_911_218_432),
+    "MiniMax-M2": ("minimax_m2", 228_689_764_864),
+    "EXAONE-4.0-32B": ("exaone4", 32_003_216_384),
+    "Nemotron-H-8B-Base-8K": ("nemotron_h", 8_100_852_736),
+    "c4ai-command-r-v01": ("cohere", 34_980_831_232),
+}
+
+# name -> (published total, how far the count may lie from it, published active or None, how far), in
+# billions, each from the model card or report named; vendors round or truncate, and "active" leaves the
+# input embedding table out as the library does unless the comment says it counts it.
+PUBLISHED = {
+    # Kimi K2 model card: "1 trillion total parameters", "32 billion activated parameters".
+    "Kimi-K2-Instruct": (1000, 50, 32, 0.5),
+    # SmolLM3 model card: 3.08B parameters.
+    "SmolLM3-3B": (3.08, 0.005, None, None),
+    # Llama 4 model card: Scout, 17B active (the table counted), 109B total with the ~1.2B vision encoder.
+    "Llama-4-Scout-17B-16E": (109 - 1.2, 0.5, 17 - 1.03, 0.5),
+    # Qwen3-Next model card: "80B total parameters and 3B activated" (the A3B of the name).
+    "Qwen3-Next-80B-A3B-Instruct": (80, 0.5, 3, 0.6),
+    # Qwen3.5 model card: 27B parameters in the language model.
+    "Qwen3.5-27B": (27, 0.5, None, None),
+    # GLM-4.5 report: GLM-4.5-Air, 106B total, 12B active (truncated).
+    "GLM-4.5-Air": (106, 1, 12, 1),
+    # GLM-5 model card: 744B parameters, 40B active.
+    "GLM-5": (744, 0.5, 40, 1),
+    # MiniMax-M2 model card: 230 billion total, 10 billion active (the MTP modules not counted).
+    "MiniMax-M2": (230, 2, 10, 0.5),
+    # EXAONE 4.0 model card: 32B parameters.
+    "EXAONE-4.0-32B": (32, 0.5, None, None),
+    # Nemotron-H report and model card: the 8B hybrid.
+    "Nemotron-H-8B-Base-8K": (8, 0.5, None, None),
+    # Command R model card: 35 billion parameters.
+    "c4ai-command-r-v01": (35, 0.5, None, None),
+}
+
+#: the shipped configs pinned in tests/test_models.py
+EARLIER = {
+    "DeepSeek-R1-Distill-Llama-70B",
+    "Llama-3.1-70B",
+    "Qwen3-8B",
+    "Llama-3.1-8B",
+    "Llama-3.2-3B",
+    "Mistral-7B-v0.1",
+    "Mixtral-8x7B-v0.1",
+    "DeepSeek-V3",
+    "Qwen3-30B-A3B",
 }
 
 
-def test_every_new_family_config_has_a_fixture():
-    earlier = {
-        "DeepSeek-R1-Distill-Llama-70B",
-        "Llama-3.1-70B",
-        "Qwen3-8B",
-        "Llama-3.1-8B",
-        "Llama-3.2-3B",
-        "Mistral-7B-v0.1",
-        "Mixtral-8x7B-v0.1",
-        "DeepSeek-V3",
-        "Qwen3-30B-A3B",
-    }  # tests/test_models.py
-    assert set(FIXTURES) | earlier == set(models.shipped_names()) and not set(FIXTURES) & earlier
+def test_every_shipped_config_has_a_fixture():
+    # the family records list every shipped config; each one is pinned here or in tests/test_models.py
+    assert set(FIXTURES) | EARLIER == set(models.shipped_names()) and not set(FIXTURES) & EARLIER
+    assert set(models.SHIPPED) == {s.name for f in A.FAMILIES.values() for s in f.shipped}
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -103,8 +148,17 @@ def test_exact_total(name):
     assert set(models.params_by_group(a)) <= set(A.GROUPS)
 
 
-def test_at_least_fifteen_families_are_exact():
-    families = {t for t, _ in FIXTURES.values()} | {
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_new_families_agree_with_their_published_figures(name):
+    total_b, total_off, active_b, active_off = PUBLISHED[name]
+    a = arch(name)
+    assert abs(models.total_params(a) / 1e9 - total_b) <= total_off
+    if active_b is not None:
+        assert abs(models.active_params(a) / 1e9 - active_b) <= active_off
+
+
+def test_every_family_record_is_exact_and_pinned():
+    pinned = {FIXTURES[n][0] for n in FIXTURES} | {
         "llama",
         "mistral",
         "mixtral",
@@ -112,7 +166,10 @@ def test_at_least_fifteen_families_are_exact():
         "qwen3_moe",
         "deepseek_v3",
     }
-    assert families == set(A.EXACT_FAMILIES) and len(families) >= 15
+    assert pinned == set(A.EXACT_FAMILIES) == set(A.FAMILY_NOTES) and len(pinned) >= 29
+    for family in A.FAMILIES.values():
+        assert {models.FAMILY_OF[s.name] for s in family.shipped} == {family.model_type}
+        assert family.notes and family.shipped
 
 
 def test_released_configs_record_their_source():
@@ -220,11 +277,13 @@ def test_gpt_oss_sinks_biases_and_experts():
     assert s["model.layers.0.mlp.experts.gate_up_proj"] == (32, 2880, 2 * 2880)
     assert s["model.layers.0.mlp.experts.down_proj_bias"] == (32, 2880)
     g = models.params_by_group(a)
-    # OpenAI's model card: 20.91B total, 3.61B active (the card leaves the embedding table out of "active")
+    # OpenAI's model card: 20.91B total, 3.61B active (the card, like the library, leaves the embedding
+    # table a token only looks up out of "active")
     assert round(models.total_params(a) / 1e9, 2) == 20.91
-    assert round((models.active_params(a) - g["embedding"]) / 1e9, 2) == 3.61
-    # active = total - 28/32 of every routed expert weight and bias
-    assert models.total_params(a) - models.active_params(a) == (g["expert"] + g["expert_bias"]) * 28 // 32
+    assert round(models.active_params(a) / 1e9, 2) == 3.61
+    # active = total - 28/32 of every routed expert weight and bias - the untied embedding table
+    skipped = (g["expert"] + g["expert_bias"]) * 28 // 32
+    assert models.total_params(a) - models.active_params(a) == skipped + 201_088 * 2880
 
 
 def test_deepseek_v2_latent_attention_with_and_without_query_compression():
@@ -246,7 +305,7 @@ def test_deepseek_v2_latent_attention_with_and_without_query_compression():
     assert round(models.total_params(full) / 1e9) == 236 and round(models.active_params(full) / 1e9) == 21
     # the V2-Lite card's "2.4B activated" leaves the embedding table out and truncates 2.45B
     g = models.params_by_group(lite)
-    assert math.floor((models.active_params(lite) - g["embedding"]) / 1e8) / 10 == 2.4
+    assert math.floor(models.active_params(lite) / 1e8) / 10 == 2.4
     assert "router_bias" not in g  # greedy routing: no score-correction bias (V3's noaux_tc has one)
 
 
@@ -582,7 +641,13 @@ def test_llama_shaped_closed_form(layers, kv, group, head_dim, hidden, ffn, voca
 
 def test_an_estimate_says_how_it_read_a_window():
     cfg = dict(UNKNOWN, sliding_window=16)
-    m = models.load(cfg, approximate=True)
-    assert m.sliding_window is None and any("every layer is taken as full" in a for a in m.assumptions)
+    m = models.load(cfg, approximate=True)  # as Mistral: a window without a pattern windows every layer
+    assert m.sliding_window_layers == (0, 1) and any(
+        "every layer is taken to slide" in a for a in m.assumptions
+    )
+    m = models.load(dict(cfg, use_sliding_window=False), approximate=True)
+    assert m.sliding_window is None
+    m = models.load(dict(cfg, cache_implementation="hybrid"), approximate=True)  # Gemma 2's alternation
+    assert m.sliding_window_layers == (0,) and any("alternate" in a for a in m.assumptions)
     m = models.load(dict(cfg, layer_types=["sliding_attention", "full_attention"]), approximate=True)
     assert m.sliding_window_layers == (0,) and m.sliding_window == 16

@@ -13,22 +13,26 @@ from aiinfra.catalog.architectures import _from_config
 # Published figures they must round to: R1-Distill-Llama-70B 70.6B, Qwen3-8B 8.2B,
 # Mixtral 8x7B 46.7B total / 12.9B active, DeepSeek-V3 671B total / 37B active,
 # Llama-3.1-8B 8.03B, Llama-3.2-3B 3.21B, Mistral-7B 7.24B, Qwen3-30B-A3B 30.5B / 3.3B.
+# Active counts leave out the input embedding table a token only looks up (models.active_params): an
+# untied model's active count is its total less vocab x hidden; a tied table is the LM head and stays.
 EXACT = {
-    "DeepSeek-R1-Distill-Llama-70B": (70_553_706_496, 70_553_706_496),
-    "Llama-3.1-70B": (70_553_706_496, 70_553_706_496),
-    "Qwen3-8B": (8_190_735_360, 8_190_735_360),
-    "Llama-3.1-8B": (8_030_261_248, 8_030_261_248),
-    "Llama-3.2-3B": (3_212_749_824, 3_212_749_824),
-    "Mistral-7B-v0.1": (7_241_732_096, 7_241_732_096),
-    "Mixtral-8x7B-v0.1": (46_702_792_704, 12_879_925_248),
-    "DeepSeek-V3": (671_026_419_200, 37_552_297_472),
-    "Qwen3-30B-A3B": (30_532_122_624, 3_353_032_704),
+    "DeepSeek-R1-Distill-Llama-70B": (70_553_706_496, 70_553_706_496 - 128_256 * 8192),
+    "Llama-3.1-70B": (70_553_706_496, 70_553_706_496 - 128_256 * 8192),
+    "Qwen3-8B": (8_190_735_360, 8_190_735_360 - 151_936 * 4096),
+    "Llama-3.1-8B": (8_030_261_248, 8_030_261_248 - 128_256 * 4096),
+    "Llama-3.2-3B": (3_212_749_824, 3_212_749_824),  # tied
+    "Mistral-7B-v0.1": (7_241_732_096, 7_241_732_096 - 32_000 * 4096),
+    "Mixtral-8x7B-v0.1": (46_702_792_704, 12_879_925_248 - 32_000 * 4096),
+    "DeepSeek-V3": (671_026_419_200, 37_552_297_472 - 129_280 * 7168),
+    "Qwen3-30B-A3B": (30_532_122_624, 3_353_032_704 - 151_936 * 2048),
 }
 
+# (total, active, whether the vendor's active figure counts the embedding table): Mistral and Qwen
+# count it, DeepSeek does not (its README: 36.6B activated, of which 0.9B is the output head).
 PUBLISHED_BILLIONS = {
-    "Mixtral-8x7B-v0.1": (46.7, 12.9),
-    "DeepSeek-V3": (671, 37),
-    "Qwen3-30B-A3B": (30.5, 3.3),
+    "Mixtral-8x7B-v0.1": (46.7, 12.9, True),
+    "DeepSeek-V3": (671, 37, False),
+    "Qwen3-30B-A3B": (30.5, 3.3, True),
 }
 
 
@@ -48,12 +52,13 @@ def test_exact_counts(name):
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED_BILLIONS))
 def test_moe_counts_round_to_published_figures(name):
-    total_b, active_b = PUBLISHED_BILLIONS[name]
+    total_b, active_b, with_table = PUBLISHED_BILLIONS[name]
     m = models.load(name)
     digits = 0 if total_b == int(total_b) else 1
     assert round(models.total_params(m) / 1e9, digits) == total_b
-    # vendors truncate active counts loosely (DeepSeek: 37.55B -> "37B", Qwen: 3.35B -> "3.3B")
-    assert models.active_params(m) / 1e9 == pytest.approx(active_b, rel=0.02)
+    # vendors truncate active counts loosely (DeepSeek: 36.6B -> "37B", Qwen: 3.35B -> "3.3B")
+    active = models.active_params(m) + (models.embedding_params(m) if with_table else 0)
+    assert active / 1e9 == pytest.approx(active_b, rel=0.02)
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
@@ -63,12 +68,13 @@ def test_breakdown_adds_up(name):
     g = models.params_by_group(m)
     biases = sum(g.get(k, 0) for k in ("attention_bias", "mlp_bias", "router_bias"))
     assert b["total"] == b["block_linear"] + b["embedding"] + b["stored_lm_head"] + b["norms"] + biases
-    assert b["active"] - b["block_linear_per_token"] == b["total"] - b["block_linear"]
+    table = g["embedding"] if "lm_head" in g else 0  # an untied input table is looked up, not multiplied
+    assert b["active"] - b["block_linear_per_token"] == b["total"] - b["block_linear"] - table
     assert b["norms"] == g["norm"] + g.get("qk_norm", 0)
     assert sum(g.values()) == b["total"]
     assert all(isinstance(x, int) for x in b.values())
     if not m.is_moe:
-        assert b["active"] == b["total"]
+        assert b["active"] == b["total"] - table
         assert b["block_linear_per_token"] == b["block_linear"]
 
 
@@ -107,7 +113,7 @@ def test_mixtral_experts(mixtral):
     assert (m.n_routed_experts, m.n_experts_per_token, m.n_shared_experts) == (8, 2, 0)
     assert m.moe_layers == tuple(range(32)) and m.dense_layers == ()
     expert = 3 * 4096 * 14336
-    assert models.total_params(m) - models.active_params(m) == 32 * (8 - 2) * expert
+    assert models.total_params(m) - models.active_params(m) == 32 * (8 - 2) * expert + 32000 * 4096
     assert models.decode_read_params(m) == 12_879_925_248 - 32000 * 4096 + 4096
 
 
@@ -129,6 +135,7 @@ def test_deepseek_v3_mla_and_moe(deepseek_v3):
     # the routers' score-correction bias (noaux_tc) is one float per expert per MoE layer
     assert models.params_by_group(m)["router_bias"] == 256 * 58
     # DeepSeek's README: 36.6B activated, 0.9B of it the output head (the embedding table is not read)
+    assert round(models.active_params(m) / 1e9, 1) == 36.6
     assert round(models.decode_read_params(m) / 1e9, 1) == 36.6
     assert models.decode_read_params(m) == 36_625_625_600
 
@@ -288,7 +295,10 @@ def test_unknown_model_type_names_it_and_the_supported_list():
 
 
 def test_approximate_is_an_explicit_labelled_choice():
-    cfg = dict(QWEN3_4B, model_type="falcon")
+    # a renamed model_type whose architectures names a family's class is that family, exactly
+    renamed = models.load(dict(QWEN3_4B, model_type="falcon"))
+    assert renamed.exact and renamed.model_type == "qwen3"
+    cfg = {k: v for k, v in QWEN3_4B.items() if k != "architectures"} | {"model_type": "falcon"}
     with pytest.raises(ValueError, match="falcon"):
         models.load(cfg)
     m = models.load(cfg, approximate=True)
@@ -303,7 +313,9 @@ def test_approximate_is_an_explicit_labelled_choice():
         {"num_local_experts": 8},
         {"kv_lora_rank": 512},
         {"n_shared_experts": 2},
-        {"pretraining_tp": 2},
+        {"index_head_dim": 128},
+        {"mamba_num_heads": 64},
+        {"linear_num_value_heads": 32},
         {"text_config": {}},
     ],
 )

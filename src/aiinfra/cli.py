@@ -254,14 +254,7 @@ def _count_label(m, data, rows):
 
 
 def _attention_text(m) -> str:
-    sliding = m.sliding_window_layers
-    if not sliding:
-        return f"{m.n_layers} full"
-    windows = sorted({a.window for a in m.attention if a.window is not None})
-    return (
-        f"{m.n_layers - len(sliding)} full, {len(sliding)} sliding (window "
-        f"{' / '.join(f'{w:,}' for w in windows)})"
-    )
+    return m.layer_summary()
 
 
 def _count(name, value, minimum=1):
@@ -334,6 +327,8 @@ def _cmd_params(args):
         "sliding_window_layers": list(m.sliding_window_layers),
         "max_position_embeddings": m.max_position_embeddings,
         "kv_bytes_per_token": float(memory.kv_bytes_per_token(m)),
+        "state_bytes_per_request": float(memory.state_bytes_per_request(m)),
+        "state_layers": list(m.state_layers),
         "flops_per_token": float(compute.flops_per_token(m)),
     }
     rows = [
@@ -350,6 +345,7 @@ def _cmd_params(args):
         ("vocab (tied embeddings)", f"{m.vocab_size:,} ({'yes' if m.tie_word_embeddings else 'no'})"),
         (f"attention layers ({m.attention_kind.upper()})", _attention_text(m)),
         ("KV per token (BF16, all layers)", units.fmt_bytes(data["kv_bytes_per_token"], "KiB")),
+        ("state per request (conv BF16 + recurrent FP32)", units.fmt_bytes(data["state_bytes_per_request"])),
         ("matrix FLOPs per token", units.fmt_flops(data["flops_per_token"])),
     ]
     rows += [(f"  group {k}", _int(v)) for k, v in groups.items()]
@@ -407,7 +403,8 @@ def _cmd_memory(args):
     g = hardware.gpu(args.gpu) if args.gpu else hardware.gpu("H100 SXM")
     d = _deployment(args, m, g)
     w, kv_tok, kv_req = d.weight_bytes, d.kv_bytes_per_token, float(d.kv_bytes(ctx))
-    total = w + batch * kv_req
+    state = d.state_bytes_per_request
+    total = w + batch * (kv_req + state)
     data = {
         "model": m.name,
         "precision": args.precision,
@@ -417,8 +414,11 @@ def _cmd_memory(args):
         "kv_bytes_per_token": kv_tok,
         "context_tokens": ctx,
         "kv_bytes_per_request": kv_req,
+        "state_bytes_per_request": state,
+        "request_bytes": kv_req + state,
         "batch": batch,
         "kv_bytes_batch": batch * kv_req,
+        "state_bytes_batch": batch * state,
         "total_bytes": total,
     }
     rows = [
@@ -428,9 +428,10 @@ def _cmd_memory(args):
             f"KV per request @ {ctx:,} tokens",
             f"{units.fmt_bytes(kv_req)}  ({units.fmt_bytes(kv_req, 'GiB', 3)})",
         ),
+        ("state per request (fixed, any context)", units.fmt_bytes(state)),
         ("attention layers", _attention_text(m)),
-        (f"KV for batch {batch}", units.fmt_bytes(batch * kv_req)),
-        ("weights + KV", units.fmt_bytes(total)),
+        (f"KV + state for batch {batch}", units.fmt_bytes(batch * (kv_req + state))),
+        ("weights + KV + state", units.fmt_bytes(total)),
     ]
     if args.gpu:
         cards = memory.min_cards(total, g.memory_bytes, d.memory_reserve * g.memory_bytes)
@@ -476,7 +477,7 @@ def _cmd_decode(args):
     step = d.step(batch, ctx)
     prefill = d.prefill(prompt)
     reply = d.request(prompt, out_tokens, batch)
-    resident = d.weight_bytes + batch * float(d.kv_bytes(prompt + out_tokens))
+    resident = d.weight_bytes + batch * float(d.request_bytes(prompt + out_tokens))
     pi, bw, n = d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.n_gpus
     data = {
         "model": m.name,
@@ -496,6 +497,7 @@ def _cmd_decode(args):
         "decode_flops_per_request": float(d.step(1, ctx).flops),
         "weight_bytes_read_per_step": d.weight_bytes_read,
         "kv_bytes_read_per_request": float(d.kv_bytes(ctx)),
+        "state_bytes_per_request": float(d.state_bytes_per_request),
         "compute_time_s": float(step.compute_s),
         "memory_time_s": float(step.memory_s),
         "step_time_s": float(step.time_s),
@@ -509,7 +511,7 @@ def _cmd_decode(args):
         "mean_tpot_s": float(reply.tpot_s if reply.decode_steps else step.time_s),
         "end_to_end_latency_s": float(reply.end_to_end_s),
         "resident_bytes_at_end": resident,
-        "fits_in_memory": bool(batch * d.kv_bytes(prompt + out_tokens) <= d.free_bytes),
+        "fits_in_memory": bool(batch * d.request_bytes(prompt + out_tokens) <= d.free_bytes),
     }
     rows = [
         (
@@ -521,6 +523,7 @@ def _cmd_decode(args):
         (f"decode FLOPs per request @ {ctx:,} ctx", units.fmt_flops(data["decode_flops_per_request"])),
         ("weights read per step", units.fmt_bytes(d.weight_bytes_read)),
         ("KV read per request per step", units.fmt_bytes(data["kv_bytes_read_per_request"])),
+        ("state read per request per step (fixed)", units.fmt_bytes(data["state_bytes_per_request"])),
         (f"compute time (batch {batch})", units.fmt_time(data["compute_time_s"], 4)),
         (f"memory time (batch {batch})", units.fmt_time(data["memory_time_s"])),
         ("decode step = TPOT (lower bound)", f"{units.fmt_time(data['step_time_s'])}  ({data['bound']})"),
@@ -535,7 +538,7 @@ def _cmd_decode(args):
         ("TTFT (lower bound, no queueing)", units.fmt_time(data["ttft_s"])),
         (f"end-to-end, {out_tokens:,} output tokens", units.fmt_time(data["end_to_end_latency_s"])),
         (
-            "weights + KV at the end of the reply",
+            "weights + KV + state at the end of the reply",
             f"{units.fmt_bytes(resident)}{'' if data['fits_in_memory'] else '  (does NOT fit)'}",
         ),
     ]

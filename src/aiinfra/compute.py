@@ -395,9 +395,9 @@ def _two_n_flops_per_token(model) -> float:
     """The rule of thumb for one token: ``2 N``, ``N`` = the parameters a token uses.
 
     For a dense model that is every stored parameter; for a mixture of
-    experts, the active ones (:func:`aiinfra.catalog.models.active_params`).
+    experts, all but the routed experts it skips (:func:`aiinfra.catalog.models._two_n_params`).
     """
-    return approx_flops_2n(models.active_params(models.load(model)), 1, 0)
+    return approx_flops_2n(models._two_n_params(models.load(model)), 1, 0)
 
 
 def decode_flops_breakdown(model, context_tokens) -> dict:
@@ -423,7 +423,7 @@ def decode_flops_breakdown(model, context_tokens) -> dict:
     }
     n_embed = models.embedding_params(m)
     n_head_stored = models._stored_lm_head_params(m)
-    n_total = models.active_params(m)
+    n_total = models._two_n_params(m)
     two = {
         "blocks": approx_flops_2n(n_total - n_embed - n_head_stored, 1, 0),
         "lm_head": approx_flops_2n(n_head_stored, 1, 0),
@@ -473,11 +473,11 @@ def context_where_two_n_is_off(model, tolerance=0.1) -> float:
 def request_two_n_ratio(model, prompt_tokens, generated_tokens) -> float:
     """Exact FLOPs of a whole request (causal prefill + ``G - 1`` decode steps) over ``2N (P + G)``.
 
-    ``N`` as in :func:`_two_n_flops_per_token` (active parameters).
+    ``N`` as in :func:`_two_n_flops_per_token` (:func:`aiinfra.catalog.models._two_n_params`).
     """
     m = models.load(model)
     exact = request_flops(m, prompt_tokens, generated_tokens)
-    return exact / approx_flops_2n(models.active_params(m), prompt_tokens, generated_tokens)
+    return exact / approx_flops_2n(models._two_n_params(m), prompt_tokens, generated_tokens)
 
 
 @formula("3*D", training_tokens="D >0")

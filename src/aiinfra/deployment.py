@@ -125,6 +125,9 @@ class _Exact:
     def kv_bytes(self, context_tokens, b):
         return memory.kv_bytes_per_request(self.kv_model, context_tokens, b)
 
+    def state_bytes(self, b):
+        return memory.state_bytes_per_request(self.kv_model, b)
+
 
 class _Round:
     """The counts of a :class:`RoundModel`."""
@@ -150,6 +153,9 @@ class _Round:
 
     def kv_bytes(self, context_tokens, b):
         return self.kv_bytes_per_token(b) * check("context_tokens", context_tokens, ">=0")
+
+    def state_bytes(self, b):
+        return 0.0
 
 
 # --------------------------------------------------------------------------------------
@@ -397,6 +403,19 @@ class Deployment:
         return self._counts.kv_bytes(context_tokens, self.kv_bytes_per_element)
 
     @property
+    def state_bytes_per_request(self) -> float:
+        """The fixed state one request keeps in linear-attention and Mamba layers, whatever its context.
+
+        Zero for attention-only models (:func:`aiinfra.memory.state_bytes_per_request`: the
+        convolution state at the KV precision, the recurrent state in FP32).
+        """
+        return self._counts.state_bytes(self.kv_bytes_per_element)
+
+    def request_bytes(self, context_tokens):
+        """All one request holds: :meth:`kv_bytes` (grows with the context) plus :attr:`state_bytes_per_request`."""
+        return self.kv_bytes(context_tokens) + self.state_bytes_per_request
+
+    @property
     def reserve_bytes(self) -> float:
         return self.memory_reserve * self.capacity_bytes
 
@@ -411,8 +430,8 @@ class Deployment:
         return memory.free_bytes(self.weight_bytes, 0.0, self.reserve_bytes, self.capacity_bytes)
 
     def max_batch(self, context_tokens):
-        """Most requests of ``context_tokens`` tokens whose KV fits in :attr:`free_bytes` (0 if the weights do not fit)."""
-        return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.kv_bytes(context_tokens))
+        """Most requests of ``context_tokens`` tokens whose KV and state fit in :attr:`free_bytes` (0 if the weights do not fit)."""
+        return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.request_bytes(context_tokens))
 
     @property
     def min_gpus(self) -> int:
@@ -442,7 +461,7 @@ class Deployment:
         """
         b = check("batch", batch, ">0")
         f1 = self._counts.decode_flops(context_tokens)
-        kv = self.kv_bytes(context_tokens)
+        kv = self.request_bytes(context_tokens)  # a state layer reads (and rewrites) its state every step
         w = self.weight_bytes_read
         time = decode.batched_decode_step_time_s(
             b, f1, w, kv, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b

@@ -198,6 +198,8 @@ def _layer_groups(m: _models.ModelConfig) -> list[tuple[int, int, int | None]]:
     """Layers grouped by what they cache: ``(count, elements per token, window or None)``, full layers first."""
     counts: dict[tuple[int, int | None], int] = {}
     for a in m.attention:
+        if not a.caches_tokens:
+            continue
         counts[(a.kv_elements_per_token, a.window)] = counts.get((a.kv_elements_per_token, a.window), 0) + 1
     return [(n, e, w) for (e, w), n in sorted(counts.items(), key=lambda kv: (kv[0][1] is not None, kv[0]))]
 
@@ -242,6 +244,61 @@ def kv_bytes_per_request(m, context_tokens, bytes_per_element=2):
     elements = sum(count * e * (n if w is None else np.minimum(n, w)) for count, e, w in _layer_groups(m))
     out = elements * b
     return float(out) if np.ndim(out) == 0 else out
+
+
+@formula(
+    "(c_conv*b_KV + s_rec*b_S)*L_S",
+    n_state_layers="L_S >=0",
+    conv_state_elements="c_conv >=0",
+    recurrent_state_elements="s_rec >=0",
+    bytes_per_element="b_KV >0",
+    state_bytes_per_element="b_S >0",
+)
+def state_bytes_per_request_formula(
+    n_state_layers, conv_state_elements, recurrent_state_elements, bytes_per_element, state_bytes_per_element
+):
+    """Fixed state one request keeps in ``L_S`` linear-attention or Mamba layers: ``(c_conv*b + s_rec*b_S)*L_S``.
+
+    A Gated DeltaNet layer keeps a convolution state of ``(2*n_k*d_k + n_v*d_v) * kernel`` elements and
+    a recurrent state of ``n_v * d_k * d_v``; a Mamba-2 layer ``(heads*head_dim + 2*groups*d_state) *
+    kernel`` and ``heads * head_dim * d_state``. Neither grows with the context (chapter 5). The
+    convolution state is stored like the KV cache (``b_KV``), the recurrent state at ``b_S`` (float32
+    in ``transformers``' caches and Nemotron-H's ``mamba_ssm_cache_dtype``). Qwen3-Next-80B-A3B: 36
+    layers of 32,768 conv elements in BF16 and 524,288 recurrent ones in FP32, 77.86 MB.
+    """
+    return (conv_state_elements * bytes_per_element + recurrent_state_elements * state_bytes_per_element) * (
+        n_state_layers
+    )
+
+
+def state_bytes_per_request(m, bytes_per_element=2, state_bytes_per_element=4) -> float:
+    """Bytes of the fixed-size state one request keeps, whatever its context: summed over state layers.
+
+    Zero for a model whose every layer is attention. Linear-attention (Gated DeltaNet) and Mamba-2
+    layers keep a convolution state at ``bytes_per_element`` (the KV cache's, 2 for BF16) and a
+    recurrent state at ``state_bytes_per_element`` (4: float32, as ``transformers`` keeps it); see
+    :func:`state_bytes_per_request_formula`. Add :func:`kv_bytes_per_request` for all a request holds
+    (:func:`request_state_bytes`).
+    """
+    m = _models._as_model(m)
+    b = check("bytes_per_element", bytes_per_element, ">0")
+    s = check("state_bytes_per_element", state_bytes_per_element, ">0")
+    return float(
+        sum(
+            state_bytes_per_request_formula(1, a.conv_state_elements, a.recurrent_state_elements, b, s)
+            for a in m.attention
+        )
+    )
+
+
+def request_state_bytes(m, context_tokens, bytes_per_element=2, state_bytes_per_element=4):
+    """Everything one request holds on the GPU: the KV that grows with the context plus the fixed state.
+
+    ``kv_bytes_per_request(m, n) + state_bytes_per_request(m)`` (chapter 5). Nemotron-H-8B at 8,192
+    tokens: 134.2 MB of KV in its 4 attention layers and 102.6 MB of Mamba-2 state in 24 others.
+    """
+    kv = kv_bytes_per_request(m, context_tokens, bytes_per_element)
+    return kv + state_bytes_per_request(m, bytes_per_element, state_bytes_per_element)
 
 
 # --------------------------------------------------------------------------------------
@@ -541,6 +598,9 @@ __all__ = [
     "mla_kv_bytes_per_token_formula",
     "kv_bytes_per_token",
     "kv_bytes_per_request",
+    "state_bytes_per_request_formula",
+    "state_bytes_per_request",
+    "request_state_bytes",
     "free_bytes",
     "fits",
     "split_even",

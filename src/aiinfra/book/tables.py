@@ -837,12 +837,11 @@ def model_families_markdown(names, context_tokens: int = 8192) -> str:
     rows = []
     for name in names:
         m = models.load(name)
-        windows = sorted({a.window for a in m.attention if a.window is not None})
-        layout = f"{m.n_layers - len(m.sliding_window_layers)} full"
-        if windows:
-            layout += f" + {len(m.sliding_window_layers)} x {', '.join(f'{w:,}' for w in windows)}"
+        layout = m.layer_summary()
         n = min(ctx, m.max_position_embeddings or ctx)
         kv = units.fmt_bytes(memory.kv_bytes_per_request(m, n)) + (f" (at {n:,})" if n < ctx else "")
+        state = memory.state_bytes_per_request(m)
+        kv += f" + {units.fmt_bytes(state)} state" if state else ""
         copy = " (reconstructed)" if name in models.RECONSTRUCTED else ""
         rows.append(
             [
@@ -860,8 +859,8 @@ def model_families_markdown(names, context_tokens: int = 8192) -> str:
         "shipped config",
         "total",
         "active",
-        "attention layers (window)",
-        f"KV @ {ctx:,} tokens",
+        "layers (window)",
+        f"KV (+ fixed state) @ {ctx:,} tokens",
         "what the count does differently",
     ]
     return markdown_table(headers, rows, align="llrrlrl")

@@ -19,8 +19,10 @@ Conventions used throughout (chapters 1, 3, 4, 5 and 7):
 * "Block linear" weights are the matrices inside the transformer blocks
   (attention projections, MLP and expert matrices, MoE routers); embeddings,
   the LM head, norms and biases are not block linears.
-* "Active" is the total minus the routed experts a token does not use: in
-  every MoE layer ``k`` of the ``E`` routed experts (weights and biases) run.
+* "Active" is what a token computes with: in every MoE layer ``k`` of the
+  ``E`` routed experts (weights and biases) run, and the input embedding
+  table, of which a token only looks up one row, is left out unless it is
+  tied to the LM head (:func:`active_params`).
 * Multi-token-prediction (MTP) modules, such as DeepSeek-V3's one extra
   layer, are recorded in ``n_mtp_layers`` but not counted: the published
   671B total for DeepSeek-V3 excludes them, and they are not run when the
@@ -41,6 +43,7 @@ import numpy as np
 
 from aiinfra.catalog.architectures import (
     EXACT_FAMILIES,
+    FAMILIES,
     GROUPS,
     MATMUL_GROUPS,
     ROUTED_GROUPS,
@@ -53,56 +56,22 @@ from aiinfra.catalog.architectures import (
 #: ``model_type`` values whose parameter count this module computes exactly.
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = EXACT_FAMILIES
 
-#: Shipped configs: name -> (file in ``catalog/configs``, the Hugging Face ``config.json`` it stands for).
+#: Shipped configs: name -> (file in ``catalog/configs``, the Hugging Face ``config.json`` it stands for),
+#: from the family records (:mod:`aiinfra.catalog.architectures.family`).
 SHIPPED: dict[str, tuple[str, str]] = {
-    name: (f"{name}.json", f"https://huggingface.co/{repo}/blob/main/config.json")
-    for name, repo in {
-        "Qwen3-8B": "Qwen/Qwen3-8B",
-        "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B",
-        "Llama-3.1-8B": "meta-llama/Llama-3.1-8B",
-        "Llama-3.1-70B": "meta-llama/Llama-3.1-70B",
-        "Llama-3.2-3B": "meta-llama/Llama-3.2-3B",
-        "DeepSeek-R1-Distill-Llama-70B": "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
-        "Mistral-7B-v0.1": "mistralai/Mistral-7B-v0.1",
-        "Mixtral-8x7B-v0.1": "mistralai/Mixtral-8x7B-v0.1",
-        "DeepSeek-V3": "deepseek-ai/DeepSeek-V3",
-        "gpt2": "openai-community/gpt2",
-        "pythia-160m": "EleutherAI/pythia-160m",
-        "Phi-3-mini-4k-instruct": "microsoft/Phi-3-mini-4k-instruct",
-        "gemma-2b": "google/gemma-2b",
-        "gemma-2-2b-it": "google/gemma-2-2b-it",
-        "gemma-3-1b-it": "google/gemma-3-1b-it",
-        "gemma-3-4b-it": "google/gemma-3-4b-it",
-        "gpt-oss-20b": "openai/gpt-oss-20b",
-        "DeepSeek-V2-Lite": "deepseek-ai/DeepSeek-V2-Lite",
-        "DeepSeek-V2": "deepseek-ai/DeepSeek-V2",
-        "OLMo-2-1124-13B": "allenai/OLMo-2-1124-13B",
-        "granite-3.3-2b-instruct": "ibm-granite/granite-3.3-2b-instruct",
-        "starcoder2-3b": "bigcode/starcoder2-3b",
-        "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
-    }.items()
+    s.name: (f"{s.name}.json", s.url) for family in FAMILIES.values() for s in family.shipped
 }
 
 #: Shipped configs written from the published values, not copied byte for byte (no verbatim copy could be
-#: consulted). Every field that changes a count or a KV size is pinned by the published count the tests hold
-#: them to; fields that change neither (token ids, versions, auto_map) may differ from the release.
-#: Independent third-party copies agree with every count-relevant field of four of them: Qwen2.5-7B-Instruct
-#: (two copies, field for field), DeepSeek-V2-Lite (a test fixture quoting the release minus bookkeeping
-#: keys), starcoder2-3b (inference-engine test configs, rope_theta 999999.4420358813 included) and gpt2
-#: (copies re-saved by transformers). Every other shipped config is a copy of the release.
+#: consulted). Every field that changes a count or a cache size is pinned by the published count the tests
+#: hold them to and by the oracle's count of the same file (``make oracle``); fields that change neither
+#: (token ids, versions, auto_map) may differ from the release.
 RECONSTRUCTED: frozenset[str] = frozenset(
-    {
-        "gpt2",
-        "pythia-160m",
-        "gemma-2b",
-        "gemma-3-1b-it",
-        "DeepSeek-V2-Lite",
-        "DeepSeek-V2",
-        "granite-3.3-2b-instruct",
-        "starcoder2-3b",
-        "Qwen2.5-7B-Instruct",
-    }
+    s.name for family in FAMILIES.values() for s in family.shipped if s.reconstructed
 )
+
+#: The family record of each shipped config.
+FAMILY_OF: dict[str, str] = {s.name: t for t, family in FAMILIES.items() for s in family.shipped}
 
 _ALIASES = {"mixtral-8x7b": "Mixtral-8x7B-v0.1", "mistral-7b": "Mistral-7B-v0.1"}
 
@@ -259,9 +228,29 @@ def total_params(m) -> int:
 
 
 def active_params(m) -> int:
-    """Parameters a token uses: ``total - (1 - k/E) * routed``; equal to :func:`total_params` for dense models.
+    """Parameters a token computes with: ``total - (1 - k/E) * routed - lookup tables`` (chapters 1, 3 and 7).
 
-    The embedding table, routers and shared experts all count.
+    The convention vendors use for a mixture of experts, and the one this library applies everywhere:
+    a token runs ``k`` of the ``E`` routed experts in each MoE layer (routers and shared experts
+    always), and it only *looks up* one row of the input embedding table (and of a learned position
+    table), so those tables are not counted. A tied table is also the LM head every token multiplies,
+    so it stays. gpt-oss-20b: 3,608,307,264, the "3.61B active" of its model card; DeepSeek-V3:
+    36,625,618,432, its report's "37B activated". For a dense untied model the active count is the
+    total minus the embedding table.
+    """
+    m = _as_model(m)
+    routed = _routed_params(m)
+    g = _groups(m)
+    lookups = g.get("position_embedding", 0) + (g.get("embedding", 0) if "lm_head" in g else 0)
+    return total_params(m) - routed + (_per_token(m, routed) if routed else 0) - lookups
+
+
+def _two_n_params(m) -> int:
+    """The ``N`` of the ``2N`` rule of thumb: every stored parameter but the routed experts a token skips.
+
+    ``total - (1 - k/E) * routed``: the headline count people multiply by two, the embedding table
+    included (chapter 3 shows what that table does to the rule). It is not the active count, which
+    leaves the table out (:func:`active_params`).
     """
     m = _as_model(m)
     routed = _routed_params(m)
@@ -313,22 +302,17 @@ def block_linear_params_per_token(m) -> int:
 def decode_read_params(m) -> int:
     """Parameters read from memory by one decode step at batch 1 (chapter 4).
 
-    The active parameters with every embedding table (token and learned
-    position) replaced by the one row the step looks up, plus the LM-head
-    matmul ``vocab * hidden`` when it is tied to the embedding (the step reads
-    the table as the head's matrix). Multiply by bytes per parameter for the
-    bytes of one step.
+    The active parameters (:func:`active_params`: the matrices a token multiplies, the LM head
+    included even when it is tied to the embedding) plus the one row of each lookup table (token,
+    and learned position) the step reads. Multiply by bytes per parameter for the bytes of one step.
     """
     m = _as_model(m)
-    g = _groups(m)
-    tables = g.get("embedding", 0) + g.get("position_embedding", 0)
-    rows = m.hidden_size * (1 + ("position_embedding" in g))
-    tied_head = lm_head_params(m) if "lm_head" not in g else 0
-    return active_params(m) - tables + rows + tied_head
+    rows = m.hidden_size * (1 + ("position_embedding" in _groups(m)))
+    return active_params(m) + rows
 
 
 def _one_width(m: ModelConfig, attr: str) -> int:
-    widths = {getattr(a, attr) for a in m.attention}
+    widths = {getattr(a, attr) for a in m.attention if a.caches_tokens}
     if len(widths) != 1:
         raise ValueError(
             f"{m.name} has layers of different attention widths {sorted(widths)}; use m.attention"

@@ -303,3 +303,36 @@ def kv_reservation_sliders():
             "max_context_tokens", MAX_CONTEXT_VALUES, label="max context reserved", default=4096, fmt=_tokens
         ),
     ]
+
+
+def hybrid_request_bytes(hybrid="Qwen3-Next-80B-A3B-Instruct", attention="Qwen3-30B-A3B", max_tokens=262_144):
+    """One request's cache against its context: a hybrid model (KV in a few layers plus a fixed state) and a
+    pure-attention one (chapter 5, the KV formula page).
+
+    Each curve is :func:`aiinfra.memory.request_state_bytes` (BF16 KV and conv state, FP32 recurrent
+    state); the hybrid's fixed state is drawn as its own dashed line. Returns the figure.
+    """
+    from aiinfra import memory
+    from aiinfra.catalog import models
+
+    top = check("max_tokens", max_tokens, "int>=2", scalar=True)
+    n = np.unique(np.geomspace(1, top, 200).astype(int))
+    fig, ax = new_figure(6.4, 3.0, left=0.12, bottom=0.2)
+    for name, colour in ((attention, PALETTE["orange"]), (hybrid, PALETTE["blue"])):
+        m = models.load(name)
+        ax.plot(
+            n,
+            memory.request_state_bytes(m, n) / units.GIGA,
+            color=colour,
+            lw=2,
+            label=f"{name}: {m.layer_summary()}",
+        )
+    state = memory.state_bytes_per_request(models.load(hybrid)) / units.GIGA
+    ax.axhline(state, color=PALETTE["blue"], lw=1, ls="--", label=f"{hybrid}: fixed state alone")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens held by the request")
+    ax.set_ylabel("cache of one request (GB)")
+    ax.legend(fontsize=FONT["legend"], frameon=False, loc="upper left")
+    panel_title(ax, "KV that grows with the context, plus state that does not")
+    return fig

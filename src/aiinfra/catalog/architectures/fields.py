@@ -1,0 +1,67 @@
+"""Reading a config's fields, with the family's ``transformers`` class defaults recorded when used."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aiinfra.catalog.architectures.core import _BadValue, _whole
+
+#: Fields that add tensors; a family whose record does not allow them refuses a config that sets them.
+FOREIGN: dict[str, str] = {
+    "num_local_experts": "experts",
+    "num_experts": "experts",
+    "n_routed_experts": "experts",
+    "top_k_experts": "experts",
+    "n_shared_experts": "shared experts",
+    "shared_expert_intermediate_size": "shared experts",
+    "kv_lora_rank": "latent attention",
+    "q_lora_rank": "latent attention",
+    "index_head_dim": "a sparse-attention indexer",
+    "linear_num_value_heads": "linear attention",
+    "mamba_num_heads": "state-space layers",
+}
+
+
+class _Fields:
+    """Reads config fields; a missing one takes the family default (recorded) or raises."""
+
+    def __init__(self, cfg: Mapping[str, Any], defaults: Mapping[str, Any]):
+        self.cfg, self.defaults, self.used = cfg, defaults, []
+        self.model_type = cfg.get("model_type")
+
+    def _raw(self, key: str):
+        value = self.cfg.get(key)
+        if value is None and key in self.defaults:
+            value = self.defaults[key]
+            if value is not None:
+                self.used.append(f"{key}={value!r}")
+        return value
+
+    def int(self, key: str, minimum: int = 1, default=None) -> int:
+        value = self._raw(key)
+        if value is None:
+            if default is None:
+                raise ValueError(f"config field {key!r} is required for model_type {self.model_type!r}")
+            value = default
+        return _whole(key, value, minimum)
+
+    def opt_int(self, key: str, minimum: int = 1) -> int | None:
+        value = self._raw(key)
+        return None if value is None else _whole(key, value, minimum)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self._raw(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise _BadValue(f"config field {key!r} must be true or false, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list | None:
+        value = self._raw(key)
+        if value is not None and not isinstance(value, list):
+            raise _BadValue(f"config field {key!r} must be a list, got {value!r}")
+        return value
+
+
+__all__ = ["FOREIGN", "_Fields", "_BadValue", "_whole"]

@@ -1,0 +1,13 @@
+"""Every family record, collected from the family modules; the one place the lists are derived from."""
+
+from __future__ import annotations
+
+from aiinfra.catalog.architectures import dense, gemma, gpt, hybrid, latent, moe
+from aiinfra.catalog.architectures.family import Family
+
+#: model_type -> record, in the order the family modules list them.
+FAMILIES: dict[str, Family] = {
+    f.model_type: f for module in (dense, gemma, gpt, moe, latent, hybrid) for f in module.FAMILIES
+}
+#: transformers class name -> record, for configs whose model_type is not a family's (a renamed release).
+BY_ARCHITECTURE: dict[str, Family] = {name: f for f in FAMILIES.values() for name in f.architectures}
