@@ -167,6 +167,14 @@ class Parameters:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def is_roofline(self) -> bool:
+        """Whether these are the roofline's own values (every share 1, no fixed cost): then no communication either."""
+        etas = (self.eta_b_decode, self.eta_f_decode, self.eta_b_prefill, self.eta_f_prefill)
+        return (
+            all(e == 1.0 for e in etas) and self.layer_overhead_graph_s == self.layer_overhead_eager_s == 0.0
+        )
+
     def layer_overhead_s(self, graph_capture: bool) -> float:
         """The fixed cost per layer per pass for a graph-captured (``True``) or an eager engine."""
         return self.layer_overhead_graph_s if graph_capture else self.layer_overhead_eager_s
@@ -210,6 +218,14 @@ class Setup:
             check("kv_bytes_per_element", self.kv_bytes_per_element, ">0", scalar=True),
         )
         choice("compute_precision", self.compute_precision, set(COMPUTE_PRECISIONS))
+        if (
+            getattr(self.gpu, f"{self.compute_precision}_dense_flops_per_s") is None
+            and self.compute_precision != "fp16"
+        ):
+            raise ValueError(
+                f"compute_precision {self.compute_precision!r} has no dense tensor-core peak on {self.gpu.name}; "
+                "choose one the GPU has (see aiinfra.catalog.hardware)"
+            )
         check("graph_capture", self.graph_capture, "bool")
         m = self.model
         if m.attention_kind != "mla" and m.n_kv_heads % tp:
@@ -292,7 +308,7 @@ class Estimate:
 
 def _layer_costs_s(setup: Setup, p: Parameters, tokens):
     """Fixed cost plus the two all-reduces of every layer of one pass carrying ``tokens`` tokens (one replica)."""
-    if p is IDEAL:
+    if p.is_roofline:
         comm = 0.0
     elif np.ndim(tokens):
         comm = np.array([_allreduces_per_layer_s(setup, int(t)) for t in tokens])
