@@ -15,7 +15,7 @@ BYTES_PER_WEIGHT = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4"
 
 
 def test_counts_and_sources():
-    assert len(POINTS) == 51
+    assert len(POINTS) == 55
     assert measurements.sources() == [
         "firstencounter2025qwen3run",
         "nvidia2023trtllmh200",
@@ -23,9 +23,10 @@ def test_counts_and_sources():
         "nvidia2025trtllmperfoverview",
         "oracle2024mi300x405b",
         "pytorchlabs2023gptfast",
+        "sglang2024vllm060",
     ]
-    assert len({p.engine for p in POINTS}) == 4
-    assert sum(not p.expressible for p in POINTS) == 2
+    assert {p.engine for p in POINTS} == {"seed", "gpt-fast", "TensorRT-LLM", "vLLM", "SGLang"}
+    assert sum(not p.expressible for p in POINTS) == 6
 
 
 def test_every_source_is_in_the_bibliography():

@@ -5,7 +5,8 @@ vendor's blog, the book's own seed run), converted to SI: seconds for ``ttft_s``
 ``latency_s``, tokens per second for ``throughput_tok_s`` (all GPUs of all replicas together) and
 ``user_tok_s`` (one request's stream). The conditions are recorded as the source gives them; where it is
 silent the field says so (``graph_capture`` and ``kv_precision`` may be ``None``, ``batch`` 0 means "as many
-concurrent requests as fit", the engine's choice). A point the step model cannot express carries
+concurrent requests as fit", the engine's choice, and ``prompt_tokens`` 0 means the source states no
+prompt length). A point the step model cannot express carries
 ``expressible=False`` and the reason in ``why_not``; it is kept, never adjusted.
 
 Chapter 8 ("How good is the model?") compares every point with the bound and the prediction; the
