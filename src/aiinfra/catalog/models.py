@@ -80,6 +80,9 @@ SHIPPED: dict[str, tuple[str, str]] = {
         "granite-3.3-2b-instruct": "ibm-granite/granite-3.3-2b-instruct",
         "starcoder2-3b": "bigcode/starcoder2-3b",
         "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
+        "Llama-2-7b-hf": "meta-llama/Llama-2-7b-hf",
+        "Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",
+        "Llama-3.1-405B": "meta-llama/Llama-3.1-405B",
     }.items()
 }
 
@@ -89,7 +92,8 @@ SHIPPED: dict[str, tuple[str, str]] = {
 #: Independent third-party copies agree with every count-relevant field of four of them: Qwen2.5-7B-Instruct
 #: (two copies, field for field), DeepSeek-V2-Lite (a test fixture quoting the release minus bookkeeping
 #: keys), starcoder2-3b (inference-engine test configs, rope_theta 999999.4420358813 included) and gpt2
-#: (copies re-saved by transformers). Every other shipped config is a copy of the release.
+#: (copies re-saved by transformers); Llama-2-7b-hf and Llama-2-70b-hf (copies quoted in documentation and
+#: test fixtures); Llama-3.1-405B (Llama-3.1-70B's file with the 405B shape). Every other shipped config is a copy of the release.
 RECONSTRUCTED: frozenset[str] = frozenset(
     {
         "gpt2",
@@ -101,6 +105,9 @@ RECONSTRUCTED: frozenset[str] = frozenset(
         "granite-3.3-2b-instruct",
         "starcoder2-3b",
         "Qwen2.5-7B-Instruct",
+        "Llama-2-7b-hf",
+        "Llama-2-70b-hf",
+        "Llama-3.1-405B",
     }
 )
 
