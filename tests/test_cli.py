@@ -464,3 +464,15 @@ def test_predict_refuses_a_model_that_does_not_fit(capsys):
 def test_predict_table_labels_bound_and_prediction(capsys):
     code, out, _ = run(capsys, *[a for a in _PREDICT if a != "--json"])
     assert code == 0 and "prediction  |  bound (100% of peak, no overhead)" in out
+
+
+def test_plan_includes_prefill_and_prints_the_prediction_beside_the_bound(capsys):
+    argv = ["plan", "--model", "Llama-3.1-70B", "--users", "10000", "--tpot-ms", "50", "--context", "8192"]
+    code, out, _ = run(capsys, *argv, "--output", "256", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["output_tokens"] == 256 and d["prompt_tokens"] == 8192 and d["prefix_reuse"] == 0.0
+    assert d["limiting"] == "prefill" and d["prediction"]["gpus_total"] >= d["gpus_total"]
+    reused = json.loads(run(capsys, *argv, "--prefix-reuse", "0.9", "--json")[1])
+    assert reused["gpus_total"] < d["gpus_total"]
+    code, _, err = run(capsys, *argv, "--prefix-reuse", "1.5")
+    assert code == cli.EXIT_USAGE and "--prefix-reuse" in err

@@ -239,6 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--tpot-ms", type=float, required=True, dest="tpot_ms", help="target time per output token, ms"
     )
     p.add_argument("--context", type=int, default=8192, help="tokens in each user's KV cache")
+    p.add_argument(
+        "--prompt", type=int, default=None, help="prompt tokens each request prefills (default: --context)"
+    )
+    p.add_argument(
+        "--output", type=int, default=256, help="answer tokens per request (each answer ends in a new prompt)"
+    )
+    p.add_argument(
+        "--prefix-reuse",
+        type=float,
+        default=0.0,
+        dest="prefix_reuse",
+        help="share of each prompt already in the prefix cache, [0, 1) (default 0)",
+    )
     _storage_options(p)
     p.add_argument(
         "--replica-sizes",
@@ -700,7 +713,7 @@ def _cmd_predict(args):
 
 
 def _cmd_plan(args):
-    from aiinfra import units
+    from aiinfra import calibration, predict, units
     from aiinfra.formula import check
     from aiinfra.serving import capacity
 
@@ -719,7 +732,17 @@ def _cmd_plan(args):
         eta_f=check("--eta-f", args.eta_f, "(0,1]"),
         eta_b=check("--eta-b", args.eta_b, "(0,1]"),
     )
-    plan = capacity.plan(d, args.users, tpot, args.context, sizes)
+    workload = dict(
+        replica_sizes=sizes,
+        prompt_tokens=args.context if args.prompt is None else _count("--prompt", args.prompt),
+        output_tokens=_count("--output", args.output),
+        prefix_reuse=check("--prefix-reuse", args.prefix_reuse, "[0,1)"),
+    )
+    plan = capacity.plan(d, args.users, tpot, args.context, **workload)
+    try:
+        predicted, why = predict.plan(d, args.users, tpot, args.context, **workload), None
+    except ValueError as exc:
+        predicted, why = None, str(exc)
     data = {
         "model": m.name,
         "gpu": d.gpu.name,
@@ -728,23 +751,36 @@ def _cmd_plan(args):
         "context_tokens": args.context,
         "precision": args.precision,
         **plan.as_dict(),
+        "prediction": None if predicted is None else predicted.as_dict(),
+        "calibration": calibration.load().name,
     }
+    if why:
+        data["prediction_error"] = why
+    label = "bound" if d.eta_f == d.eta_b == 1.0 else f"at eta_f {d.eta_f:g}, eta_b {d.eta_b:g}"
+
+    def text(p):
+        return (
+            f"{p.gpus_total:,} GPUs = {p.replicas:,} x {p.gpus_per_replica}, {p.users_per_replica:,} users each "
+            f"(limited by {p.limiting}); TPOT {units.fmt_time(p.tpot_s)}, prefill {p.prefill_share:.0%} of the time"
+        )
+
     rows = [
         (
             "target",
             f"{args.users:,} users at <= {units.fmt_time(tpot)} per token, {args.context:,} tokens each",
         ),
-        ("GPUs in total", f"{plan.gpus_total:,}"),
-        ("replicas x GPUs each", f"{plan.replicas:,} x {plan.gpus_per_replica}"),
         (
-            "users per replica",
-            f"{plan.users_per_replica:,} (room for {plan.max_users_per_replica:,}, "
-            f"limited by {plan.limiting})",
+            "workload",
+            f"prompts of {workload['prompt_tokens']:,} tokens ({workload['prefix_reuse']:.0%} cached), "
+            f"answers of {workload['output_tokens']:,}: {plan.requests_per_s:,.1f} requests/s",
         ),
-        ("predicted decode step", units.fmt_time(plan.step_time_s)),
+        (f"plan ({label})", text(plan)),
+        ("plan (calibrated prediction)", text(predicted) if predicted else f"none: {why}"),
+        ("prefill per request", units.fmt_time(plan.prefill_s)),
+        ("decode step at that load", units.fmt_time(plan.step_time_s)),
     ]
     _count_label(m, data, rows)
-    _emit(args, f"plan: {m.name} on {d.gpu.name} (lower bound, no communication or queueing)", rows, data)
+    _emit(args, f"plan: {m.name} on {d.gpu.name} (no queueing, no spare capacity)", rows, data)
 
 
 def _cmd_list(args):

@@ -60,6 +60,8 @@ __all__ = [
     "speeds",
     "estimate",
     "max_batch",
+    "plan",
+    "bound_plan",
     "WEIGHT_PRECISIONS",
     "COMPUTE_PRECISIONS",
 ]
@@ -474,3 +476,55 @@ def estimate(setup: Setup, batch, prompt_tokens, output_tokens, calibration=None
         )
     b = most if check("batch", batch, "int>=0", scalar=True) == 0 else batch
     return Estimate(b, speeds(setup, IDEAL, b, prompt, g), speeds(setup, p, b, prompt, g), p, c.name)
+
+
+def _plan_overhead(deployment, p: Parameters):
+    """The fixed time a prediction adds to one decode step of ``users`` tokens on ``n_gpus``: layers x (cost + all-reduces)."""
+    m = deployment.model
+    link = deployment.gpu.scaleup_bytes_per_s_per_direction
+    switched = "pcie" not in deployment.gpu.scaleup_link.lower()
+
+    def overhead(n_gpus, users):
+        comm = 0.0
+        if n_gpus > 1:
+            size = users * m.hidden_size * _ACT_BYTES
+            comm = 2.0 * network.tp_allreduce_time_s(size, n_gpus, link, switched)
+        return m.n_layers * (p.layer_overhead_graph_s + comm)
+
+    return overhead
+
+
+def plan(deployment, concurrent_users, target_tpot_s, context_tokens, calibration=None, **workload):
+    """The calibrated prediction of a capacity plan: :func:`aiinfra.serving.capacity.plan` with the fitted parameters.
+
+    The replica's decode efficiencies become ``eta_f_decode`` and
+    ``eta_b_decode``, its memory reserve ``1 - memory_utilization``, prefill
+    runs at ``eta_f_prefill``, and every step pays the per-layer fixed cost
+    (graph-captured) and its two all-reduces per layer. ``workload`` passes
+    ``prompt_tokens``, ``output_tokens``, ``prefix_reuse`` and
+    ``replica_sizes`` on. Chapter 7.
+    """
+    from aiinfra import calibration as cal
+    from aiinfra.serving import capacity
+
+    p = (cal.load() if calibration is None else calibration).parameters
+    replica = deployment.replace(
+        eta_f=p.eta_f_decode, eta_b=p.eta_b_decode, memory_reserve=1.0 - p.memory_utilization
+    )
+    return capacity.plan(
+        replica,
+        concurrent_users,
+        target_tpot_s,
+        context_tokens,
+        prefill_eta_f=p.eta_f_prefill,
+        step_overhead_s=_plan_overhead(deployment, p),
+        **workload,
+    )
+
+
+def bound_plan(deployment, concurrent_users, target_tpot_s, context_tokens, **workload):
+    """The bound of a capacity plan: every efficiency 1, no fixed cost, no memory reserve (the fewest GPUs possible)."""
+    from aiinfra.serving import capacity
+
+    replica = deployment.replace(eta_f=1.0, eta_b=1.0, memory_reserve=0.0)
+    return capacity.plan(replica, concurrent_users, target_tpot_s, context_tokens, **workload)
