@@ -46,7 +46,6 @@ __all__ = [
     "fit",
     "summary",
     "load",
-    "to_json",
 ]
 
 #: The parameters a fit moves; the others keep their stated values (:data:`aiinfra.predict.PARAMETER_SPECS`).
@@ -253,7 +252,7 @@ def summary(table: list[Row]) -> dict:
     return out
 
 
-def to_json(c: Calibration) -> str:
+def _to_json(c: Calibration) -> str:
     """The calibration file's text: parameters (with unit, range, meaning, source) and provenance."""
     params = {
         name: {"value": value, **predict.PARAMETER_SPECS[name].__dict__, "fitted": name in FITTED}
@@ -275,5 +274,5 @@ def load(path=None) -> Calibration:
 
 if __name__ == "__main__":  # pragma: no cover - the regeneration entry point
     out = Path(__file__).parent / "catalog" / "data" / "calibration.json"
-    out.write_text(to_json(fit()), encoding="utf-8")
+    out.write_text(_to_json(fit()), encoding="utf-8")
     print(f"wrote {out}")
