@@ -238,10 +238,8 @@ def aiinfra_values(p) -> dict:
     """aiinfra's two columns for a stored point: the bound and the calibrated prediction."""
     from aiinfra import calibration
 
-    return {
-        "aiinfra bound": calibration.bound_value(p),
-        "aiinfra prediction": calibration.predicted_value(p, calibration.load().parameters),
-    }
+    (row,) = calibration.rows(points=[p])
+    return {"aiinfra bound": row.bound, "aiinfra prediction": row.predicted}
 
 
 def cases() -> list[dict]:

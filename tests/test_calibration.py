@@ -73,14 +73,14 @@ def test_unexpressible_points_are_listed_with_their_reason_never_fitted(table):
 
 def test_the_split_is_a_fixed_hash_of_the_id():
     # sha256("gptfast-7b-tp1-int8")[0] = 0x.. is a multiple of 3; the split never depends on the other points
-    assert calibration.is_held_out("gptfast-7b-tp1-int8")
-    assert not calibration.is_held_out("gptfast-7b-tp1-bf16")
+    assert calibration._is_held_out("gptfast-7b-tp1-int8")
+    assert not calibration._is_held_out("gptfast-7b-tp1-bf16")
     ids = [m.id for m in measurements.points()]
-    assert 0.2 < sum(map(calibration.is_held_out, ids)) / len(ids) < 0.45
+    assert 0.2 < sum(map(calibration._is_held_out, ids)) / len(ids) < 0.45
 
 
 def test_a_fit_needs_training_points():
-    held = [m for m in measurements.points() if calibration.is_held_out(m.id)]
+    held = [m for m in measurements.points() if calibration._is_held_out(m.id)]
     with pytest.raises(ValueError, match="points"):
         calibration.fit(held)
 

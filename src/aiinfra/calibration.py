@@ -1,7 +1,7 @@
 """Calibration: fit the prediction's few parameters on published runs, and say how well it does on others.
 
 The stored measurements (:mod:`aiinfra.catalog.measurements`) are split once,
-by a hash of each point's id (:func:`is_held_out`: about one in three is held
+by a hash of each point's id (:func:`_is_held_out`: about one in three is held
 out, and adding a point never moves another). The parameters of
 :class:`aiinfra.predict.Parameters` marked in :data:`FITTED` are fitted on the
 training split's expressible points, one set for all engines, by minimising
@@ -38,10 +38,7 @@ __all__ = [
     "BAND_FACTOR",
     "Calibration",
     "Row",
-    "is_held_out",
     "setup_of",
-    "predicted_value",
-    "bound_value",
     "rows",
     "fit",
     "summary",
@@ -116,7 +113,7 @@ class Row:
         return None if self.predicted is None else abs(math.log(self.ratio))
 
 
-def is_held_out(point_id: str) -> bool:
+def _is_held_out(point_id: str) -> bool:
     """Whether a point belongs to the held-out split: the first byte of ``sha256(id)`` mod 3 is 0."""
     return hashlib.sha256(point_id.encode("utf-8")).digest()[0] % 3 == 0
 
@@ -150,18 +147,18 @@ def _value(m, p: predict.Parameters, setup) -> float:
     return getattr(predict._speeds(setup, p, max(batch, 1), prompt, m.output_tokens), m.metric)
 
 
-def predicted_value(m, p: predict.Parameters) -> float:
+def _predicted_value(m, p: predict.Parameters) -> float:
     """The prediction of a point's metric under ``p`` (batch 0: the largest batch that fits under ``p``)."""
     return _value(m, p, setup_of(m))
 
 
-def bound_value(m) -> float:
+def _bound_value(m) -> float:
     """The bound of a point's metric (:data:`aiinfra.predict.IDEAL`; batch 0 at the bound's own largest batch)."""
     return _value(m, predict.IDEAL, setup_of(m))
 
 
 def _loss(points, p) -> float:
-    return float(sum(math.log(m.value / predicted_value(m, p)) ** 2 for m in points))
+    return float(sum(math.log(m.value / _predicted_value(m, p)) ** 2 for m in points))
 
 
 def _golden(f, lo, hi):
@@ -189,7 +186,7 @@ def _stored():
 
 def _training(points=None):
     pts = _stored() if points is None else points
-    return [m for m in pts if m.expressible and not is_held_out(m.id)]
+    return [m for m in pts if m.expressible and not _is_held_out(m.id)]
 
 
 def fit(points=None) -> Calibration:
@@ -233,11 +230,11 @@ def rows(p: predict.Parameters | None = None, points=None) -> list[Row]:
     params = load().parameters if p is None else p
     out = []
     for m in _stored() if points is None else points:
-        split = "held-out" if is_held_out(m.id) else "train"
+        split = "held-out" if _is_held_out(m.id) else "train"
         if not m.expressible:
             out.append(Row(m.id, m.metric, split, m.value, None, None, m.why_not))
             continue
-        out.append(Row(m.id, m.metric, split, m.value, bound_value(m), predicted_value(m, params), None))
+        out.append(Row(m.id, m.metric, split, m.value, _bound_value(m), _predicted_value(m, params), None))
     return out
 
 
