@@ -45,8 +45,8 @@ def test_held_out_error_meets_the_issue_and_is_pinned(table):
     assert all(0.5 <= r.ratio <= 2.0 for r in held_out)
     assert s["held_out_points"] == 15
     assert s["held_out_median_abs_ln"] <= math.log(1.25) and s["held_out_worst_abs_ln"] <= math.log(2.0)
-    assert s["held_out_median_abs_ln"] == pytest.approx(0.1162, abs=5e-4)
-    assert s["held_out_worst_abs_ln"] == pytest.approx(0.5835, abs=5e-4)
+    assert s["held_out_median_abs_ln"] == pytest.approx(0.1181, abs=5e-4)
+    assert s["held_out_worst_abs_ln"] == pytest.approx(0.5751, abs=5e-4)
 
 
 def test_every_expressible_point_is_within_its_band(table):

@@ -110,6 +110,7 @@ def test_a_batch_past_memory_is_flagged():
         ("eta_f_decode", 1.5),
         ("eta_b_prefill", -0.1),
         ("eta_f_prefill", float("nan")),
+        ("eta_b_kv", 0.0),
         ("layer_overhead_graph_s", -1e-6),
         ("layer_overhead_eager_s", 0.01),
         ("memory_utilization", 0.0),
@@ -167,7 +168,7 @@ _CASES = [
     prompt=st.integers(1, 20_000),
     output=st.integers(1, 2_000),
     graph=st.booleans(),
-    etas=st.tuples(*[st.floats(0.05, 1.0)] * 4),
+    etas=st.tuples(*[st.floats(0.05, 1.0)] * 5),
     overheads=st.tuples(st.floats(0.0, 1e-3), st.floats(0.0, 1e-3)),
     utilization=st.floats(0.5, 1.0),
     copies=st.floats(0.0, 64.0),
@@ -186,7 +187,7 @@ def test_prediction_is_never_faster_than_the_bound(
         compute_precision=c,
         graph_capture=graph,
     )
-    p = predict.Parameters(*etas, *overheads, utilization, copies, chunk)
+    p = predict.Parameters(*etas[:4], *overheads, utilization, copies, chunk, etas[4])
     ideal = predict.Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, chunk)  # the same schedule at peak
     pred = predict.speeds(setup, p, batch, prompt, output)
     bound = predict.speeds(setup, ideal, batch, prompt, output)

@@ -10,7 +10,8 @@ The **prediction** runs the same schedule with the few named
 (:data:`PARAMETER_SPECS`):
 
 * achieved fractions of peak bandwidth and compute, separate for decode and
-  prefill (``eta_b_decode``, ``eta_f_decode``, ``eta_b_prefill``, ``eta_f_prefill``);
+  prefill (``eta_b_decode``, ``eta_f_decode``, ``eta_b_prefill``, ``eta_f_prefill``),
+  and for attention's reads of the KV cache (``eta_b_kv``);
 * a fixed cost per layer per forward pass (launches, framework and host
   time), one for graph-captured engines and one for eager ones;
 * two tensor-parallel all-reduces per layer per pass, each timed by the
@@ -93,6 +94,13 @@ PARAMETER_SPECS = {
         "achieved share of peak memory bandwidth in a decode step",
         _FIT + "; published batch-1 decode reaches 15-81 % of peak bandwidth",
     ),
+    "eta_b_kv": ParameterSpec(
+        "1",
+        "(0,1]",
+        "achieved share of peak memory bandwidth when attention reads the KV cache in a decode step "
+        "(many small, scattered pages rather than one long weight stream)",
+        _FIT,
+    ),
     "eta_f_decode": ParameterSpec(
         "1",
         "(0,1]",
@@ -160,6 +168,7 @@ class Parameters:
     memory_utilization: float = 0.9
     activation_copies: float = 16.0
     prefill_chunk_tokens: int = 8192
+    eta_b_kv: float = 1.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -172,7 +181,7 @@ class Parameters:
     @property
     def is_roofline(self) -> bool:
         """Whether these are the roofline's own values (every share 1, no fixed cost): then no communication either."""
-        etas = (self.eta_b_decode, self.eta_f_decode, self.eta_b_prefill, self.eta_f_prefill)
+        etas = (self.eta_b_decode, self.eta_f_decode, self.eta_b_prefill, self.eta_f_prefill, self.eta_b_kv)
         return (
             all(e == 1.0 for e in etas) and self.layer_overhead_graph_s == self.layer_overhead_eager_s == 0.0
         )
@@ -351,7 +360,8 @@ def _weight_read_bytes(setup: Setup, tokens: int) -> float:
 def _decode_step_s(setup: Setup, p: Parameters, batch, prompt_tokens, context_tokens):
     peak, bw, kv, f1, _ = _counts(setup, prompt_tokens, context_tokens)
     w = _weight_read_bytes(setup, batch)
-    roof = max(batch * f1 / (p.eta_f_decode * peak), (w + batch * kv) / (p.eta_b_decode * bw))
+    reads = w / (p.eta_b_decode * bw) + batch * kv / (p.eta_b_kv * bw)
+    roof = max(batch * f1 / (p.eta_f_decode * peak), reads)
     return float(roof + _layer_costs_s(setup, p, batch))
 
 
@@ -402,7 +412,7 @@ def _max_batch(setup: Setup, p: Parameters, prompt: int, g: int) -> int:
 
 @lru_cache(maxsize=4096)
 def _max_batch_memory(setup: Setup, utilization, copies, chunk, prompt: int, g: int) -> int:
-    p = Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, utilization, copies, chunk)
+    p = Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, utilization, copies, chunk, 1.0)
     d = setup.deployment
     usable = p.memory_utilization * d.capacity_bytes - d.weight_bytes
     kv = float(d.kv_bytes(prompt + g))
