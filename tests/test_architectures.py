@@ -74,6 +74,11 @@ FIXTURES = {
     "starcoder2-3b": ("starcoder2", 3_030_371_328),
     # Qwen/Qwen2.5-7B-Instruct model.safetensors.index.json: total_size 15,231,233,024 bytes, all BF16.
     "Qwen2.5-7B-Instruct": ("qwen2", 15_231_233_024 // 2),
+    # Llama 2 paper (arXiv 2307.09288) sizes 7B and 70B; Hub safetensors totals 6,738,415,616 and 68,976,648,192.
+    "Llama-2-7b-hf": ("llama", 6_738_415_616),
+    "Llama-2-70b-hf": ("llama", 68_976_648_192),
+    # Hub: meta-llama/Llama-3.1-405B safetensors total 405,853,388,800 (model card: 405B).
+    "Llama-3.1-405B": ("llama", 405_853_388_800),
     # The 2026 families below: the exact total is the oracle's (transformers on the meta device,
     # oracle.json), held against the vendor's published figure in PUBLISHED.
     "Kimi-K2-Instruct": ("kimi_k2", 1_026_408_232_448),

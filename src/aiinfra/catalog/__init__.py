@@ -10,7 +10,9 @@
 * :mod:`~aiinfra.catalog.checkpoint`: the count checked against a downloaded model folder's
   safetensors headers or index (``checkpoints/`` ships one published index);
 * :mod:`~aiinfra.catalog.reference`: measured points, published runs and the prose tables
-  shipped as JSON (``data/``).
+  shipped as JSON (``data/``);
+* :mod:`~aiinfra.catalog.measurements`: published serving measurements (engine docs, launch notes,
+  cloud blogs, the seed's run), each with its conditions and source, for calibration (chapter 8).
 
 A new GPU goes into ``hardware._CATALOG`` with a source for every field; a new model is a
 ``config.json`` in ``configs/`` plus one :class:`~aiinfra.catalog.architectures.Shipped` line in its

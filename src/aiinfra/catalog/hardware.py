@@ -60,8 +60,10 @@ class GPU:
     """One accelerator's headline specifications (SI units, dense peaks, per-direction links).
 
     ``bf16_dense_flops_per_s`` / ``fp8_dense_flops_per_s`` /
-    ``fp16_dense_flops_per_s`` are dense tensor-core peaks (None where the
-    format is not supported, e.g. BF16 on V100 or FP8 before Ada/Hopper).
+    ``fp16_dense_flops_per_s`` / ``fp4_dense_flops_per_s`` are dense
+    tensor-core peaks (None where the format is not supported, e.g. BF16 on
+    V100, FP8 before Ada/Hopper, FP4 before Blackwell). The FP4 peak is the
+    block-scaled one (NVFP4 and MXFP4 run at the same rate on Blackwell).
     ``scaleup_bytes_per_s_per_direction`` is the GPU's total bandwidth to its
     peers over ``scaleup_link``, one direction. ``sources`` maps each field
     name to where the figure comes from.
@@ -81,6 +83,7 @@ class GPU:
     form_factor: str
     memory_type: str = ""
     fp16_dense_flops_per_s: float | None = None
+    fp4_dense_flops_per_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -101,7 +104,7 @@ class GPU:
             "tdp_watts",
         ):
             object.__setattr__(self, f, _scalar_positive(f, getattr(self, f)))
-        for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s"):
+        for f in _PEAK_FIELDS:
             value = getattr(self, f)
             if value is not None:
                 object.__setattr__(self, f, _scalar_positive(f, value))
@@ -116,12 +119,13 @@ class GPU:
         object.__setattr__(self, "sources", SourceMap(self.sources))
 
     def dense_flops_per_s(self, precision: str = "bf16") -> float:
-        """Dense tensor-core peak for ``precision`` ("bf16", "fp16" or "fp8").
+        """Dense tensor-core peak for ``precision`` ("bf16", "fp16", "fp8" or "fp4").
 
         FP16 falls back to the BF16 figure where the vendor gives one number
-        for both. Raises ``ValueError`` when the GPU has no such peak.
+        for both; "fp4" is the block-scaled NVFP4/MXFP4 rate. Raises
+        ``ValueError`` when the GPU has no such peak.
         """
-        choice("precision", precision, {"bf16", "fp16", "fp8"})
+        choice("precision", precision, {"bf16", "fp16", "fp8", "fp4"})
         if precision == "fp16":
             value = self.fp16_dense_flops_per_s or self.bf16_dense_flops_per_s
         else:
@@ -134,6 +138,15 @@ class GPU:
     def ridge_flops_per_byte(self) -> float:
         """Dense BF16 (or FP16) peak over memory bandwidth: the roofline ridge point, FLOP/B."""
         return self.dense_flops_per_s("fp16") / self.memory_bandwidth_bytes_per_s
+
+
+#: The tensor-core peak fields of a GPU record, one per matrix-input precision.
+_PEAK_FIELDS = (
+    "bf16_dense_flops_per_s",
+    "fp8_dense_flops_per_s",
+    "fp16_dense_flops_per_s",
+    "fp4_dense_flops_per_s",
+)
 
 
 def _scalar_positive(name: str, value) -> float:
@@ -162,7 +175,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=150e9,
         tdp_watts=300,
         form_factor="SXM2",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "year": _V100_DS + "; the 32GB version shipped in 2018 (the 16GB V100 in 2017)",
             "memory_bytes": _V100_DS,
             "memory_bandwidth_bytes_per_s": _V100_DS + ": 900 GB/s",
@@ -190,7 +205,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=300e9,
         tdp_watts=400,
         form_factor="SXM4",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "memory_bytes": _A100_DS,
             "memory_bandwidth_bytes_per_s": _A100_DS + ": 2,039 GB/s",
             "bf16_dense_flops_per_s": _A100_DS + ": BF16 tensor 312 TFLOP/s dense (624 with sparsity)",
@@ -215,7 +232,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=56.25e9,
         tdp_watts=300,
         form_factor="PCIe dual-slot",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "memory_bytes": _A6000_DS,
             "memory_bandwidth_bytes_per_s": _A6000_DS + ": 768 GB/s",
             "bf16_dense_flops_per_s": _A6000_DS + ": 309.7 TFLOP/s tensor with sparsity -> 154.8 dense",
@@ -239,7 +258,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=450e9,
         tdp_watts=700,
         form_factor="SXM5",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "Hopper has no FP4 tensor cores (FP4 weights are upcast to FP8 or BF16)",
             "memory_bytes": _H100_WP + ": 80 GB",
             "memory_bandwidth_bytes_per_s": _H100_WP + ": 3.35 TB/s",
             "bf16_dense_flops_per_s": _H100_WP + ": BF16 tensor 1,979 TFLOP/s with sparsity -> 989.4 dense",
@@ -263,7 +284,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=32e9,
         tdp_watts=450,
         form_factor="PCIe triple-slot (consumer)",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "Ada has no FP4 tensor cores",
             "memory_bytes": _ADA_WP,
             "memory_bandwidth_bytes_per_s": _ADA_WP + ": 1,008 GB/s",
             "bf16_dense_flops_per_s": _ADA_WP + ": BF16 165.2 dense / 330.4 sparse TFLOP/s",
@@ -288,7 +311,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=32e9,
         tdp_watts=350,
         form_factor="PCIe dual-slot (passive)",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "Ada has no FP4 tensor cores",
             "memory_bytes": _L40S_DS,
             "memory_bandwidth_bytes_per_s": _L40S_DS + ": 864 GB/s",
             "bf16_dense_flops_per_s": _L40S_DS + ": BF16 362.05 dense / 733 sparse TFLOP/s",
@@ -312,7 +337,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=448e9,
         tdp_watts=750,
         form_factor="OAM",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "CDNA 3 has no FP4 matrix cores (CDNA 4, MI355X, adds them)",
             "memory_bytes": _MI300X_DS,
             "memory_bandwidth_bytes_per_s": _MI300X_DS + ": 5.3 TB/s peak",
             "bf16_dense_flops_per_s": _MI300X_DS + ": BF16 1,307.4 dense / 2,614.9 sparse TFLOP/s",
@@ -336,7 +363,9 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=450e9,
         tdp_watts=700,
         form_factor="SXM5",
+        fp4_dense_flops_per_s=None,
         sources={
+            "fp4_dense_flops_per_s": "Hopper has no FP4 tensor cores (FP4 weights are upcast to FP8 or BF16)",
             "memory_bytes": _H200_DS + ": 141 GB",
             "memory_bandwidth_bytes_per_s": _H200_DS + ": 4.8 TB/s",
             "bf16_dense_flops_per_s": _H200_DS
@@ -360,7 +389,11 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=900e9,
         tdp_watts=1000,
         form_factor="SXM6 (HGX baseboard)",
+        fp4_dense_flops_per_s=9000e12,
         sources={
+            "fp4_dense_flops_per_s": _B200_DS
+            + ": FP4 tensor 144 PFLOP/s with sparsity per 8 GPUs -> 9 dense per GPU "
+            "(NVIDIA Blackwell architecture technical brief: NVFP4 and MXFP4 at the same rate)",
             "memory_bytes": _B200_DS + ": 1,440 GB per 8-GPU system -> 180 GB per GPU",
             "memory_bandwidth_bytes_per_s": _B200_DS + ": 64 TB/s per DGX B200 -> 8 TB/s per GPU "
             "(the HGX page prints 7.7 TB/s)",
@@ -385,7 +418,10 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=64e9,
         tdp_watts=600,
         form_factor="PCIe dual-slot (workstation)",
+        fp4_dense_flops_per_s=2015.2e12,
         sources={
+            "fp4_dense_flops_per_s": _PRO6000 + ": 4,000 AI TOPS is FP4 with sparsity -> about 2,000 dense; "
+            "twice the dense FP8 rate, 2,015.2 TFLOP/s",
             "memory_bytes": _PRO6000 + ": 96 GB GDDR7 with ECC",
             "memory_bandwidth_bytes_per_s": _PRO6000 + ": 1,792 GB/s (512-bit, 28 Gbps)",
             "bf16_dense_flops_per_s": "NVIDIA RTX Blackwell GPU architecture whitepaper: 503.8 dense BF16 TFLOP/s "
@@ -889,11 +925,7 @@ def mig_instance(base: GPU | str, profile: str) -> GPU:
     choice("base", g.name, set(MIG_GPUS))
     p = MIG_PROFILES[choice("profile", profile, set(MIG_PROFILES))]
     mem, comp = p.memory_slices / MIG_MEMORY_SLICES, p.compute_slices / MIG_COMPUTE_SLICES
-    peaks = {
-        f: getattr(g, f) * comp
-        for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "fp16_dense_flops_per_s")
-        if getattr(g, f) is not None
-    }
+    peaks = {f: getattr(g, f) * comp for f in _PEAK_FIELDS if getattr(g, f) is not None}
     shares = {
         "memory_bytes": g.memory_bytes * mem,
         "memory_bandwidth_bytes_per_s": g.memory_bandwidth_bytes_per_s * mem,

@@ -18,11 +18,19 @@ Conventions, stated once:
   latency-bearing steps. NCCL's "bus bandwidth" rescales the measured
   algorithm bandwidth ``S / t`` by that factor so that it can be compared
   with the link's peak (NCCL tests, PERFORMANCE.md).
+* What engines actually run for a tensor-parallel all-reduce depends on the
+  message: at decode sizes (KiB to a few MiB) custom one-shot and two-shot
+  kernels or NVLink SHARP (NVLS), at large sizes the NCCL ring. Each regime
+  is a latency and an achieved bus bandwidth, read off published benchmarks
+  (:data:`ALLREDUCE_REGIMES`, :func:`regime_allreduce_time_s`); an engine picks
+  the fastest one for the size (:func:`tp_allreduce_time_s`).
 
 Serves: Chapters 1 (links, SmartNIC), 2 (inside one server) and 6 (collectives in a cluster).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +51,12 @@ __all__ = [
     "algorithm_bandwidth_bytes_per_s",
     "bus_bandwidth_bytes_per_s",
     "bus_bandwidth_factor",
+    "AllReduceRegime",
+    "ALLREDUCE_REGIMES",
+    "regime_allreduce_time_s",
+    "allreduce_alpha_beta_time_s",
+    "tp_allreduce_time_s",
+    "fastest_allreduce_regime",
     "packets_per_s",
     "cores_needed",
     "MIN_ETHERNET_FRAME_BYTES_ON_WIRE",
@@ -244,6 +258,146 @@ def bus_bandwidth_bytes_per_s(algorithm_bytes_per_s, n_ranks, collective="all_re
     :func:`bus_bandwidth_factor`; the twin is the all-reduce case.
     """
     return algorithm_bytes_per_s * bus_bandwidth_factor(n_ranks, collective)
+
+
+# --------------------------------------------------------------------------------------
+# The all-reduce an inference engine runs: one latency and one bus bandwidth per regime
+# --------------------------------------------------------------------------------------
+
+_SGL_2904 = (
+    "SGLang PR #2904 (optimize custom allreduce), H100, TP=8, no CUDA graph: "
+    "5.9 us at 512 B, 7.8 us at 32 KiB, 16.7 us at 256 KiB, 33.8 us at 1 MiB"
+)
+_VLLM_24111 = (
+    "vLLM PR #24111 (torch symmetric-memory all-reduce), H100, TP=6, BF16 rows of 8,192: "
+    "ca_1stage 13/21/70 us, ca_2stage 15/17/37 us, pynccl 23/25/53 us, "
+    "symm_mem_multimem 13/16/31 us at 0.5/1/4 MB"
+)
+_VLLM_42324 = (
+    "vLLM PR #42324 (symmetric-memory two-shot tuning), SM 9.0: pynccl 316 us at 64 MiB over 8 ranks "
+    "(algbw 212 GB/s, busbw 372 GB/s)"
+)
+
+
+@dataclass(frozen=True)
+class AllReduceRegime:
+    """One all-reduce algorithm as engines run it: ``T = t_AR + k(n) S / (eta_AR beta_link)``.
+
+    ``latency_s`` (``t_AR``) is the fixed cost of one call at small sizes
+    (launch, flags, barrier); ``link_fraction`` (``eta_AR``) the share of the
+    link's per-direction peak it sustains as bus bandwidth; ``bytes_factor``
+    names ``k(n)``, the bytes each rank moves per message byte: ``"one_shot"``
+    ``n - 1`` (every rank reads every peer's whole buffer), ``"two_shot"`` and
+    ``"ring"`` ``2 (n - 1) / n`` (reduce-scatter then all-gather), ``"nvls"``
+    ``2 (n - 1) / n`` (the NCCL bus-bandwidth convention for the
+    switch-reduced all-reduce). ``needs_switch``: only over an NVSwitch
+    fabric (NVLS's in-switch reduction; the custom kernels' all-to-all
+    loads). ``source`` is the measurement the two numbers are read from.
+    """
+
+    name: str
+    latency_s: float
+    link_fraction: float
+    bytes_factor: str
+    needs_switch: bool
+    source: str
+
+    def __post_init__(self):
+        check("latency_s", self.latency_s, ">=0", scalar=True)
+        check("link_fraction", self.link_fraction, "(0,1]", scalar=True)
+        choice("bytes_factor", self.bytes_factor, set(_BYTES_FACTORS))
+
+
+_BYTES_FACTORS = {
+    "one_shot": lambda n: n - 1.0,
+    "two_shot": lambda n: 2.0 * (n - 1.0) / n,
+    "ring": lambda n: 2.0 * (n - 1.0) / n,
+    "nvls": lambda n: 2.0 * (n - 1.0) / n,
+}
+
+#: The regimes of a tensor-parallel all-reduce, each from a published H100 benchmark (450 GB/s
+#: NVLink 4 per direction); fractions are the measured bus bandwidth over that peak.
+ALLREDUCE_REGIMES = {
+    r.name: r
+    for r in (
+        # small sizes: 5.9 us at 512 B, TP=8; slope 16.3 us/MB at TP=6 over 5 peers' buffers
+        # -> 5 x 1e6 B / 16.3 us = 307 GB/s per rank, 0.68 of 450
+        AllReduceRegime("one_shot", 5.9e-6, 0.68, "one_shot", True, _SGL_2904 + "; " + _VLLM_24111),
+        # 15 us at 0.5 MB, 37 us at 4 MB (TP=6): 265 GB/s of bus bandwidth, 0.59; t_AR = 12 us
+        AllReduceRegime("two_shot", 12e-6, 0.59, "two_shot", True, _VLLM_24111),
+        # 13 us at 0.5 MB, 31 us at 4 MB (TP=6): 326 GB/s of bus bandwidth, 0.72; t_AR = 10 us
+        AllReduceRegime("nvls", 10e-6, 0.72, "nvls", True, _VLLM_24111),
+        # 23 us at 0.5 MB (TP=6) and 372 GB/s of bus bandwidth at 64 MiB (TP=8), 0.83
+        AllReduceRegime("nccl_ring", 20e-6, 0.83, "ring", False, _VLLM_24111 + "; " + _VLLM_42324),
+    )
+}
+
+
+@formula(
+    "t_AR + k*S/(eta_AR*beta)",
+    sample={"latency_s": (0.0, 1e-4)},
+    size_bytes="S >=0",
+    bytes_per_rank_factor="k >=0",
+    link_bytes_per_s="beta >0",
+    link_fraction="eta_AR (0,1]",
+    latency_s="t_AR >=0",
+)
+def allreduce_alpha_beta_time_s(
+    size_bytes, bytes_per_rank_factor, link_bytes_per_s, link_fraction, latency_s
+):
+    """Latency plus bandwidth time of one all-reduce: ``t_AR + k S / (eta_AR beta)``.
+
+    ``k`` is the bytes each rank sends per byte of message, ``beta`` the
+    rank's per-direction link peak and ``eta_AR`` the share of it the
+    algorithm sustains. Accepts arrays.
+    """
+    return latency_s + bytes_per_rank_factor * size_bytes / (link_fraction * link_bytes_per_s)
+
+
+def regime_allreduce_time_s(size_bytes, n_ranks, link_bytes_per_s, regime):
+    """Time of one all-reduce of ``size_bytes`` over ``n_ranks`` in one regime (a name or an :class:`AllReduceRegime`).
+
+    :func:`allreduce_alpha_beta_time_s` with the regime's latency, link
+    fraction and ``k(n)``; 0 on one rank. ``link_bytes_per_s`` is each rank's
+    per-direction scale-up peak. Accepts an array of sizes.
+    """
+    r = (
+        regime
+        if isinstance(regime, AllReduceRegime)
+        else ALLREDUCE_REGIMES[choice("regime", regime, set(ALLREDUCE_REGIMES))]
+    )
+    n = check("n_ranks", n_ranks, "int>=1", scalar=True)
+    s = check("size_bytes", size_bytes, ">=0")
+    if n == 1:
+        return np.zeros_like(np.asarray(s, dtype=float)) if np.ndim(s) else 0.0
+    k = _BYTES_FACTORS[r.bytes_factor](float(n))
+    return allreduce_alpha_beta_time_s(s, k, link_bytes_per_s, r.link_fraction, r.latency_s)
+
+
+def _available(switched: bool):
+    return [r for r in ALLREDUCE_REGIMES.values() if switched or not r.needs_switch]
+
+
+def tp_allreduce_time_s(size_bytes, n_ranks, link_bytes_per_s, switched=True):
+    """Time of one tensor-parallel all-reduce as an engine runs it: the fastest available regime for the size.
+
+    Engines dispatch on message size (vLLM's and SGLang's custom all-reduce
+    below a few MiB, NVLS or the NCCL ring above), so the time is the minimum
+    of :func:`regime_allreduce_time_s` over :data:`ALLREDUCE_REGIMES`;
+    ``switched=False`` (GPUs on PCIe or a bridge, no NVSwitch) leaves only
+    the NCCL ring. 0 on one rank. Accepts an array of sizes. Chapters 6 and 7.
+    """
+    check("switched", switched, "bool")
+    times = [regime_allreduce_time_s(size_bytes, n_ranks, link_bytes_per_s, r) for r in _available(switched)]
+    return np.min(np.asarray(times, dtype=float), axis=0) if np.ndim(size_bytes) else float(min(times))
+
+
+def fastest_allreduce_regime(size_bytes, n_ranks, link_bytes_per_s, switched=True) -> str:
+    """Name of the regime :func:`tp_allreduce_time_s` picks for one message size (``"none"`` on one rank)."""
+    if check("n_ranks", n_ranks, "int>=1", scalar=True) == 1:
+        return "none"
+    regs = _available(check("switched", switched, "bool"))
+    return min(regs, key=lambda r: regime_allreduce_time_s(size_bytes, n_ranks, link_bytes_per_s, r)).name
 
 
 # --------------------------------------------------------------------------------------

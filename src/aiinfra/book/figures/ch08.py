@@ -8,6 +8,9 @@
   picks one batch; the readouts give its prediction, measurement, MBU and MFU.
 * :func:`calls_overhead`: the same work (a read, or a decode step) issued as
   ``k`` calls, time against ``k``, with the line ``T_base + k t_call``.
+* :func:`model_vs_measured`: every stored published measurement against the
+  bound or the calibrated prediction, log-log, with x1.25 and x2 bands; the
+  controls pick the column and the engine shown in colour.
 
 The measured numbers come in as plain tuples (the chapter measures, then
 passes them through ``fixed=``), so the functions stay pure and testable with
@@ -17,18 +20,25 @@ which calls :mod:`aiinfra.roofline`.
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
+import math
 from typing import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
+from aiinfra.catalog import measurements
+from aiinfra.formula import check, choice
 from aiinfra.book.interactive import Slider, View, redraws
 from . import FONT, PALETTE, new_figure, panel_title
 
-__all__ = ["toy_decode_roofline", "toy_decode_sliders", "calls_overhead"]
+__all__ = [
+    "toy_decode_roofline",
+    "toy_decode_sliders",
+    "calls_overhead",
+    "model_vs_measured",
+    "model_vs_measured_sliders",
+]
 
 
 def _series(name, values, minimum=None):
@@ -227,3 +237,84 @@ def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):
         f"share of the k={int(ks[-1]):,} time spent on calls": f"{call_share:.0%}",
     }
     return fig, readouts
+
+
+_COLUMNS = ("prediction", "bound")
+
+
+def _engines(rows) -> list[str]:
+    return sorted({r.engine for r in rows})
+
+
+def model_vs_measured(column="prediction", engine="all", *, rows):
+    """Measured against the model for every expressible stored point, log-log, with x1.25 and x2 bands.
+
+    ``rows`` are :class:`aiinfra.book.model_check.ModelCheckRow` records (one per point, with its engine,
+    split, measured value, bound and prediction, each in the metric's SI unit). ``column`` is
+    ``"prediction"`` or ``"bound"``; ``engine`` is ``"all"`` or one engine, drawn in colour over the others
+    in grey. Left panel: times (TTFT, TPOT, step, latency); right panel: rates (tokens/s). Filled markers
+    are the training split, open ones the held-out split. Readouts: the median and worst factor
+    ``exp|ln(measured/model)|`` of the points in colour and how many lie within x1.25 and x2.
+    """
+    choice("column", column, set(_COLUMNS))
+    rows = [r for r in rows if r.predicted is not None]
+    if not rows:
+        raise ValueError("rows must hold at least one expressible point with a bound and a prediction")
+    choice("engine", engine, {"all", *_engines(rows)})
+    colours = dict(zip(_engines(rows), [PALETTE[c] for c in ("orange", "green", "red", "purple", "sky")]))
+    fig, axes = new_figure(7.2, 3.9, ncols=2, left=0.09, right=0.98, bottom=0.2, top=0.82, wspace=0.3)
+    factors = []
+    for ax, unit, label in zip(axes, ("s", "tokens/s"), ("time (s)", "rate (tokens/s)")):
+        part = [r for r in rows if measurements.METRICS[r.metric] == unit]
+        model = np.array([r.predicted if column == "prediction" else r.bound for r in part])
+        measured = np.array([r.measured for r in part])
+        lo, hi = min(model.min(), measured.min()) / 2, max(model.max(), measured.max()) * 2
+        diag = np.array([lo, hi])
+        for k, alpha in ((2.0, 0.12), (1.25, 0.25)):
+            ax.fill_between(diag, diag / k, diag * k, color=PALETTE["blue"], alpha=alpha, lw=0)
+        ax.plot(diag, diag, color=PALETTE["blue"], lw=1)
+        for r, x, y in zip(part, model, measured):
+            on = engine in ("all", r.engine)
+            c = colours[r.engine] if on else PALETTE["light"]
+            mfc = "none" if r.split == "held-out" else c
+            ax.plot(x, y, "o", ms=6, mec=c, mfc=mfc, mew=1.5, zorder=3 if on else 2)
+            if on:
+                factors.append(math.exp(abs(math.log(y / x))))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel(f"aiinfra {column}, {label}", fontsize=FONT["label"])
+        ax.set_ylabel(f"published measurement, {label}", fontsize=FONT["label"])
+        ax.grid(alpha=0.3, which="major")
+    handles = [axes[0].plot([], [], "o", color=c, label=n)[0] for n, c in colours.items()]
+    handles += [
+        axes[0].fill_between([], [], color=PALETTE["blue"], alpha=a, lw=0, label=f"within x{k:g}")
+        for k, a in ((1.25, 0.25), (2.0, 0.12))
+    ]
+    fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=FONT["small"], frameon=False)
+    fig.text(
+        0.5,
+        0.005,
+        "filled: training split; open: held-out split",
+        ha="center",
+        va="bottom",
+        fontsize=FONT["small"],
+    )
+    f = np.array(factors)
+    readouts = {
+        "points in colour": f"{f.size}",
+        "median factor off": f"x{np.median(f):.2f}" if f.size else "-",
+        "worst factor off": f"x{f.max():.2f}" if f.size else "-",
+        "within x1.25 / within x2": f"{int((f <= 1.25).sum())} / {int((f <= 2).sum())}",
+    }
+    return fig, readouts
+
+
+def model_vs_measured_sliders(rows):
+    """The two controls of :func:`model_vs_measured`: the model column, and the engine in colour."""
+    engines = _engines([r for r in rows if r.predicted is not None])
+    return [
+        Slider("column", _COLUMNS, label="compare with", default="prediction"),
+        Slider("engine", ["all", *engines], label="engine", default="all"),
+    ]

@@ -219,6 +219,12 @@ FAMILIES = (
             ("Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
             ("Llama-3.2-3B", "meta-llama/Llama-3.2-3B"),
             ("DeepSeek-R1-Distill-Llama-70B", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B"),
+            # Written from the published values for the measured points of chapter 8: the Llama 2 pair
+            # (copies quoted in documentation and test fixtures) and Llama-3.1-405B (Llama-3.1-70B's file
+            # with the 405B shape); their totals are pinned by the Hub's safetensors totals.
+            ("Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf", True),
+            ("Llama-2-70b-hf", "meta-llama/Llama-2-70b-hf", True),
+            ("Llama-3.1-405B", "meta-llama/Llama-3.1-405B", True),
         ),
         architectures=("LlamaForCausalLM",),
     ),
