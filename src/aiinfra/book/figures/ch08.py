@@ -20,13 +20,13 @@ which calls :mod:`aiinfra.roofline`.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
+from aiinfra.book import model_check
 from aiinfra.catalog import measurements
 from aiinfra.formula import check, choice
 from aiinfra.book.interactive import Slider, View, redraws
@@ -312,7 +312,7 @@ def model_vs_measured(column="prediction", engine="all", *, rows):
                 zorder=3 if on else 2,
             )
             if on:
-                factors.append(math.exp(abs(math.log(r.measured / x))))
+                factors.append(model_check.factor_off(r.measured, x))
         f = np.array(factors)
         return {
             "points in colour": f"{f.size}",
