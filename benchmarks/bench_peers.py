@@ -236,13 +236,11 @@ def largest_batch(p) -> int:
 
 
 def aiinfra_values(p) -> dict:
-    """aiinfra's two columns for a stored point: the bound and the calibrated prediction."""
+    """aiinfra's two columns for a stored point (the bound and the calibrated prediction) and its split."""
     from aiinfra import calibration
 
-    return {
-        "aiinfra bound": calibration.bound_value(p),
-        "aiinfra prediction": calibration.predicted_value(p, calibration.load().parameters),
-    }
+    (row,) = calibration.rows(points=[p])
+    return {"aiinfra bound": row.bound, "aiinfra prediction": row.predicted, "split": row.split}
 
 
 def cases() -> list[dict]:
@@ -313,8 +311,6 @@ def print_table(title: str, rows: list[dict], tools: list[str]) -> None:
 
 
 def main() -> int:
-    from aiinfra import calibration
-
     todo = cases()
     py = peers_python()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the peers see none of aiinfra
@@ -330,7 +326,7 @@ def main() -> int:
     rows = [{**c, **by_id[c["id"]]} for c in todo]
     tools = ["aiinfra bound", "aiinfra prediction", "llm-analysis", "GenZ"]
     print_table("every expressible stored point", rows, tools)
-    print_table("held-out split only", [r for r in rows if calibration.is_held_out(r["id"])], tools)
+    print_table("held-out split only", [r for r in rows if r["split"] == "held-out"], tools)
     for t in ("llm-analysis", "GenZ"):
         for r in rows:
             if isinstance(r[t], str):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiinfra import cli, compute, deployment, memory
+from aiinfra import calibration, cli, compute, deployment, memory, predict
 from aiinfra.catalog import hardware, models
 
 # A small Llama-shaped model that is not shipped with the package.
@@ -368,3 +368,111 @@ def test_list_says_which_configs_are_reconstructed(capsys):
     assert data["model_sources"]["gpt2"]["copy"] == "reconstructed"
     assert data["model_sources"]["OLMo-2-1124-13B"]["copy"] == "as released"
     assert len(data["exact_model_types"]) >= 15
+
+
+# --- predict: the bound and the calibrated prediction of a run -------------------------------
+
+_PREDICT = [
+    "predict",
+    "--model",
+    "Llama-3.1-8B",
+    "--gpu",
+    "h100",
+    "--tp",
+    "1",
+    "--replicas",
+    "1",
+    "--batch",
+    "8",
+    "--prompt",
+    "1024",
+    "--output",
+    "128",
+    "--precision",
+    "bf16",
+    "--kv-bytes",
+    "2",
+    "--compute-precision",
+    "bf16",
+    "--json",
+]
+_SPEED_KEYS = {
+    "ttft_s",
+    "tpot_s",
+    "step_s",
+    "latency_s",
+    "throughput_tok_s",
+    "user_tok_s",
+    "max_batch",
+    "fits",
+}
+
+
+def _predict(capsys, **changes):
+    argv = list(_PREDICT)
+    for flag, value in changes.items():
+        argv[argv.index("--" + flag.replace("_", "-")) + 1] = str(value)
+    return run(capsys, *argv)
+
+
+def test_predict_json_has_the_prediction_the_bound_and_their_provenance(capsys):
+    code, out, err = _predict(capsys)
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert set(data["prediction"]) == _SPEED_KEYS == set(data["bound"])
+    assert data["prediction"]["tpot_s"] > data["bound"]["tpot_s"]
+    assert data["prediction"]["throughput_tok_s"] < data["bound"]["throughput_tok_s"]
+    assert set(data["parameters"]) == set(predict.PARAMETER_SPECS)
+    assert data["calibration"]["name"] == calibration.load().name
+    assert data["batch"] == 8 and data["prediction"]["fits"] is True
+
+
+def test_predict_batch_zero_is_the_largest_batch_that_fits(capsys):
+    code, out, _ = _predict(capsys, batch=0)
+    data = json.loads(out)
+    assert code == 0 and data["batch"] == data["prediction"]["max_batch"] > 8
+
+
+def test_predict_replicas_scale_throughput(capsys):
+    one = json.loads(_predict(capsys)[1])
+    two = json.loads(_predict(capsys, replicas=2, batch=16)[1])
+    assert two["prediction"]["throughput_tok_s"] == pytest.approx(2 * one["prediction"]["throughput_tok_s"])
+
+
+@pytest.mark.parametrize(
+    "changes, text",
+    [
+        ({"tp": 3}, "tp must divide"),  # 8 KV heads
+        ({"precision": "fp2"}, "weight_precision"),
+        ({"compute_precision": "fp4"}, "compute_precision"),  # no FP4 on Hopper
+        ({"batch": -1}, "--batch"),
+        ({"kv_bytes": 0}, "--kv-bytes"),
+        ({"replicas": 0}, "--replicas"),
+        ({"output": 0}, "--output"),
+    ],
+)
+def test_predict_rejects_nonsense_with_one_line(capsys, changes, text):
+    code, out, err = _predict(capsys, **changes)
+    assert code == cli.EXIT_USAGE and out == "" and text in err and len(err.strip().splitlines()) == 1
+
+
+def test_predict_refuses_a_model_that_does_not_fit(capsys):
+    code, _, err = run(capsys, "predict", "--model", "Llama-3.1-70B", "--gpu", "h100", "--tp", "1")
+    assert code == cli.EXIT_USAGE and "does not fit" in err
+
+
+def test_predict_table_labels_bound_and_prediction(capsys):
+    code, out, _ = run(capsys, *[a for a in _PREDICT if a != "--json"])
+    assert code == 0 and "prediction  |  bound (100% of peak, no overhead)" in out
+
+
+def test_plan_includes_prefill_and_prints_the_prediction_beside_the_bound(capsys):
+    argv = ["plan", "--model", "Llama-3.1-70B", "--users", "10000", "--tpot-ms", "50", "--context", "8192"]
+    code, out, _ = run(capsys, *argv, "--output", "256", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["output_tokens"] == 256 and d["prompt_tokens"] == 8192 and d["prefix_reuse"] == 0.0
+    assert d["limiting"] == "prefill" and d["prediction"]["gpus_total"] >= d["gpus_total"]
+    reused = json.loads(run(capsys, *argv, "--prefix-reuse", "0.9", "--json")[1])
+    assert reused["gpus_total"] < d["gpus_total"]
+    code, _, err = run(capsys, *argv, "--prefix-reuse", "1.5")
+    assert code == cli.EXIT_USAGE and "--prefix-reuse" in err

@@ -223,3 +223,22 @@ def test_gpus_copy_and_pickle():
     assert hardware.gpu(h) is h
     with pytest.raises(TypeError):
         h.sources.update(memory_bytes="x")
+
+
+def test_fp4_peaks_are_blackwell_only_and_sourced():
+    # DGX B200: 144 PFLOP/s FP4 with sparsity over 8 GPUs -> 9 dense per GPU; twice the dense FP8 rate.
+    b200 = hardware.gpu("B200")
+    assert b200.dense_flops_per_s("fp4") == 9e15 == 2 * b200.dense_flops_per_s("fp8")
+    pro = hardware.gpu("RTX PRO 6000 Blackwell Workstation")
+    assert pro.dense_flops_per_s("fp4") == pytest.approx(2 * pro.dense_flops_per_s("fp8"))
+    for g in hardware.catalog():
+        assert "fp4_dense_flops_per_s" in g.sources
+        if g.architecture != "Blackwell":
+            assert g.fp4_dense_flops_per_s is None
+            with pytest.raises(ValueError, match="precision"):
+                g.dense_flops_per_s("fp4")
+
+
+def test_an_fp4_peak_must_be_positive():
+    with pytest.raises(ValueError, match="fp4_dense_flops_per_s"):
+        hardware.custom_gpu(base="B200", fp4_dense_flops_per_s=-1.0)

@@ -1,11 +1,12 @@
 """Chapter 8's model check: the rows joining stored points with the model, their table and their figure."""
 
+import dataclasses
 import math
 
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import calibration
+from aiinfra import calibration, predict
 from aiinfra.book import model_check
 from aiinfra.book.figures import ch08
 from aiinfra.catalog import measurements
@@ -46,8 +47,9 @@ def test_table_has_every_point_and_marks_the_inexpressible():
 
 def test_parameter_table_lists_every_parameter_once():
     text = model_check.parameters_markdown(calibration.load())
-    assert len(text.splitlines()) == 2 + 9
-    assert text.count("| fitted |") == len(calibration.FITTED) == 6
+    assert len(text.splitlines()) == 2 + len(dataclasses.fields(predict.Parameters))
+    assert text.count("| fitted |") == len(calibration.FITTED)
+    assert text.count("| stated |") == len(dataclasses.fields(predict.Parameters)) - len(calibration.FITTED)
     assert "| `prefill_chunk_tokens` | 8,192 |" in text
 
 

@@ -76,3 +76,76 @@ def test_packets_and_cores():
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- the all-reduce an engine runs, per regime, against the measurements it was read from ---------
+
+
+def test_one_shot_all_reduce_matches_sglangs_small_message_measurements():
+    # SGLang PR #2904, H100 TP=8 custom all-reduce: 5.9 us at 512 B and 7.8 us at 32 KiB.
+    assert net.tp_allreduce_time_s(512, 8, 450e9) == pytest.approx(5.9e-6, rel=0.05)
+    assert net.tp_allreduce_time_s(32 * 1024, 8, 450e9) == pytest.approx(7.8e-6, rel=0.25)
+    assert net.fastest_allreduce_regime(32 * 1024, 8, 450e9) == "one_shot"
+
+
+def test_large_all_reduces_go_to_the_nccl_ring_at_the_measured_bus_bandwidth():
+    # vLLM PR #42324: pynccl 316 us for 64 MiB over 8 ranks (bus bandwidth 372 GB/s).
+    size = 64 * 2**20
+    assert net.fastest_allreduce_regime(size, 8, 450e9) == "nccl_ring"
+    assert net.tp_allreduce_time_s(size, 8, 450e9) == pytest.approx(316e-6, rel=0.1)
+
+
+def test_mid_sizes_use_nvls_at_tp6_as_measured():
+    # vLLM PR #24111, H100 TP=6: symm_mem_multimem 31 us at 4 MB, the fastest of the five there.
+    assert net.fastest_allreduce_regime(4e6, 6, 450e9) == "nvls"
+    assert net.tp_allreduce_time_s(4e6, 6, 450e9) == pytest.approx(31e-6, rel=0.15)
+
+
+def test_without_a_switch_only_the_ring_is_left_and_one_rank_costs_nothing():
+    assert net.fastest_allreduce_regime(512, 2, 64e9, switched=False) == "nccl_ring"
+    assert net.tp_allreduce_time_s(512, 1, 450e9) == 0.0
+    assert net.fastest_allreduce_regime(512, 1, 450e9) == "none"
+
+
+def test_each_regime_is_a_latency_plus_its_bytes_over_the_achieved_link():
+    # two-shot over 4 ranks: t_AR + 2 (n-1)/n S / (eta beta) = 12 us + 1.5 x 1e6 / (0.59 x 450e9)
+    expected = 12e-6 + 1.5 * 1e6 / (0.59 * 450e9)
+    assert net.regime_allreduce_time_s(1e6, 4, 450e9, "two_shot") == pytest.approx(expected, rel=1e-12)
+    # one-shot: every rank reads its n - 1 peers' whole buffers
+    expected = 5.9e-6 + 3 * 1e6 / (0.68 * 450e9)
+    assert net.regime_allreduce_time_s(1e6, 4, 450e9, "one_shot") == pytest.approx(expected, rel=1e-12)
+
+
+def test_every_regime_cites_its_measurement():
+    for r in net.ALLREDUCE_REGIMES.values():
+        assert "PR #" in r.source and ("H100" in r.source or "SM 9.0" in r.source)
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"regime": "butterfly"}, "regime"),
+        ({"n_ranks": 0}, "n_ranks"),
+        ({"size_bytes": -1}, "size_bytes"),
+    ],
+)
+def test_regime_time_rejects_nonsense(kw, name):
+    args = {"size_bytes": 1024, "n_ranks": 8, "link_bytes_per_s": 450e9, "regime": "one_shot", **kw}
+    with pytest.raises(ValueError, match=name):
+        net.regime_allreduce_time_s(**args)
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"latency_s": -1e-6}, "latency_s"),
+        ({"link_fraction": 0.0}, "link_fraction"),
+        ({"bytes_factor": "x"}, "bytes_factor"),
+    ],
+)
+def test_a_regime_record_rejects_nonsense(kw, name):
+    args = dict(
+        name="r", latency_s=1e-6, link_fraction=0.5, bytes_factor="ring", needs_switch=False, source="s"
+    )
+    with pytest.raises(ValueError, match=name):
+        net.AllReduceRegime(**{**args, **kw})

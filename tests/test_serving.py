@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from aiinfra import decode, memory
+from aiinfra import decode, deployment, memory
 from aiinfra.catalog import hardware, models
 from aiinfra.deployment import Deployment
 from aiinfra.serving import capacity, speculation
@@ -118,3 +118,64 @@ def test_cost_per_million_tokens():
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- the capacity plan with prefill ------------------------------------------------------------
+
+
+def test_tpot_with_prefill_adds_each_users_share_of_a_prefill():
+    # 162 users, 305.6 ms per prefill, 256-token answers: 162 x 0.3056 / 256 = 193.4 ms per token on top
+    assert capacity.tpot_with_prefill_s(0.03, 162, 0.3056, 256) == pytest.approx(0.03 + 162 * 0.3056 / 256)
+
+
+def test_prefill_time_is_the_new_tokens_arithmetic():
+    d = deployment.SERVING_70B
+    full = capacity.prefill_time_per_request_s(d, 8192)
+    assert full == pytest.approx(float(d.prefill(8192).flops) / (0.5 * 8 * 989.4e12))
+    # 90 % cached: only the last 820 tokens are computed, attending to the whole 8,192
+    part = capacity.prefill_time_per_request_s(d, 8192, prefix_reuse=0.9)
+    assert part == pytest.approx(full - float(d.prefill(7372).flops) / (0.5 * 8 * 989.4e12))
+
+
+def test_the_plan_with_prefill_needs_more_gpus_and_still_meets_the_target():
+    d = deployment.SERVING_70B
+    decode_only = capacity.plan(d, 10_000, 0.05, 8192)
+    with_prefill = capacity.plan(d, 10_000, 0.05, 8192, prompt_tokens=8192, output_tokens=256)
+    reused = capacity.plan(d, 10_000, 0.05, 8192, prompt_tokens=8192, output_tokens=256, prefix_reuse=0.9)
+    assert decode_only.gpus_total < reused.gpus_total < with_prefill.gpus_total
+    assert with_prefill.limiting == "prefill" and with_prefill.tpot_s <= 0.05
+    t = capacity.tpot_with_prefill_s(
+        with_prefill.step_time_s, with_prefill.users_per_replica, with_prefill.prefill_s, 256
+    )
+    assert with_prefill.tpot_s == pytest.approx(t)
+    # one more user per replica would miss the target
+    replica = d.replace(n_gpus=with_prefill.gpus_per_replica)
+    one_more = with_prefill.max_users_per_replica + 1
+    step = float(replica.step(one_more, 8192).time_s)
+    assert capacity.tpot_with_prefill_s(step, one_more, with_prefill.prefill_s, 256) > 0.05
+    assert decode_only.output_tokens == 0 and decode_only.prefill_s == 0.0
+
+
+def test_the_predicted_plan_needs_at_least_the_bounds_gpus():
+    from aiinfra import predict
+
+    d = deployment.SERVING_70B
+    kw = dict(prompt_tokens=8192, output_tokens=256)
+    assert (
+        predict.bound_plan(d, 10_000, 0.05, 8192, **kw).gpus_total
+        <= predict.plan(d, 10_000, 0.05, 8192, **kw).gpus_total
+    )
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"output_tokens": 0}, "output_tokens"),
+        ({"output_tokens": 10, "prompt_tokens": 0}, "prompt_tokens"),
+        ({"output_tokens": 10, "prefix_reuse": 1.0}, "prefix_reuse"),
+        ({"output_tokens": 10, "prefill_eta_f": 0.0}, "eta_f"),
+    ],
+)
+def test_plan_rejects_nonsense_prefill_workloads(kw, name):
+    with pytest.raises(ValueError, match=name):
+        capacity.plan(Deployment("Qwen3-8B", "H100 SXM"), 10, 0.1, 100, **kw)

@@ -1,7 +1,7 @@
 """Calibration: fit the prediction's few parameters on published runs, and say how well it does on others.
 
 The stored measurements (:mod:`aiinfra.catalog.measurements`) are split once,
-by a hash of each point's id (:func:`is_held_out`: about one in three is held
+by a hash of each point's id (:func:`_is_held_out`: about one in three is held
 out, and adding a point never moves another). The parameters of
 :class:`aiinfra.predict.Parameters` marked in :data:`FITTED` are fitted on the
 training split's expressible points, one set for all engines, by minimising
@@ -38,20 +38,17 @@ __all__ = [
     "BAND_FACTOR",
     "Calibration",
     "Row",
-    "is_held_out",
     "setup_of",
-    "predicted_value",
-    "bound_value",
     "rows",
     "fit",
     "summary",
     "load",
-    "to_json",
 ]
 
 #: The parameters a fit moves; the others keep their stated values (:data:`aiinfra.predict.PARAMETER_SPECS`).
 FITTED = (
     "eta_b_decode",
+    "eta_b_kv",
     "eta_f_decode",
     "eta_b_prefill",
     "eta_f_prefill",
@@ -61,16 +58,17 @@ FITTED = (
 #: Where the search looks for each fitted parameter (inside its allowed range).
 SEARCH_RANGES = {
     "eta_b_decode": (0.05, 1.0),
+    "eta_b_kv": (0.05, 1.0),
     "eta_f_decode": (0.05, 1.0),
     "eta_b_prefill": (0.05, 1.0),
     "eta_f_prefill": (0.05, 1.0),
     "layer_overhead_graph_s": (0.0, 5e-4),
     "layer_overhead_eager_s": (0.0, 5e-4),
 }
-#: Every expressible stored point is predicted within this factor of its measurement.
+#: Every expressible stored point, training or held out, is predicted within this factor of its measurement.
 BAND_FACTOR = 2.0
 #: Starting point of the search (the stated values of the fixed parameters ride along).
-_START = predict.Parameters(0.7, 0.5, 0.7, 0.5, 3e-5, 1e-4)
+_START = predict.Parameters(0.7, 0.5, 0.7, 0.5, 3e-5, 1e-4, eta_b_kv=0.7)
 _SWEEPS = 6
 _GOLDEN_STEPS = 25
 
@@ -115,7 +113,7 @@ class Row:
         return None if self.predicted is None else abs(math.log(self.ratio))
 
 
-def is_held_out(point_id: str) -> bool:
+def _is_held_out(point_id: str) -> bool:
     """Whether a point belongs to the held-out split: the first byte of ``sha256(id)`` mod 3 is 0."""
     return hashlib.sha256(point_id.encode("utf-8")).digest()[0] % 3 == 0
 
@@ -149,18 +147,18 @@ def _value(m, p: predict.Parameters, setup) -> float:
     return getattr(predict._speeds(setup, p, max(batch, 1), prompt, m.output_tokens), m.metric)
 
 
-def predicted_value(m, p: predict.Parameters) -> float:
+def _predicted_value(m, p: predict.Parameters) -> float:
     """The prediction of a point's metric under ``p`` (batch 0: the largest batch that fits under ``p``)."""
     return _value(m, p, setup_of(m))
 
 
-def bound_value(m) -> float:
+def _bound_value(m) -> float:
     """The bound of a point's metric (:data:`aiinfra.predict.IDEAL`; batch 0 at the bound's own largest batch)."""
     return _value(m, predict.IDEAL, setup_of(m))
 
 
 def _loss(points, p) -> float:
-    return float(sum(math.log(m.value / predicted_value(m, p)) ** 2 for m in points))
+    return float(sum(math.log(m.value / _predicted_value(m, p)) ** 2 for m in points))
 
 
 def _golden(f, lo, hi):
@@ -188,7 +186,7 @@ def _stored():
 
 def _training(points=None):
     pts = _stored() if points is None else points
-    return [m for m in pts if m.expressible and not is_held_out(m.id)]
+    return [m for m in pts if m.expressible and not _is_held_out(m.id)]
 
 
 def fit(points=None) -> Calibration:
@@ -232,11 +230,11 @@ def rows(p: predict.Parameters | None = None, points=None) -> list[Row]:
     params = load().parameters if p is None else p
     out = []
     for m in _stored() if points is None else points:
-        split = "held-out" if is_held_out(m.id) else "train"
+        split = "held-out" if _is_held_out(m.id) else "train"
         if not m.expressible:
             out.append(Row(m.id, m.metric, split, m.value, None, None, m.why_not))
             continue
-        out.append(Row(m.id, m.metric, split, m.value, bound_value(m), predicted_value(m, params), None))
+        out.append(Row(m.id, m.metric, split, m.value, _bound_value(m), _predicted_value(m, params), None))
     return out
 
 
@@ -251,7 +249,7 @@ def summary(table: list[Row]) -> dict:
     return out
 
 
-def to_json(c: Calibration) -> str:
+def _to_json(c: Calibration) -> str:
     """The calibration file's text: parameters (with unit, range, meaning, source) and provenance."""
     params = {
         name: {"value": value, **predict.PARAMETER_SPECS[name].__dict__, "fitted": name in FITTED}
@@ -273,5 +271,5 @@ def load(path=None) -> Calibration:
 
 if __name__ == "__main__":  # pragma: no cover - the regeneration entry point
     out = Path(__file__).parent / "catalog" / "data" / "calibration.json"
-    out.write_text(to_json(fit()), encoding="utf-8")
+    out.write_text(_to_json(fit()), encoding="utf-8")
     print(f"wrote {out}")

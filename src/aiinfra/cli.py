@@ -6,7 +6,9 @@
     aiinfra memory   --config ./my-model/config.json --precision int8 --context 8192 --batch 16 --gpu h100
     aiinfra decode   --model Llama-3.1-8B --gpu h100 --batch 32 --prompt 2000 --output-tokens 500
     aiinfra roofline --flops 1.4e11 --bytes 7e10 --gpu h100
-    aiinfra plan     --model Llama-3.1-70B --gpu h100 --users 1000 --tpot-ms 50 --context 8192
+    aiinfra predict  --model Llama-3.1-70B --gpu h100 --tp 8 --replicas 1 --batch 0 --prompt 2048 --output 256 \
+                     --precision bf16 --kv-bytes 2 --compute-precision bf16 --json
+    aiinfra plan     --model Llama-3.1-70B --gpu h100 --users 1000 --tpot-ms 50 --context 8192 --output 256
     aiinfra list
 
 Every subcommand prints a table for people and, with ``--json``, one JSON
@@ -21,7 +23,9 @@ a warning on stderr. ``check`` compares a downloaded model folder with the
 count (exit status 0 for an exact match, 1 for a difference).
 Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
 describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
-and the same peak rule everywhere).
+and the same peak rule everywhere). ``predict`` gives the roofline bound and
+the calibrated prediction of a run side by side (:mod:`aiinfra.predict`, with
+the stored calibration of :mod:`aiinfra.calibration`).
 """
 
 from __future__ import annotations
@@ -194,6 +198,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _json_option(p)
 
+    p = sub.add_parser(
+        "predict", help="bound and calibrated prediction of TTFT, TPOT, latency and throughput of a run"
+    )
+    _model_options(p)
+    _gpu_option(p, default="H100 SXM")
+    p.add_argument(
+        "--tp", type=int, default=1, help="tensor-parallel GPUs per replica (must divide the KV heads)"
+    )
+    p.add_argument("--replicas", type=int, default=1, help="data-parallel replicas")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="concurrent requests over all replicas; 0 = the largest that fits",
+    )
+    p.add_argument("--prompt", type=int, default=2048, help="prompt tokens per request")
+    p.add_argument("--output", type=int, default=256, help="output tokens per request")
+    p.add_argument("--precision", default="bf16", help="weight storage: bf16, fp16, fp8, int8, int4 or fp4")
+    p.add_argument(
+        "--kv-bytes",
+        type=float,
+        default=2.0,
+        dest="kv_bytes",
+        help="bytes per KV element (2 = BF16, 1 = FP8)",
+    )
+    p.add_argument(
+        "--compute-precision",
+        default="bf16",
+        dest="compute_precision",
+        help="precision of the matrix math: bf16, fp16, fp8 or fp4 (the GPU must have its peak)",
+    )
+    _json_option(p)
+
     p = sub.add_parser("plan", help="fewest GPUs for U concurrent users at a target TPOT")
     _model_options(p)
     _gpu_option(p, default="H100 SXM")
@@ -202,6 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--tpot-ms", type=float, required=True, dest="tpot_ms", help="target time per output token, ms"
     )
     p.add_argument("--context", type=int, default=8192, help="tokens in each user's KV cache")
+    p.add_argument(
+        "--prompt", type=int, default=None, help="prompt tokens each request prefills (default: --context)"
+    )
+    p.add_argument(
+        "--output", type=int, default=256, help="answer tokens per request (each answer ends in a new prompt)"
+    )
+    p.add_argument(
+        "--prefix-reuse",
+        type=float,
+        default=0.0,
+        dest="prefix_reuse",
+        help="share of each prompt already in the prefix cache, [0, 1) (default 0)",
+    )
     _storage_options(p)
     p.add_argument(
         "--replica-sizes",
@@ -585,8 +635,85 @@ def _cmd_roofline(args):
     _emit(args, "roofline", rows, data)
 
 
-def _cmd_plan(args):
+_SPEED_ROWS = (
+    ("ttft_s", "TTFT (mean)", "time"),
+    ("tpot_s", "TPOT (mean, after the first token)", "time"),
+    ("step_s", "decode step at the mean context", "time"),
+    ("latency_s", "latency of the whole batch", "time"),
+    ("throughput_tok_s", "output tokens/s, all replicas", "rate"),
+    ("user_tok_s", "tokens/s per user", "rate"),
+    ("max_batch", "largest batch that fits", "count"),
+    ("fits", "batch fits in memory", "flag"),
+)
+
+
+def _speed_text(value, kind):
     from aiinfra import units
+
+    if kind == "time":
+        return units.fmt_time(value)
+    if kind == "rate":
+        return f"{value:,.1f}"
+    return f"{value:,}" if kind == "count" else ("yes" if value else "NO")
+
+
+def _cmd_predict(args):
+    from aiinfra import calibration, predict
+    from aiinfra.formula import check
+
+    m = _load_model(args)
+    setup = predict.Setup(
+        m,
+        args.gpu,
+        tp=_count("--tp", args.tp),
+        replicas=_count("--replicas", args.replicas),
+        weight_precision=args.precision,
+        kv_bytes_per_element=check("--kv-bytes", args.kv_bytes, ">0"),
+        compute_precision=args.compute_precision,
+    )
+    cal = calibration.load()
+    est = predict.estimate(
+        setup,
+        _count("--batch", args.batch, minimum=0),
+        _count("--prompt", args.prompt),
+        _count("--output", args.output),
+        cal,
+    )
+    data = {
+        "model": m.name,
+        "gpu": setup.gpu.name,
+        "tp": setup.tp,
+        "replicas": setup.replicas,
+        "batch": est.batch,
+        "prompt_tokens": args.prompt,
+        "output_tokens": args.output,
+        "precision": args.precision,
+        "kv_bytes": setup.kv_bytes_per_element,
+        "compute_precision": args.compute_precision,
+        "prediction": est.prediction.as_dict(),
+        "bound": est.bound.as_dict(),
+        "parameters": est.parameters.as_dict(),
+        "calibration": {
+            "name": est.calibration,
+            "file": "aiinfra/catalog/data/calibration.json",
+            **{k: v for k, v in cal.provenance.items() if k.startswith(("held_out_", "train_"))},
+        },
+    }
+    rows = [
+        ("run", f"{est.batch:,} requests of {args.prompt:,} + {args.output:,} tokens"),
+        ("GPUs", f"{setup.replicas} replica(s) x TP {setup.tp} x {setup.gpu.name}"),
+        ("", "prediction  |  bound (100% of peak, no overhead)"),
+    ]
+    for key, label, kind in _SPEED_ROWS:
+        pred, bound = getattr(est.prediction, key), getattr(est.bound, key)
+        rows.append((label, f"{_speed_text(pred, kind)}  |  {_speed_text(bound, kind)}"))
+    rows.append(("calibration", f"{est.calibration} (aiinfra/catalog/data/calibration.json)"))
+    _count_label(m, data, rows)
+    _emit(args, f"predict: {m.name} on {setup.gpu.name}", rows, data)
+
+
+def _cmd_plan(args):
+    from aiinfra import calibration, predict, units
     from aiinfra.formula import check
     from aiinfra.serving import capacity
 
@@ -605,7 +732,17 @@ def _cmd_plan(args):
         eta_f=check("--eta-f", args.eta_f, "(0,1]"),
         eta_b=check("--eta-b", args.eta_b, "(0,1]"),
     )
-    plan = capacity.plan(d, args.users, tpot, args.context, sizes)
+    workload = dict(
+        replica_sizes=sizes,
+        prompt_tokens=args.context if args.prompt is None else _count("--prompt", args.prompt),
+        output_tokens=_count("--output", args.output),
+        prefix_reuse=check("--prefix-reuse", args.prefix_reuse, "[0,1)"),
+    )
+    plan = capacity.plan(d, args.users, tpot, args.context, **workload)
+    try:
+        predicted, why = predict.plan(d, args.users, tpot, args.context, **workload), None
+    except ValueError as exc:
+        predicted, why = None, str(exc)
     data = {
         "model": m.name,
         "gpu": d.gpu.name,
@@ -614,23 +751,36 @@ def _cmd_plan(args):
         "context_tokens": args.context,
         "precision": args.precision,
         **plan.as_dict(),
+        "prediction": None if predicted is None else predicted.as_dict(),
+        "calibration": calibration.load().name,
     }
+    if why:
+        data["prediction_error"] = why
+    label = "bound" if d.eta_f == d.eta_b == 1.0 else f"at eta_f {d.eta_f:g}, eta_b {d.eta_b:g}"
+
+    def text(p):
+        return (
+            f"{p.gpus_total:,} GPUs = {p.replicas:,} x {p.gpus_per_replica}, {p.users_per_replica:,} users each "
+            f"(limited by {p.limiting}); TPOT {units.fmt_time(p.tpot_s)}, prefill {p.prefill_share:.0%} of the time"
+        )
+
     rows = [
         (
             "target",
             f"{args.users:,} users at <= {units.fmt_time(tpot)} per token, {args.context:,} tokens each",
         ),
-        ("GPUs in total", f"{plan.gpus_total:,}"),
-        ("replicas x GPUs each", f"{plan.replicas:,} x {plan.gpus_per_replica}"),
         (
-            "users per replica",
-            f"{plan.users_per_replica:,} (room for {plan.max_users_per_replica:,}, "
-            f"limited by {plan.limiting})",
+            "workload",
+            f"prompts of {workload['prompt_tokens']:,} tokens ({workload['prefix_reuse']:.0%} cached), "
+            f"answers of {workload['output_tokens']:,}: {plan.requests_per_s:,.1f} requests/s",
         ),
-        ("predicted decode step", units.fmt_time(plan.step_time_s)),
+        (f"plan ({label})", text(plan)),
+        ("plan (calibrated prediction)", text(predicted) if predicted else f"none: {why}"),
+        ("prefill per request", units.fmt_time(plan.prefill_s)),
+        ("decode step at that load", units.fmt_time(plan.step_time_s)),
     ]
     _count_label(m, data, rows)
-    _emit(args, f"plan: {m.name} on {d.gpu.name} (lower bound, no communication or queueing)", rows, data)
+    _emit(args, f"plan: {m.name} on {d.gpu.name} (no queueing, no spare capacity)", rows, data)
 
 
 def _cmd_list(args):
@@ -669,6 +819,7 @@ COMMANDS = {
     "memory": _cmd_memory,
     "decode": _cmd_decode,
     "roofline": _cmd_roofline,
+    "predict": _cmd_predict,
     "plan": _cmd_plan,
     "list": _cmd_list,
 }

@@ -519,27 +519,31 @@ class Deployment:
         The ``n_gpus`` form one tensor-parallel group in the Megatron layout:
         two all-reduces per layer (:func:`aiinfra.cluster.parallelism.tp_allreduce_count`),
         each of the BF16 activations of the ``tokens`` in flight
-        (:func:`~aiinfra.cluster.parallelism.tp_allreduce_message_bytes`),
-        timed as a ring (:func:`aiinfra.cluster.network.ring_allreduce_time_s`)
-        over the GPU's scale-up link, per direction, with the assumed NVLink
-        step latency (:data:`aiinfra.cluster.parallelism.ASSUMED_STEP_LATENCY_S`)
-        unless ``bandwidth_bytes_per_s`` and ``latency_s`` are given. A decode
-        step has ``tokens`` = its batch. Zero on one GPU. Every time of this
-        class leaves it out (chapters 6 and 7).
+        (:func:`~aiinfra.cluster.parallelism.tp_allreduce_message_bytes`). By
+        default each is timed as engines run it, the fastest measured regime
+        for its size over the GPU's scale-up link
+        (:func:`aiinfra.cluster.network.tp_allreduce_time_s`: one-shot, two-shot,
+        NVLS or the NCCL ring); given ``bandwidth_bytes_per_s`` or
+        ``latency_s``, as a ring (:func:`aiinfra.cluster.network.ring_allreduce_time_s`)
+        over that link with that step latency (default: the GPU's link and
+        :data:`aiinfra.cluster.parallelism.ASSUMED_STEP_LATENCY_S`). A decode
+        step has ``tokens`` = its batch. Zero on one GPU. The roofline times of
+        this class leave it out; :mod:`aiinfra.predict` adds it (chapters 6 and 7).
         """
         from aiinfra.cluster import network, parallelism
 
         n_tok = check("tokens", tokens, ">0")
-        bw = (
-            self.gpu.scaleup_bytes_per_s_per_direction
-            if bandwidth_bytes_per_s is None
-            else bandwidth_bytes_per_s
-        )
-        t0 = parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] if latency_s is None else latency_s
         m = self.model
         width = m.d_model if isinstance(m, RoundModel) else m.hidden_size
         size = parallelism.tp_allreduce_message_bytes(n_tok, width, units.PRECISION_BYTES["bf16"])
-        one = network.ring_allreduce_time_s(size, self.n_gpus, bw, t0)
+        link = self.gpu.scaleup_bytes_per_s_per_direction
+        if bandwidth_bytes_per_s is None and latency_s is None:
+            switched = "pcie" not in self.gpu.scaleup_link.lower()
+            one = network.tp_allreduce_time_s(size, self.n_gpus, link, switched)
+        else:
+            bw = link if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
+            t0 = parallelism.ASSUMED_STEP_LATENCY_S["nvlink"] if latency_s is None else latency_s
+            one = network.ring_allreduce_time_s(size, self.n_gpus, bw, t0)
         return parallelism.tp_comm_time_per_step_s(m.n_layers, one)
 
     def tp_comm_share(self, batch=1, context_tokens=2048, bandwidth_bytes_per_s=None, latency_s=None):

@@ -10,7 +10,8 @@ The **prediction** runs the same schedule with the few named
 (:data:`PARAMETER_SPECS`):
 
 * achieved fractions of peak bandwidth and compute, separate for decode and
-  prefill (``eta_b_decode``, ``eta_f_decode``, ``eta_b_prefill``, ``eta_f_prefill``);
+  prefill (``eta_b_decode``, ``eta_f_decode``, ``eta_b_prefill``, ``eta_f_prefill``),
+  and for attention's reads of the KV cache (``eta_b_kv``);
 * a fixed cost per layer per forward pass (launches, framework and host
   time), one for graph-captured engines and one for eager ones;
 * two tensor-parallel all-reduces per layer per pass, each timed by the
@@ -60,6 +61,8 @@ __all__ = [
     "speeds",
     "estimate",
     "max_batch",
+    "plan",
+    "bound_plan",
     "WEIGHT_PRECISIONS",
     "COMPUTE_PRECISIONS",
 ]
@@ -90,6 +93,13 @@ PARAMETER_SPECS = {
         "(0,1]",
         "achieved share of peak memory bandwidth in a decode step",
         _FIT + "; published batch-1 decode reaches 15-81 % of peak bandwidth",
+    ),
+    "eta_b_kv": ParameterSpec(
+        "1",
+        "(0,1]",
+        "achieved share of peak memory bandwidth when attention reads the KV cache in a decode step "
+        "(many small, scattered pages rather than one long weight stream)",
+        _FIT,
     ),
     "eta_f_decode": ParameterSpec(
         "1",
@@ -158,6 +168,7 @@ class Parameters:
     memory_utilization: float = 0.9
     activation_copies: float = 16.0
     prefill_chunk_tokens: int = 8192
+    eta_b_kv: float = 1.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -166,6 +177,14 @@ class Parameters:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def is_roofline(self) -> bool:
+        """Whether these are the roofline's own values (every share 1, no fixed cost): then no communication either."""
+        etas = (self.eta_b_decode, self.eta_f_decode, self.eta_b_prefill, self.eta_f_prefill, self.eta_b_kv)
+        return (
+            all(e == 1.0 for e in etas) and self.layer_overhead_graph_s == self.layer_overhead_eager_s == 0.0
+        )
 
     def layer_overhead_s(self, graph_capture: bool) -> float:
         """The fixed cost per layer per pass for a graph-captured (``True``) or an eager engine."""
@@ -210,6 +229,14 @@ class Setup:
             check("kv_bytes_per_element", self.kv_bytes_per_element, ">0", scalar=True),
         )
         choice("compute_precision", self.compute_precision, set(COMPUTE_PRECISIONS))
+        if (
+            getattr(self.gpu, f"{self.compute_precision}_dense_flops_per_s") is None
+            and self.compute_precision != "fp16"
+        ):
+            raise ValueError(
+                f"compute_precision {self.compute_precision!r} has no dense tensor-core peak on {self.gpu.name}; "
+                "choose one the GPU has (see aiinfra.catalog.hardware)"
+            )
         check("graph_capture", self.graph_capture, "bool")
         m = self.model
         if m.attention_kind != "mla" and m.n_kv_heads % tp:
@@ -292,7 +319,7 @@ class Estimate:
 
 def _layer_costs_s(setup: Setup, p: Parameters, tokens):
     """Fixed cost plus the two all-reduces of every layer of one pass carrying ``tokens`` tokens (one replica)."""
-    if p is IDEAL:
+    if p.is_roofline:
         comm = 0.0
     elif np.ndim(tokens):
         comm = np.array([_allreduces_per_layer_s(setup, int(t)) for t in tokens])
@@ -333,7 +360,8 @@ def _weight_read_bytes(setup: Setup, tokens: int) -> float:
 def _decode_step_s(setup: Setup, p: Parameters, batch, prompt_tokens, context_tokens):
     peak, bw, kv, f1, _ = _counts(setup, prompt_tokens, context_tokens)
     w = _weight_read_bytes(setup, batch)
-    roof = max(batch * f1 / (p.eta_f_decode * peak), (w + batch * kv) / (p.eta_b_decode * bw))
+    reads = w / (p.eta_b_decode * bw) + batch * kv / (p.eta_b_kv * bw)
+    roof = max(batch * f1 / (p.eta_f_decode * peak), reads)
     return float(roof + _layer_costs_s(setup, p, batch))
 
 
@@ -384,7 +412,7 @@ def _max_batch(setup: Setup, p: Parameters, prompt: int, g: int) -> int:
 
 @lru_cache(maxsize=4096)
 def _max_batch_memory(setup: Setup, utilization, copies, chunk, prompt: int, g: int) -> int:
-    p = Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, utilization, copies, chunk)
+    p = Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, utilization, copies, chunk, 1.0)
     d = setup.deployment
     usable = p.memory_utilization * d.capacity_bytes - d.weight_bytes
     kv = float(d.kv_bytes(prompt + g))
@@ -458,3 +486,55 @@ def estimate(setup: Setup, batch, prompt_tokens, output_tokens, calibration=None
         )
     b = most if check("batch", batch, "int>=0", scalar=True) == 0 else batch
     return Estimate(b, speeds(setup, IDEAL, b, prompt, g), speeds(setup, p, b, prompt, g), p, c.name)
+
+
+def _plan_overhead(deployment, p: Parameters):
+    """The fixed time a prediction adds to one decode step of ``users`` tokens on ``n_gpus``: layers x (cost + all-reduces)."""
+    m = deployment.model
+    link = deployment.gpu.scaleup_bytes_per_s_per_direction
+    switched = "pcie" not in deployment.gpu.scaleup_link.lower()
+
+    def overhead(n_gpus, users):
+        comm = 0.0
+        if n_gpus > 1:
+            size = users * m.hidden_size * _ACT_BYTES
+            comm = 2.0 * network.tp_allreduce_time_s(size, n_gpus, link, switched)
+        return m.n_layers * (p.layer_overhead_graph_s + comm)
+
+    return overhead
+
+
+def plan(deployment, concurrent_users, target_tpot_s, context_tokens, calibration=None, **workload):
+    """The calibrated prediction of a capacity plan: :func:`aiinfra.serving.capacity.plan` with the fitted parameters.
+
+    The replica's decode efficiencies become ``eta_f_decode`` and
+    ``eta_b_decode``, its memory reserve ``1 - memory_utilization``, prefill
+    runs at ``eta_f_prefill``, and every step pays the per-layer fixed cost
+    (graph-captured) and its two all-reduces per layer. ``workload`` passes
+    ``prompt_tokens``, ``output_tokens``, ``prefix_reuse`` and
+    ``replica_sizes`` on. Chapter 7.
+    """
+    from aiinfra import calibration as cal
+    from aiinfra.serving import capacity
+
+    p = (cal.load() if calibration is None else calibration).parameters
+    replica = deployment.replace(
+        eta_f=p.eta_f_decode, eta_b=p.eta_b_decode, memory_reserve=1.0 - p.memory_utilization
+    )
+    return capacity.plan(
+        replica,
+        concurrent_users,
+        target_tpot_s,
+        context_tokens,
+        prefill_eta_f=p.eta_f_prefill,
+        step_overhead_s=_plan_overhead(deployment, p),
+        **workload,
+    )
+
+
+def bound_plan(deployment, concurrent_users, target_tpot_s, context_tokens, **workload):
+    """The bound of a capacity plan: every efficiency 1, no fixed cost, no memory reserve (the fewest GPUs possible)."""
+    from aiinfra.serving import capacity
+
+    replica = deployment.replace(eta_f=1.0, eta_b=1.0, memory_reserve=0.0)
+    return capacity.plan(replica, concurrent_users, target_tpot_s, context_tokens, **workload)

@@ -50,6 +50,7 @@ __all__ = [
     "latency_table_rows",
     "model_families_markdown",
     "tp_allreduce_table_markdown",
+    "allreduce_regimes_table_markdown",
     "cluster_scale_table_markdown",
     "system_power_table_markdown",
     "tpot_capacity_table_markdown",
@@ -870,6 +871,40 @@ def model_families_markdown(names, context_tokens: int = 8192) -> str:
 # --------------------------------------------------------------------------------------
 # Chapters 6 and 7: clusters, power and serving
 # --------------------------------------------------------------------------------------
+
+
+def allreduce_regimes_table_markdown(n_ranks, link_bytes_per_s, sizes_bytes) -> str:
+    """One row per measured all-reduce regime: latency, bus bandwidth and its time at each message size.
+
+    :data:`aiinfra.cluster.network.ALLREDUCE_REGIMES` over ``n_ranks`` GPUs
+    whose scale-up link carries ``link_bytes_per_s`` per direction; the
+    fastest regime at each size is in bold (chapter 6).
+    """
+    from aiinfra.cluster import network
+
+    regs = network.ALLREDUCE_REGIMES.values()
+    best = [network.fastest_allreduce_regime(s, n_ranks, link_bytes_per_s) for s in sizes_bytes]
+    rows = []
+    for r in regs:
+        times = [network.regime_allreduce_time_s(s, n_ranks, link_bytes_per_s, r) for s in sizes_bytes]
+        cells = [
+            f"**{units.fmt_time(t)}**" if r.name == b else units.fmt_time(t) for t, b in zip(times, best)
+        ]
+        rows.append(
+            [
+                r.name.replace("_", " "),
+                units.fmt_time(r.latency_s),
+                units.fmt_rate_bytes(r.link_fraction * link_bytes_per_s),
+                *cells,
+            ]
+        )
+    heads = [
+        "regime",
+        "latency",
+        "link bandwidth sustained",
+        *(f"{units.fmt_bytes(s, 'KiB' if s < 2**20 else 'MiB', 0)}" for s in sizes_bytes),
+    ]
+    return markdown_table(heads, rows)
 
 
 def tp_allreduce_table_markdown(model, tensor_parallel, links, tokens=(1, 64, 4096)) -> str:
