@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -235,11 +236,11 @@ def largest_batch(p) -> int:
 
 
 def aiinfra_values(p) -> dict:
-    """aiinfra's two columns for a stored point: the bound and the calibrated prediction."""
+    """aiinfra's two columns for a stored point (the bound and the calibrated prediction) and its split."""
     from aiinfra import calibration
 
     (row,) = calibration.rows(points=[p])
-    return {"aiinfra bound": row.bound, "aiinfra prediction": row.predicted}
+    return {"aiinfra bound": row.bound, "aiinfra prediction": row.predicted, "split": row.split}
 
 
 def cases() -> list[dict]:
@@ -276,14 +277,9 @@ def cases() -> list[dict]:
 
 def factor(measured: float, predicted) -> float | None:
     """``exp|ln(measured / predicted)|``, or None for a tool that did not run the case."""
-    if not isinstance(predicted, float) or not predicted > 0:
-        return None
-    return math.exp(abs(math.log(measured / predicted)))
+    from aiinfra.book.model_check import factor_off
 
-
-def optimistic(metric: str, measured: float, predicted: float) -> bool:
-    """Whether a prediction promises more speed than was measured (less time, or more tokens/s)."""
-    return predicted > measured if metric.endswith("tok_s") else predicted < measured
+    return factor_off(measured, predicted) if isinstance(predicted, float) and predicted > 0 else None
 
 
 def summary_row(tool: str, rows: list[dict]) -> list[str]:
@@ -293,6 +289,8 @@ def summary_row(tool: str, rows: list[dict]) -> list[str]:
         return [tool, "-", "-", "-", f"{len(rows)}"]
     f = [factor(r["measured"], v) for r, v in ok]
     worst_r, worst_f = max(zip([r for r, _ in ok], f), key=lambda t: t[1])
+    from aiinfra.book.model_check import optimistic
+
     n_opt = sum(optimistic(r["metric"], r["measured"], v) for r, v in ok)
     return [
         tool,
@@ -303,25 +301,36 @@ def summary_row(tool: str, rows: list[dict]) -> list[str]:
     ]
 
 
+def print_table(title: str, rows: list[dict], tools: list[str]) -> None:
+    table = [["tool", "median factor off", "worst (point)", "optimistic on", "could not run"]]
+    table += [summary_row(t, rows) for t in tools]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    print(f"{title}: {len(rows)} points; factor = exp|ln(measured / predicted)|")
+    for r in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+
+
 def main() -> int:
     todo = cases()
     py = peers_python()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the peers see none of aiinfra
     run = subprocess.run(
-        [str(py), __file__, "--worker"], input=json.dumps(todo), capture_output=True, text=True, check=True
+        [str(py), __file__, "--worker"],
+        input=json.dumps(todo),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     by_id = {r["id"]: r for r in json.loads(run.stdout.strip().splitlines()[-1])}
     rows = [{**c, **by_id[c["id"]]} for c in todo]
     tools = ["aiinfra bound", "aiinfra prediction", "llm-analysis", "GenZ"]
-    table = [["tool", "median factor off", "worst (point)", "optimistic on", "could not run"]]
-    table += [summary_row(t, rows) for t in tools]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    print(f"{len(rows)} expressible stored points; factor = exp|ln(measured / predicted)|")
-    for r in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)))
+    print_table("every expressible stored point", rows, tools)
+    print_table("held-out split only", [r for r in rows if r["split"] == "held-out"], tools)
     for t in ("llm-analysis", "GenZ"):
-        failed = sorted({r[t].split(":")[0] for r in rows if isinstance(r[t], str)})
-        if failed:
-            print(f"{t} could not run some points: {', '.join(failed)}")
+        for r in rows:
+            if isinstance(r[t], str):
+                print(f"{t} could not run {r['id']}: {r[t]}")
     print("workarounds:")
     for tool, notes in WORKAROUNDS.items():
         for n in notes:

@@ -28,6 +28,7 @@ from matplotlib.text import Text
 
 from aiinfra import memory
 from aiinfra.book import interactive as ia
+from aiinfra.book import model_check
 from aiinfra.book.figures import MAX_WIDTH_IN, batching_kv, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
 from aiinfra.book.figures import cluster_scale, roofline_plot, run_inference, tokens_per_s
 from aiinfra.catalog import hardware, models, reference
@@ -107,6 +108,11 @@ INTERACTIVE = {
         ch08.toy_decode_roofline,
         lambda: ch08.toy_decode_sliders(TOY["batches"]),
         lambda: dict(TOY),
+    ),
+    "ch08.model_vs_measured": (
+        ch08.model_vs_measured,
+        lambda: ch08.model_vs_measured_sliders(model_check.rows()),
+        lambda: dict(rows=model_check.rows()),
     ),
     "cluster_scale": (cluster_scale.draw, cluster_scale.sliders, dict),
     "run_inference": (run_inference.draw, run_inference.sliders, dict),

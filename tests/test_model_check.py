@@ -1,11 +1,12 @@
 """Chapter 8's model check: the rows joining stored points with the model, their table and their figure."""
 
+import dataclasses
 import math
 
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import calibration
+from aiinfra import calibration, predict
 from aiinfra.book import model_check
 from aiinfra.book.figures import ch08
 from aiinfra.catalog import measurements
@@ -46,8 +47,9 @@ def test_table_has_every_point_and_marks_the_inexpressible():
 
 def test_parameter_table_lists_every_parameter_once():
     text = model_check.parameters_markdown(calibration.load())
-    assert len(text.splitlines()) == 2 + 9
-    assert text.count("| fitted |") == len(calibration.FITTED) == 6
+    assert len(text.splitlines()) == 2 + len(dataclasses.fields(predict.Parameters))
+    assert text.count("| fitted |") == len(calibration.FITTED)
+    assert text.count("| stated |") == len(dataclasses.fields(predict.Parameters)) - len(calibration.FITTED)
     assert "| `prefill_chunk_tokens` | 8,192 |" in text
 
 
@@ -64,6 +66,7 @@ def test_figure_readouts_are_the_factors_of_the_points_in_colour(column, engine)
     f = sorted(_factor(r, column) for r in shown)
     assert readouts["points in colour"] == str(len(shown)) == ("49" if engine == "all" else "16")
     assert readouts["worst factor off"] == f"x{f[-1]:.2f}"
+    assert ch08.BANDS == (1.25, 2.0)
     assert readouts["within x1.25 / within x2"] == f"{sum(x <= 1.25 for x in f)} / {sum(x <= 2 for x in f)}"
 
 
@@ -84,3 +87,35 @@ def test_figure_refuses_bad_controls(kwargs, name):
 def test_figure_refuses_rows_without_a_prediction():
     with pytest.raises(ValueError, match="rows"):
         ch08.model_vs_measured(rows=[r for r in ROWS if r.predicted is None])
+
+
+def test_factor_off_is_symmetric_and_optimism_follows_the_unit():
+    assert model_check.factor_off(2.0, 1.0) == model_check.factor_off(1.0, 2.0) == pytest.approx(2.0)
+    assert model_check.optimistic("tpot_s", measured=1.0, model=0.5)  # less time than measured
+    assert not model_check.optimistic("ttft_s", measured=1.0, model=2.0)
+    assert model_check.optimistic("throughput_tok_s", measured=100.0, model=200.0)  # more tokens/s
+    assert not model_check.optimistic("user_tok_s", measured=100.0, model=50.0)
+
+
+def test_summary_counts_and_splits():
+    s = model_check.summary(ROWS)
+    assert (s["points"], s["expressible"]) == (55, 49)
+    assert s["train_points"] + s["held_out_points"] == 49
+    assert s["bound_optimistic"] == 49  # the bound is faster than every run
+    assert s["within"] == [
+        sum(_factor(r, "prediction") <= k for r in ROWS if r.predicted) for k in (1.25, 2.0)
+    ]
+    held = [r for r in ROWS if r.split == "held-out" and r.predicted is not None]
+    assert s["held_out_worst_id"] == model_check.largest_misses(held, 1)[0].id
+    assert s["held_out_worst"] == pytest.approx(max(_factor(r, "prediction") for r in held))
+    # agrees with the calibration's own summary, which works in |ln| rather than factors
+    c = calibration.summary(calibration.rows())
+    assert s["held_out_median"] == pytest.approx(math.exp(c["held_out_median_abs_ln"]))
+    assert s["train_worst"] == pytest.approx(math.exp(c["train_worst_abs_ln"]))
+
+
+def test_largest_misses_come_furthest_first():
+    worst = model_check.largest_misses(ROWS, 4)
+    f = [_factor(r, "prediction") for r in worst]
+    assert f == sorted(f, reverse=True) and len(worst) == 4
+    assert f[-1] >= max(_factor(r, "prediction") for r in ROWS if r.predicted and r not in worst)

@@ -8,7 +8,10 @@ The figure of the same rows is :func:`aiinfra.book.figures.ch08.model_vs_measure
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from aiinfra import calibration, predict, units
 from aiinfra.book.tables import markdown_table
@@ -41,6 +44,47 @@ def rows() -> list[ModelCheckRow]:
         ModelCheckRow(r.id, engine[r.id], r.metric, r.split, r.measured, r.bound, r.predicted, r.why_not)
         for r in calibration.rows()
     ]
+
+
+def factor_off(measured: float, model: float) -> float:
+    """How far a model value is from a measurement, as a factor >= 1: ``exp|ln(measured / model)|``."""
+    return math.exp(abs(math.log(measured / model)))
+
+
+def optimistic(metric: str, measured: float, model: float) -> bool:
+    """Whether ``model`` promises more speed than was measured: less time, or more tokens per second."""
+    return model > measured if metric.endswith("tok_s") else model < measured
+
+
+def largest_misses(table: list[ModelCheckRow], n: int) -> list[ModelCheckRow]:
+    """The ``n`` expressible rows whose prediction is furthest from the measurement, furthest first."""
+    ok = [r for r in table if r.predicted is not None]
+    return sorted(ok, key=lambda r: -factor_off(r.measured, r.predicted))[:n]
+
+
+def summary(table: list[ModelCheckRow], bands=(1.25, 2.0)) -> dict:
+    """The page's numbers: per column (``bound``, ``prediction``) the median and worst factor off over the
+    expressible rows and how many are optimistic; the prediction's count within each of ``bands``; per split
+    (``train``, ``held_out``) the prediction's median and worst factor, point count and worst point."""
+    ok = [r for r in table if r.predicted is not None]
+    out = {"points": len(table), "expressible": len(ok)}
+    for col in ("bound", "prediction"):
+        f = [factor_off(r.measured, getattr(r, "predicted" if col == "prediction" else col)) for r in ok]
+        out[f"{col}_median"], out[f"{col}_worst"] = float(np.median(f)), max(f)
+        out[f"{col}_optimistic"] = sum(
+            optimistic(r.metric, r.measured, r.bound if col == "bound" else r.predicted) for r in ok
+        )
+    out["within"] = [sum(factor_off(r.measured, r.predicted) <= k for r in ok) for k in bands]
+    for split, key in (("train", "train"), ("held-out", "held_out")):
+        part = [r for r in ok if r.split == split]
+        f = [factor_off(r.measured, r.predicted) for r in part]
+        out[f"{key}_points"], out[f"{key}_median"], out[f"{key}_worst"] = (
+            len(part),
+            float(np.median(f)),
+            max(f),
+        )
+        out[f"{key}_worst_id"] = largest_misses(part, 1)[0].id
+    return out
 
 
 def _value(metric: str, v: float | None) -> str:
@@ -96,4 +140,13 @@ def parameters_markdown(c: calibration.Calibration) -> str:
     return markdown_table(["parameter", "value", "range", "", "meaning"], body, align="lrlll")
 
 
-__all__ = ["ModelCheckRow", "rows", "markdown", "parameters_markdown"]
+__all__ = [
+    "ModelCheckRow",
+    "rows",
+    "factor_off",
+    "optimistic",
+    "largest_misses",
+    "summary",
+    "markdown",
+    "parameters_markdown",
+]

@@ -20,13 +20,13 @@ which calls :mod:`aiinfra.roofline`.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
+from aiinfra.book import model_check
 from aiinfra.catalog import measurements
 from aiinfra.formula import check, choice
 from aiinfra.book.interactive import Slider, View, redraws
@@ -240,12 +240,15 @@ def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):
 
 
 _COLUMNS = ("prediction", "bound")
+#: The bands drawn around the diagonal: within these factors of the measurement.
+BANDS = (1.25, 2.0)
 
 
 def _engines(rows) -> list[str]:
     return sorted({r.engine for r in rows})
 
 
+@redraws("column", "engine")
 def model_vs_measured(column="prediction", engine="all", *, rows):
     """Measured against the model for every expressible stored point, log-log, with x1.25 and x2 bands.
 
@@ -256,41 +259,33 @@ def model_vs_measured(column="prediction", engine="all", *, rows):
     are the training split, open ones the held-out split. Readouts: the median and worst factor
     ``exp|ln(measured/model)|`` of the points in colour and how many lie within x1.25 and x2.
     """
-    choice("column", column, set(_COLUMNS))
     rows = [r for r in rows if r.predicted is not None]
     if not rows:
         raise ValueError("rows must hold at least one expressible point with a bound and a prediction")
-    choice("engine", engine, {"all", *_engines(rows)})
-    colours = dict(zip(_engines(rows), [PALETTE[c] for c in ("orange", "green", "red", "purple", "sky")]))
+    engines = _engines(rows)
+    colours = dict(zip(engines, [PALETTE[c] for c in ("orange", "green", "red", "purple", "sky")]))
     fig, axes = new_figure(7.2, 3.9, ncols=2, left=0.09, right=0.98, bottom=0.2, top=0.82, wspace=0.3)
-    factors = []
+    marks = []  # (row, marker) for every point, in both panels
     for ax, unit, label in zip(axes, ("s", "tokens/s"), ("time (s)", "rate (tokens/s)")):
         part = [r for r in rows if measurements.METRICS[r.metric] == unit]
-        model = np.array([r.predicted if column == "prediction" else r.bound for r in part])
-        measured = np.array([r.measured for r in part])
-        lo, hi = min(model.min(), measured.min()) / 2, max(model.max(), measured.max()) * 2
+        values = [v for r in part for v in (r.predicted, r.bound, r.measured)]
+        lo, hi = min(values) / 2, max(values) * 2
         diag = np.array([lo, hi])
-        for k, alpha in ((2.0, 0.12), (1.25, 0.25)):
+        for k, alpha in zip(BANDS[::-1], (0.12, 0.25)):
             ax.fill_between(diag, diag / k, diag * k, color=PALETTE["blue"], alpha=alpha, lw=0)
         ax.plot(diag, diag, color=PALETTE["blue"], lw=1)
-        for r, x, y in zip(part, model, measured):
-            on = engine in ("all", r.engine)
-            c = colours[r.engine] if on else PALETTE["light"]
-            mfc = "none" if r.split == "held-out" else c
-            ax.plot(x, y, "o", ms=6, mec=c, mfc=mfc, mew=1.5, zorder=3 if on else 2)
-            if on:
-                factors.append(math.exp(abs(math.log(y / x))))
+        marks += [(r, ax.plot([r.predicted], [r.measured], "o", ms=6, mew=1.5)[0]) for r in part]
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        ax.set_xlabel(f"aiinfra {column}, {label}", fontsize=FONT["label"])
+        ax.set_xlabel(f"aiinfra bound or prediction, {label}", fontsize=FONT["label"])
         ax.set_ylabel(f"published measurement, {label}", fontsize=FONT["label"])
         ax.grid(alpha=0.3, which="major")
     handles = [axes[0].plot([], [], "o", color=c, label=n)[0] for n, c in colours.items()]
     handles += [
         axes[0].fill_between([], [], color=PALETTE["blue"], alpha=a, lw=0, label=f"within x{k:g}")
-        for k, a in ((1.25, 0.25), (2.0, 0.12))
+        for k, a in zip(BANDS, (0.25, 0.12))
     ]
     fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=FONT["small"], frameon=False)
     fig.text(
@@ -301,14 +296,34 @@ def model_vs_measured(column="prediction", engine="all", *, rows):
         va="bottom",
         fontsize=FONT["small"],
     )
-    f = np.array(factors)
-    readouts = {
-        "points in colour": f"{f.size}",
-        "median factor off": f"x{np.median(f):.2f}" if f.size else "-",
-        "worst factor off": f"x{f.max():.2f}" if f.size else "-",
-        "within x1.25 / within x2": f"{int((f <= 1.25).sum())} / {int((f <= 2).sum())}",
-    }
-    return fig, readouts
+
+    def update(column, engine):
+        choice("column", column, set(_COLUMNS))
+        choice("engine", engine, {"all", *engines})
+        factors = []
+        for r, mark in marks:
+            x = r.predicted if column == "prediction" else r.bound
+            on = engine in ("all", r.engine)
+            c = colours[r.engine] if on else PALETTE["light"]
+            mark.set_xdata([x])
+            mark.set(
+                markeredgecolor=c,
+                markerfacecolor="none" if r.split == "held-out" else c,
+                zorder=3 if on else 2,
+            )
+            if on:
+                factors.append(model_check.factor_off(r.measured, x))
+        f = np.array(factors)
+        return {
+            "points in colour": f"{f.size}",
+            "median factor off": f"x{np.median(f):.2f}",
+            "worst factor off": f"x{f.max():.2f}",
+            f"within x{BANDS[0]:g} / within x{BANDS[1]:g}": " / ".join(
+                f"{int((f <= k).sum())}" for k in BANDS
+            ),
+        }
+
+    return View(fig, update, moving=[m for _, m in marks])
 
 
 def model_vs_measured_sliders(rows):
