@@ -128,6 +128,28 @@ class Backend:
     def check_dtype(self, dtype: str) -> str:
         return choice("dtype", dtype, set(self.dtypes))
 
+    # the operations every backend implements (the measurements call nothing else)
+    def full(self, shape, value, dtype):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def empty_like(self, a):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def copy(self, dst, src):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def reduce(self, a):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def matmul(self, a, b, out=None):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def rows(self, a, start, stop):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def sync(self):  # pragma: no cover - overridden
+        raise NotImplementedError
+
 
 class NumpyBackend(Backend):
     """numpy on the CPU; matrix products go to the BLAS numpy was built with.
@@ -411,7 +433,7 @@ def time_interleaved(
     for _ in range(max(n_warm - 1, 0)):
         for f in fns:
             one(f)
-    samples = [[] for _ in fns]
+    samples: list[list[float]] = [[] for _ in fns]
     start = clock()
     rounds = 0
     while rounds < hi:
