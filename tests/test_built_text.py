@@ -50,7 +50,9 @@ def _hits(pattern: re.Pattern, text: str, width: int = 50) -> list[str]:
 
 def test_the_book_was_built():
     missing = [_id(p) for p in PAGES if not p.is_file()]
-    assert not missing, f"{len(missing)} of {len(PAGES)} pages not built under {HTML}: run `make book` ({missing[:5]})"
+    assert not missing, (
+        f"{len(missing)} of {len(PAGES)} pages not built under {HTML}: run `make book` ({missing[:5]})"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_id)

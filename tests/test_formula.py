@@ -12,7 +12,6 @@ from aiinfra import formula as F
 from aiinfra.book.glue import fmt
 from aiinfra.formula import check, formula
 
-
 # --- the validator ---------------------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from aiinfra import decode, measure, roofline
-from aiinfra.catalog import hardware, reference
 from aiinfra.measure import Ceilings, Measurement, Timing
 
 

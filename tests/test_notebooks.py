@@ -527,7 +527,6 @@ def test_binder_files_follow_repo2docker_conventions():
     match = re.fullmatch(r"python-(\d+)\.(\d+)", runtime)
     assert match, runtime
     import tomllib
-
     from packaging.specifiers import SpecifierSet
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -31,7 +31,6 @@ Nothing here imports the book's library except :mod:`aiinfra.book.colab` (the se
 
 from __future__ import annotations
 
-import base64
 import bisect
 import hashlib
 import html
@@ -359,9 +358,11 @@ def events(node: nodes.Node, ctx: dm.Context, source: str):
                 yield from events(child, ctx, source)
             finally:
                 ctx.level -= 1
-        elif isinstance(child, nodes.title) and isinstance(node, nodes.section):
-            yield "md", dm.blocks(child, ctx), _line(child, source)
-        elif isinstance(child, nodes.Element):
+        elif (
+            isinstance(child, nodes.title)
+            and isinstance(node, nodes.section)
+            or isinstance(child, nodes.Element)
+        ):
             yield "md", dm.blocks(child, ctx), _line(child, source)
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import base64
 import mimetypes
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote, urljoin
 
 from docutils import nodes

@@ -299,7 +299,7 @@ class Deployment:
         counts = _Round(model) if isinstance(model, RoundModel) else _Exact(model, self.kv_heads)
         object.__setattr__(self, "_counts", counts)
 
-    def replace(self, **changes) -> "Deployment":
+    def replace(self, **changes) -> Deployment:
         """A copy with some fields changed, e.g. ``d.replace(n_gpus=4, eta_b=0.8)``."""
         return dataclasses.replace(self, **changes)
 

@@ -36,8 +36,9 @@ import inspect
 import keyword
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -90,7 +91,7 @@ _INTERVAL = re.compile(r"^([\[(])\s*([-+.\deE]+)\s*,\s*([-+.\deE]+)\s*([\])])$")
 _BOUND = re.compile(r"^(int)?\s*(>=|>)\s*([-+.\deE]+)$")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def domain(spec: str) -> Domain:
     """Parse a domain spec (see the module docstring)."""
     s = spec.replace(" ", "")
@@ -310,7 +311,7 @@ def parse(expr: str):
 # --------------------------------------------------------------------------------------
 
 #: Every formula with a twin, ``"module.name" -> Formula``; ``tests/test_twins.py`` checks them all.
-TWINS: dict[str, "Formula"] = {}
+TWINS: dict[str, Formula] = {}
 
 #: Where the twin test samples an argument when the formula does not say: (low, high, kind).
 DEFAULT_SAMPLE = (0.5, 1e3, "float")
@@ -353,7 +354,7 @@ class Formula:
             if name not in specs:
                 raise ValueError(f"{fn.__qualname__}: argument {name!r} has no spec")
             parts = specs[name].split(None, 1)
-            if len(parts) == 2 and parts[0] not in ("int",) and not parts[0][0] in "<>([":
+            if len(parts) == 2 and parts[0] not in ("int",) and parts[0][0] not in "<>([":
                 sym, spec = parts
             else:
                 sym, spec = None, specs[name]

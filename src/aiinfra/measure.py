@@ -46,13 +46,12 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from aiinfra import decode, roofline
-from aiinfra.catalog import hardware
 from aiinfra.formula import check, choice, formula
 
 __all__ = [
@@ -272,7 +271,7 @@ def get_backend(prefer: str = "auto") -> Backend:
     """
     choice("prefer", prefer, {"auto", "numpy", "torch"})
     if prefer in ("auto", "torch") and importlib.util.find_spec("torch") is not None:
-        import torch  # noqa: PLC0415 - optional, only when installed
+        import torch
 
         if torch.cuda.is_available():
             return TorchBackend(torch)
@@ -900,7 +899,7 @@ class Ceilings:
         return roofline.ridge_point_flops_per_byte(self.flops_per_s, self.bandwidth_bytes_per_s)
 
     @classmethod
-    def from_measurements(cls, gemm: Measurement, *bandwidth: Measurement, source: str = "") -> "Ceilings":
+    def from_measurements(cls, gemm: Measurement, *bandwidth: Measurement, source: str = "") -> Ceilings:
         """The GEMM's rate and the best of the bandwidth measurements (copy, read...)."""
         if not isinstance(gemm, Measurement) or gemm.kind != "gemm":
             raise ValueError("gemm must be a Measurement of kind 'gemm' (from measure_gemm)")
@@ -958,7 +957,7 @@ class MachineRecord:
         return json.dumps(asdict(self), sort_keys=True, indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "MachineRecord":
+    def from_json(cls, text: str) -> MachineRecord:
         data = json.loads(text)
 
         def m(d: dict) -> Measurement:

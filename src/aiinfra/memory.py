@@ -22,7 +22,7 @@ import numpy as np
 
 from aiinfra import units as _units
 from aiinfra.catalog import models as _models
-from aiinfra.formula import check, choice, formula
+from aiinfra.formula import check, formula
 
 # --------------------------------------------------------------------------------------
 # Weights

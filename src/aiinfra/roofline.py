@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiinfra import units
-from aiinfra.formula import check, formula
+from aiinfra.formula import formula
 
 __all__ = [
     "compute_time_s",

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import json
 import numbers
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from math import prod
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 #: ``model_type`` values counted exactly (multimodal wrappers count their ``text_config``).
 EXACT_FAMILIES: tuple[str, ...] = (

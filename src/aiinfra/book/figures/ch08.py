@@ -17,15 +17,15 @@ which calls :mod:`aiinfra.roofline`.
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
 from aiinfra.book.interactive import Slider, View, redraws
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["toy_decode_roofline", "toy_decode_sliders", "calls_overhead"]

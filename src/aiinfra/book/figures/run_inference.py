@@ -15,14 +15,14 @@ chapter 3 (TheCatch "What is inference?"; Pope et al. 2022).
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
 from dataclasses import dataclass
 
 from matplotlib.patches import Rectangle
 
 from aiinfra import compute, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["PROMPT", "ANSWER", "PassCount", "draw", "sliders", "show"]

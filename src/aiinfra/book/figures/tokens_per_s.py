@@ -21,14 +21,14 @@ tokens/sec"; Pope et al. 2022).
 
 from __future__ import annotations
 
-from aiinfra.formula import check, choice
-
 import numpy as np
 
 from aiinfra import decode, memory, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.catalog import hardware
 from aiinfra.deployment import DEFAULT_MEMORY_RESERVE
+from aiinfra.formula import check, choice
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["MODEL_SIZES", "BITS", "draw", "sliders", "show"]

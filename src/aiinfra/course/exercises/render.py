@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from aiinfra.course.exercises._format import DEFAULT_REL_TOL, Exercise
 from aiinfra.course.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)

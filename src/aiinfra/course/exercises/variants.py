@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from aiinfra.course.exercises._format import Exercise
 from aiinfra.course.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
