@@ -83,7 +83,7 @@ def _preload(statements: list[str]) -> list[str]:
     scratch: dict = {}
     for line in [f"import {m}" for m in KERNEL_MODULES + LAZY_MODULES] + statements:
         try:
-            exec(compile(line, "<preload>", "exec"), scratch)
+            exec(compile(line, "<preload>", "exec"), scratch)  # import statements only
         except Exception:  # an import that fails here fails in the page too, with its own traceback
             failed.append(line)
     return failed

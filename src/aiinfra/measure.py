@@ -271,7 +271,7 @@ def get_backend(prefer: str = "auto") -> Backend:
     """
     choice("prefer", prefer, {"auto", "numpy", "torch"})
     if prefer in ("auto", "torch") and importlib.util.find_spec("torch") is not None:
-        import torch
+        import torch  # optional, only when installed
 
         if torch.cuda.is_available():
             return TorchBackend(torch)
