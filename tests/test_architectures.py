@@ -116,7 +116,7 @@ def test_at_least_fifteen_families_are_exact():
 
 
 def test_released_configs_record_their_source():
-    for name, (filename, url) in models.SHIPPED.items():
+    for filename, url in models.SHIPPED.values():
         assert url.startswith("https://huggingface.co/") and url.endswith("/config.json")
         assert (resources.files("aiinfra.catalog") / "configs" / filename).is_file()
     # copied verbatim from published copies; the rest are labelled as reconstructed

@@ -540,9 +540,9 @@ def test_binder_files_follow_repo2docker_conventions():
             name, version = line.split("==")
             pins[name.strip().lower()] = version.strip()
     lines = [
-        l.strip()
-        for l in (binder / "requirements.txt").read_text().splitlines()
-        if l.strip() and not l.startswith("#")
+        line.strip()
+        for line in (binder / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
     ]
     assert lines, "no requirements"
     for line in lines:

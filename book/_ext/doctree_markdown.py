@@ -188,7 +188,7 @@ def inline(node: nodes.Node, ctx: Context) -> str:
         ),
     ):
         return children(node, ctx)
-    if isinstance(node, nodes.TextElement) or isinstance(node, nodes.Inline):
+    if isinstance(node, (nodes.TextElement, nodes.Inline)):
         ctx.warn(f"no Markdown rule for inline node <{name}>; its text is kept", node)
         return children(node, ctx)
     ctx.warn(f"block node <{name}> inside inline content; its text is kept", node)

@@ -129,7 +129,7 @@ def draw(step=0, prompt=PROMPT, answer=ANSWER, n_params=70e9):
 
     def update(step):
         c = _pass_count(step, len(answer))
-        for i, pair in enumerate(prompt_lit):
+        for pair in prompt_lit:
             for a in pair:
                 a.set_visible(c.prefill == 1)
         for i, pair in enumerate(answer_lit):

@@ -183,7 +183,7 @@ class Cgroups:
         self.bases = bases
         self.runs = {c: b / f"{PREFIX}{os.getpid()}" for c, b in bases.items()}
         self.cleaned = self._remove_stale()
-        for c, run in self.runs.items():
+        for run in self.runs.values():
             run.mkdir(exist_ok=True)
             if version == 2:
                 _write(run / "cgroup.subtree_control", "+memory +pids")
@@ -196,7 +196,7 @@ class Cgroups:
 
     def _remove_stale(self) -> list[str]:
         gone = []
-        for c, base in self.bases.items():
+        for base in self.bases.values():
             for run in base.glob(f"{PREFIX}*"):
                 if not run.is_dir() or _grader_alive(run.name):
                     continue
