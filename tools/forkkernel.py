@@ -90,7 +90,7 @@ def _preload(statements: list[str]) -> list[str]:
 
 
 def _reap() -> list[tuple[int, int]]:
-    done = []
+    done: list[tuple[int, int]] = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

@@ -321,10 +321,10 @@ def _sample(dom: Domain) -> tuple:
     if dom.kind == "bool":
         return (0, 1, "bool")
     if dom.kind == "int":
-        low = max(dom.low, 0.0)
+        low = max(dom.low or 0.0, 0.0)
         return (int(low), int(low) + 1000, "int")
     if dom.high is not None:
-        lo = dom.low + (0.05 if dom.low_open else 0.0)
+        lo = (dom.low or 0.0) + (0.05 if dom.low_open else 0.0)
         hi = dom.high - (0.01 if dom.high_open else 0.0)
         return (lo, hi, "float")
     if dom.low is not None and dom.low > 0.5:
@@ -385,7 +385,7 @@ class Formula:
         return _scalar_or_array(result, self._out)
 
     def __repr__(self) -> str:
-        return f"<formula {self.__module__}.{self.__qualname__}>"
+        return f"<formula {self._fn.__module__}.{self._fn.__qualname__}>"
 
     # --- the twin, built on demand ----------------------------------------------------
     @functools.cached_property

@@ -33,6 +33,7 @@ assumptions listed in :attr:`ModelConfig.assumptions`.
 
 from __future__ import annotations
 
+import builtins
 import json
 import numbers
 from collections.abc import Callable, Iterator, Mapping
@@ -313,7 +314,7 @@ class ModelConfig:
     @property
     def sliding_window(self) -> int | None:
         """The window of the sliding layers (None when every layer attends to the whole context)."""
-        windows = {a.window for a in self.attention if a.kind == "sliding"}
+        windows = {a.window for a in self.attention if a.kind == "sliding" and a.window is not None}
         return max(windows) if windows else None
 
 
@@ -404,7 +405,7 @@ _WRAPPED_TEXT_TYPES = {"gemma3": "gemma3_text", "llava": "llama", "mistral3": "m
 def _unwrap(cfg: Mapping[str, Any]) -> dict:
     text = dict(cfg["text_config"])
     if not text.get("model_type"):
-        wrapped = _WRAPPED_TEXT_TYPES.get(cfg.get("model_type"))
+        wrapped = _WRAPPED_TEXT_TYPES.get(cfg.get("model_type") or "")
         if wrapped is None:
             raise ValueError(
                 f"text_config of model_type {cfg.get('model_type')!r} does not name its model_type"
@@ -425,7 +426,8 @@ class _Fields:
     """Reads config fields; a missing one takes the family default (recorded) or raises."""
 
     def __init__(self, cfg: Mapping[str, Any], defaults: Mapping[str, Any]):
-        self.cfg, self.defaults, self.used = cfg, defaults, []
+        self.cfg, self.defaults = cfg, defaults
+        self.used: list = []
         self.model_type = cfg.get("model_type")
 
     def _raw(self, key: str):
@@ -444,7 +446,7 @@ class _Fields:
             value = default
         return _whole(key, value, minimum)
 
-    def opt_int(self, key: str, minimum: int = 1) -> int | None:
+    def opt_int(self, key: str, minimum: builtins.int = 1) -> builtins.int | None:
         value = self._raw(key)
         return None if value is None else _whole(key, value, minimum)
 

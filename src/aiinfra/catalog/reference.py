@@ -93,7 +93,7 @@ def table(name: str) -> tuple:
     :func:`latency_s`).
     """
     rows = _load(name)["rows"]
-    Row = namedtuple(name.title().replace("_", "") + "Row", list(rows[0]))
+    Row = namedtuple(name.title().replace("_", "") + "Row", list(rows[0]))  # type: ignore[misc]  # named after its table at run time
     return tuple(Row(**{k: _tuples(v) for k, v in row.items()}) for row in rows)
 
 

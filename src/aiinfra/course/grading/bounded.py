@@ -85,7 +85,7 @@ def walk(root: str, *, max_depth: int, max_entries: int, max_bytes: int, reader=
     """
     tree = Tree()
     seen = 0
-    stack = [((), _open_dir(root))]
+    stack: list[tuple[tuple[str, ...], int]] = [((), _open_dir(root))]
     skipped = {"depth": 0, "entries": 0, "bytes": 0, "special": 0}
     try:
         while stack:

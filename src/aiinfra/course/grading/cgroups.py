@@ -35,7 +35,7 @@ def _write(path: Path, value) -> None:
 
 
 def _pids(files) -> set[int]:
-    out = set()
+    out: set[int] = set()
     for f in files:
         out.update(int(x) for x in _read(f).split())
     return out
@@ -81,7 +81,7 @@ def _own_paths() -> dict[str, str]:
 
 def _mounts() -> dict[str, Path]:
     """Controller (or "" for the v2 hierarchy) -> mount point."""
-    out = {}
+    out: dict[str, Path] = {}
     for line in _read(Path("/proc/self/mountinfo")).splitlines():
         left, _, right = line.partition(" - ")
         fields, rfields = left.split(), right.split()
