@@ -411,5 +411,5 @@ def test_machine_record_is_measured_once_and_read_back_equal(monkeypatch, tmp_pa
     def measuring_again(**kwargs):
         raise AssertionError("a second page measured again")
 
-    monkeypatch.setattr(measure, "measure_machine", measuring_again)
+    monkeypatch.setattr(measure, "_measure_machine", measuring_again)
     assert measure.machine_record() == first

@@ -80,7 +80,6 @@ __all__ = [
     "Ceilings",
     "measure_ceilings",
     "MachineRecord",
-    "measure_machine",
     "machine_record",
     "SCALE_ENV",
     "RECORD_ENV",
@@ -337,7 +336,7 @@ class Timing:
 SCALE_ENV = "AIINFRA_MEASURE_SCALE"
 
 
-def time_scale() -> float:
+def _time_scale() -> float:
     """The factor of :data:`SCALE_ENV` (a positive finite number), 1.0 when it is unset."""
     text = os.environ.get(SCALE_ENV, "").strip()
     if not text:
@@ -418,7 +417,7 @@ def time_interleaved(
     if sync is not None and not callable(sync):
         raise ValueError(f"sync must be callable or None, got {type(sync).__name__}")
     wait = sync if sync is not None else (lambda: None)
-    scale = time_scale()
+    scale = _time_scale()
 
     def one(fn):
         t0 = clock()
@@ -975,7 +974,7 @@ class MachineRecord:
         )
 
 
-def measure_machine(*, backend=None) -> MachineRecord:
+def _measure_machine(*, backend=None) -> MachineRecord:
     """Measure the record of chapter 8: copy and read bandwidth, GEMMs at growing sizes, one tiny call.
 
     About 2 s: 0.3 s per bandwidth, 0.25 s per GEMM size (256, 512, 1024 on a CPU; 1024, 4096,
@@ -1009,7 +1008,7 @@ def machine_record(backend=None) -> MachineRecord:
     path = os.environ.get(RECORD_ENV, "").strip()
     if not path:
         if "record" not in _RECORD:
-            _RECORD["record"] = measure_machine(backend=backend)
+            _RECORD["record"] = _measure_machine(backend=backend)
         return _RECORD["record"]
     import fcntl  # POSIX only, and needed only by the book build
 
@@ -1020,7 +1019,7 @@ def machine_record(backend=None) -> MachineRecord:
         if os.path.isfile(file):
             with open(file, encoding="utf-8") as f:
                 return MachineRecord.from_json(f.read())
-        record = measure_machine(backend=backend)
+        record = _measure_machine(backend=backend)
         with open(file + ".tmp", "w", encoding="utf-8") as f:
             f.write(record.to_json())
         os.replace(file + ".tmp", file)
