@@ -7,14 +7,14 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test venv vendor notebooks clean bench nbval oracle
+.PHONY: book test lint venv vendor notebooks clean bench nbval library-stamp oracle
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-lint.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-lint.txt
 	$(PY) -m pip uninstall -q -y jupyterlab-myst 2>/dev/null || true  # dropped: incompatible with JupyterLab 4.6
 	$(PY) -m pip install -q --no-deps -e .
 	@touch $(STAMP)
@@ -27,16 +27,25 @@ notebooks: book
 	$(PY) tools/notebooks.py --write
 
 # The execution cache keys pages by their code only, so a change to the library (or its
-# shipped configs) clears it: every page then re-executes against the new code. Sphinx's
-# saved environment goes too, or pages whose source did not change would keep the HTML (and
-# the generated notebook) rendered from the old outputs.
-LIBRARY_STAMP := _build/.library-stamp
-$(LIBRARY_STAMP): $(shell find src -name '*.py' -o -name '*.json') requirements.txt
-	rm -rf _build/.jupyter_cache _build/.doctrees
-	@mkdir -p _build && touch $@
+# shipped configs) clears it: every page then re-executes against the new code. The cache
+# carries the hash of the library it was made with (content, not mtimes: a fresh checkout or
+# a cache restored by CI keeps it when the library is the same). Sphinx's saved environment
+# goes too, or pages whose source did not change would keep the HTML (and the generated
+# notebook) rendered from the old outputs.
+CACHE := _build/.jupyter_cache
+LIBRARY_HASH = $(shell { find src \( -name '*.py' -o -name '*.json' \) -print0 | LC_ALL=C sort -z \
+	| xargs -0 sha256sum; sha256sum requirements.txt; } | sha256sum | cut -c1-16)
+library-stamp:
+	@if [ "$$(cat $(CACHE)/library.sha256 2>/dev/null)" != "$(LIBRARY_HASH)" ]; then \
+	  echo "library changed: clearing $(CACHE) and _build/.doctrees"; \
+	  rm -rf $(CACHE) _build/.doctrees; mkdir -p $(CACHE); echo "$(LIBRARY_HASH)" > $(CACHE)/library.sha256; fi
+
+# Chapter 8 measures the build machine once per build into one record, kept in the execution
+# cache beside the outputs that quote it (aiinfra.measure.machine_record).
+book: export AIINFRA_MACHINE_RECORD := $(CURDIR)/$(CACHE)/machine-record.json
 
 # Pages run in parallel into the execution cache first; the build then finds them all cached.
-book: $(STAMP) vendor $(LIBRARY_STAMP)
+book: $(STAMP) vendor library-stamp
 	$(PY) tools/preexecute.py -j $(JOBS)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 
@@ -46,8 +55,15 @@ book: $(STAMP) vendor $(LIBRARY_STAMP)
 # holds notebooks/ to that build's outputs (`make nbval` re-executes them).
 # Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
 HYPOTHESIS_PROFILE ?= ci
-test: book
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile
+test: book lint
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile --durations=15
+
+# Lint and types (configured in pyproject.toml): zero findings, or `make test` fails.
+LINTED := src book/_ext tools tests benchmarks
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 # Re-execute notebooks/ (the Colab copies of the pages) in fresh kernels, outside the book build,
 # and compare the glue cells' outputs (tag nbval-check-output) with the saved ones.

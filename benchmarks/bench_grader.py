@@ -46,7 +46,7 @@ def bare_seconds(nb: Path, runs: int) -> tuple[float, float]:
     jupyter = Path(sys.executable).with_name("jupyter")
     times = []
     cpu0 = _child_cpu_s()
-    for i in range(runs):
+    for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / nb.name
             shutil.copy(nb, copy)

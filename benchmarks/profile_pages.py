@@ -31,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from notebooks import pages  # noqa: E402
-from preexecute import read_page  # noqa: E402
+from notebooks import pages  # noqa: E402 - importable only after the sys.path insert above
+from preexecute import read_page  # noqa: E402 - importable only after the sys.path insert above
 
 START = """\
 import cProfile as _aiinfra_cp, resource as _aiinfra_rs
@@ -108,7 +108,7 @@ def split(stats_path: Path) -> dict:
     for name, pred in CATEGORIES:
         # cumulative time of the outermost matching frames only (callers that do not match themselves)
         cum = 0.0
-        for func, (cc, nc, tt, ct, callers) in st.stats.items():
+        for func, (_cc, _nc, _tt, ct, callers) in st.stats.items():
             if pred(func) and not any(pred(c) for c in callers):
                 cum += ct
         out[name] = cum

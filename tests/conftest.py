@@ -11,11 +11,11 @@ import os
 import pytest
 from hypothesis import settings
 
+from aiinfra.catalog import models
+
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
-
-from aiinfra.catalog import models
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,6 @@ from aiinfra.cluster import hierarchy
 from aiinfra.cluster.network import domain_bandwidth_bytes_per_s
 from aiinfra.deployment import Deployment
 
-
 # --- units ---------------------------------------------------------------------------
 
 
@@ -289,7 +288,9 @@ def test_request_needs_and_traffic_tables():
 
 def test_step_batch_and_floor_tables_show_the_worked_request():
     from aiinfra.book import tables
-    from aiinfra.deployment import TEACHING_8B as t8, TEACHING_BATCH as b, TEACHING_PROMPT_TOKENS as p
+    from aiinfra.deployment import TEACHING_8B as t8
+    from aiinfra.deployment import TEACHING_BATCH as b
+    from aiinfra.deployment import TEACHING_PROMPT_TOKENS as p
 
     text = tables.batch_comparison_markdown(t8.step(1, p), t8.step(b, p))
     assert "7.8 ms" in text and "12.2 ms" in text and "129" in text  # NOTES: the worked 8B request

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import textwrap
 import venv

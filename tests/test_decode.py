@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from aiinfra import compute, decode, memory, units
-from aiinfra.catalog import hardware, models
+from aiinfra import decode
 
 
 def test_step_time_is_the_larger_of_two_terms():

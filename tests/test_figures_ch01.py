@@ -1,15 +1,12 @@
 """Chapter 1 figures (aiinfra.book.figures.ch01): pure functions params -> (Figure, readouts)."""
 
-import math
-
-import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 from aiinfra import decode, memory, units
-from aiinfra.catalog import hardware, models
 from aiinfra.book.figures import ch01
 from aiinfra.book.interactive import Slider, interactive_figure
+from aiinfra.catalog import hardware, models
 
 
 def _texts(fig):

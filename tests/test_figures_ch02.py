@@ -5,10 +5,9 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import units
-from aiinfra.catalog import hardware
 from aiinfra.book.figures import ch02
 from aiinfra.book.interactive import interactive_figure
+from aiinfra.catalog import hardware
 
 
 def _png_bytes(fig):

@@ -25,7 +25,7 @@ def test_drift_readouts_match_the_library():
     # by hand: each context token adds 4 L H d_head = 4 x 36 x 32 x 128 = 589,824 FLOPs of attention, so the
     # exact count passes 1.1 x 2N at about 2,048 + (1.1 x 16.381 - 16.34) GFLOPs / 589,824 = 4,896 tokens
     assert r["2N is > 10% short beyond"] == "4,889 tokens"
-    assert 2048 + (1.1 * 16.381e9 - 16.34e9) / 589_824 == pytest.approx(4889, rel=0.005)
+    assert pytest.approx(4889, rel=0.005) == 2048 + (1.1 * 16.381e9 - 16.34e9) / 589_824
     assert _png_bytes(fig) < 120_000
 
 

@@ -3,11 +3,11 @@
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, memory, units
-from aiinfra.catalog import hardware, models
-from aiinfra.deployment import Deployment
+from aiinfra import decode, units
 from aiinfra.book.figures import ch04
 from aiinfra.book.interactive import interactive_figure
+from aiinfra.catalog import hardware
+from aiinfra.deployment import Deployment
 
 
 def test_throughput_latency_readouts_follow_the_library():

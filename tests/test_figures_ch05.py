@@ -3,9 +3,9 @@
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra.serving import batching, paging
 from aiinfra.book.figures import ch05
 from aiinfra.book.interactive import interactive_figure
+from aiinfra.serving import batching, paging
 
 
 def test_demo_trace_is_reproducible():

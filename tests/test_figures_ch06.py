@@ -5,8 +5,8 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra.cluster import network, parallelism, scale
 from aiinfra.book.figures import ch06
+from aiinfra.cluster import network, parallelism, scale
 
 LINKS = dict(
     d_model=8192,

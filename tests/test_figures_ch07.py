@@ -5,8 +5,8 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra.serving import disaggregation, prefix_cache
 from aiinfra.book.figures import ch07
+from aiinfra.serving import disaggregation, prefix_cache
 
 DIS = dict(
     decode_step_time_s=0.02, prefill_time_per_token_s=5e-5, kv_bytes_per_token=327_680, link_bytes_per_s=50e9

@@ -224,7 +224,7 @@ def legibility_problems(fig) -> list[str]:
 
 
 def _instances():
-    for name, (fn, sliders, fixed) in INTERACTIVE.items():
+    for name, (_fn, sliders, _fixed) in INTERACTIVE.items():
         for point in corner_points(sliders()):
             yield pytest.param(name, point, id=f"{name}-" + "-".join(f"{v}" for v in point.values()))
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, memory
 from aiinfra.book import interactive
-from aiinfra.catalog import hardware, models
 from aiinfra.book.figures import (
     SOURCE_FIGURES,
     batching_kv,
@@ -18,8 +15,9 @@ from aiinfra.book.figures import (
     new_figure,
     roofline_plot,
     run_inference,
+    tokens_per_s,
 )
-from aiinfra.book.figures import tokens_per_s
+from aiinfra.catalog import hardware
 from aiinfra.deployment import Deployment, RoundModel
 
 H100_BW = hardware.gpu("H100 SXM").memory_bandwidth_bytes_per_s

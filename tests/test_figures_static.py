@@ -4,7 +4,6 @@ import pytest
 
 from aiinfra.book import interactive
 from aiinfra.book.interactive import interactive_figure
-
 from test_figures_legibility import INTERACTIVE
 
 

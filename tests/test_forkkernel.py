@@ -11,7 +11,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import forkkernel  # noqa: E402
+import forkkernel  # noqa: E402 - importable only after the sys.path insert above
 
 pytestmark = pytest.mark.slow
 

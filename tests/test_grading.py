@@ -174,10 +174,9 @@ def test_gradebook_skips_unchanged_and_survives_a_failed_transaction(tmp_path):
         assert gb.is_current("ch01", "alice", "hash1", "fp")
         assert not gb.is_current("ch01", "alice", "hash2", "fp")
         assert not gb.is_current("ch01", "alice", "hash1", "other-fp")
-        with pytest.raises(sqlite3.IntegrityError):  # a crash in the middle of the next submission
-            with gb.db:
-                gb.db.execute("DELETE FROM parts WHERE student='alice'")
-                gb.db.execute("INSERT INTO submissions (assignment) VALUES ('ch01')")
+        with pytest.raises(sqlite3.IntegrityError), gb.db:  # a crash in the middle of the next submission
+            gb.db.execute("DELETE FROM parts WHERE student='alice'")
+            gb.db.execute("INSERT INTO submissions (assignment) VALUES ('ch01')")
     with Gradebook(path) as gb:  # reopened: alice is intact
         sub = gb.submission("ch01", "alice")
         assert sub["score"] == sub["auto_max"] and len(sub["parts"]) == 31
@@ -196,7 +195,7 @@ def test_exports(tmp_path):
         gb.record("ch01", "x.ipynb", "h", "fp", s, {})
         files = cli.export_all(gb, a, tmp_path)
         sub = gb.submission("ch01", "alice")
-    rows = list(csv.DictReader(open(files["csv"], encoding="utf-8")))
+    rows = list(csv.DictReader(files["csv"].read_text(encoding="utf-8").splitlines(keepends=True)))
     assert rows[0]["student"] == "alice" and rows[0]["auto_score"] == f"{sub['auto_max']:g}"
     assert rows[0]["1-2(a)"] == "1" and rows[0]["1-1(g)"] == ""
     res = json.loads((tmp_path / "gradescope" / "alice" / "results.json").read_text())
@@ -338,9 +337,11 @@ def test_cli_rejects_bad_arguments(tmp_path):
 
 def test_the_gradebook_lock_refuses_a_second_holder(tmp_path):
     path = tmp_path / "gb.sqlite"
-    with Lock(path):
-        with pytest.raises(RuntimeError, match=rf"another aiinfra-grade \(pid {os.getpid()}\) is using"):
-            Lock(path)
+    with (
+        Lock(path),
+        pytest.raises(RuntimeError, match=rf"another aiinfra-grade \(pid {os.getpid()}\) is using"),
+    ):
+        Lock(path)
     with Lock(path):  # released with the first
         pass
 
@@ -364,7 +365,11 @@ def test_cli_manual_points_update_the_exports(tmp_path):
         gb.record("ch01", "x.ipynb", "h", "fp", s, {})
     args = [str(tmp_path), "--assignment", "ch01", "--out", str(tmp_path / "out"), "--quiet"]
     assert cli.main(args + ["--manual", "dana", "1-1", "g", "2"]) == 0
-    row = next(csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8")))
+    row = next(
+        csv.DictReader(
+            (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+        )
+    )
     assert row["1-1(g)"] == "2" and row["manual_pending"] == "2"
     assert cli.main(args + ["--manual", "dana", "1-1", "g", "5"]) == 2
 
@@ -427,7 +432,7 @@ def test_sandbox_mounts_come_in_an_order_that_covers_what_is_forbidden():
     assert list(at.values()) == sorted(at.values())
     assert a.index("/tmp", a.index("--tmpfs")) < a.index("/opt/x")  # /tmp first: binds may lie below it
     assert a[-4:] == ["--remount-ro", "/", "--chdir", "/"]
-    assert ["--cap-drop", "ALL"] == a[a.index("--cap-drop") : a.index("--cap-drop") + 2]
+    assert a[a.index("--cap-drop") : a.index("--cap-drop") + 2] == ["--cap-drop", "ALL"]
 
 
 @pytest.mark.slow

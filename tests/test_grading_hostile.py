@@ -32,7 +32,7 @@ from aiinfra.course.grading.gradebook import Gradebook
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE / "hostile"))
-from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402
+from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402 - importable only after the sys.path insert above
 
 STATIC = sorted(p.stem for p in (HERE / "hostile").glob("*.ipynb"))
 LIMITS = [

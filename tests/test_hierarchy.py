@@ -3,8 +3,8 @@
 import pytest
 
 from aiinfra.catalog import hardware
-from aiinfra.cluster import scale
 from aiinfra.cluster import hierarchy as h
+from aiinfra.cluster import scale
 
 
 def test_llama3_levels_nest():

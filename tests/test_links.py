@@ -10,7 +10,6 @@ from aiinfra.book import tables
 from aiinfra.catalog import hardware
 from aiinfra.cluster import network
 
-
 # --- spec sheets ---------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from aiinfra import decode, measure, roofline
-from aiinfra.catalog import hardware, reference
 from aiinfra.measure import Ceilings, Measurement, Timing
 
 
@@ -380,3 +379,37 @@ def test_split_read_keeps_the_bytes_and_changes_only_the_calls():
     ]:
         with pytest.raises(ValueError, match=name):
             call()
+
+
+# --------------------------------------------------------------------- the build's record
+
+
+def test_scale_env_multiplies_every_measured_time(monkeypatch):
+    clock = FakeClock(0.01)
+    monkeypatch.setenv(measure.SCALE_ENV, "3")
+    t = measure.time_call(lambda: None, budget_s=0.1, warmup=1, clock=clock)
+    assert t.first_s == pytest.approx(0.03) and t.median_s == pytest.approx(0.03)
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "nan", "inf", "fast"])
+def test_scale_env_rejects_what_is_not_a_positive_factor(monkeypatch, text):
+    monkeypatch.setenv(measure.SCALE_ENV, text)
+    with pytest.raises(ValueError, match=measure.SCALE_ENV):
+        measure.time_call(lambda: None, budget_s=0.01)
+
+
+def test_machine_record_is_measured_once_and_read_back_equal(monkeypatch, tmp_path):
+    path = tmp_path / "cache" / "machine-record.json"
+    monkeypatch.setenv(measure.RECORD_ENV, str(path))
+    first = measure.machine_record()
+    assert path.is_file()
+    assert [g.params["n"] for g in first.gemms] == [256, 512, 1024]
+    assert first.tiny_call.params == {"size": 8, "calls": 2000, "op": "sum"}
+    assert first.ceilings.bandwidth_bytes_per_s == max(first.copy.bytes_per_s, first.read.bytes_per_s)
+    assert first.ceilings.flops_per_s == max(g.flops_per_s for g in first.gemms)
+
+    def measuring_again(**kwargs):
+        raise AssertionError("a second page measured again")
+
+    monkeypatch.setattr(measure, "_measure_machine", measuring_again)
+    assert measure.machine_record() == first

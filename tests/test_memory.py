@@ -9,7 +9,6 @@ from aiinfra import memory
 from aiinfra.catalog import hardware, models
 from aiinfra.units import GB, GiB, KiB, MiB
 
-
 # --- weights ----------------------------------------------------------------------------
 
 

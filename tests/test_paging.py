@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra.serving import paging as pg
 from aiinfra.serving import batching as sch
+from aiinfra.serving import paging as pg
 
 
 def test_pages_round_up():

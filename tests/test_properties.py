@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from aiinfra import decode, roofline
 from aiinfra.cluster import network
 from aiinfra.deployment import Deployment
-from aiinfra.serving import capacity, speculation
 from aiinfra.formula import TWINS
+from aiinfra.serving import capacity, speculation
 
 pos = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
 eff = st.floats(min_value=0.05, max_value=1.0)

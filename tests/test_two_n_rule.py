@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiinfra import compute
-from aiinfra.catalog import hardware, models
+from aiinfra.catalog import models
 from aiinfra.serving import capacity
 
 

@@ -35,8 +35,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
-from doctree_markdown import from_myst  # noqa: E402
-from notebooks import pip_source  # noqa: E402
+from doctree_markdown import from_myst  # noqa: E402 - importable only after the sys.path insert above
+from notebooks import pip_source  # noqa: E402 - importable only after the sys.path insert above
 
 
 def plain(nb: dict) -> dict:

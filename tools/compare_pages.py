@@ -59,7 +59,7 @@ def page_lines(path: Path) -> list[str]:
     p = _Text()
     p.feed(path.read_text(errors="replace"))
     text = "".join(p.parts)
-    lines = []
+    lines: list[str] = []
     for block in text.split("\n"):
         block = " ".join(block.split())
         if not block:

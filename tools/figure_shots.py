@@ -53,7 +53,7 @@ def _shoot(page, url: str, out: Path, stem: str, tag: str) -> list[dict]:
         page.wait_for_function(
             "() => document.querySelectorAll('.aiinfra-figure .aiinfra-frame').length > 0", timeout=20_000
         )
-    except Exception:  # noqa: BLE001 - a page whose figures never render gets no shot, and says so
+    except Exception:  # a page whose figures never render gets no shot, and says so
         return [{"figure": 0, "error": "no frame rendered"}]
     rows = []
     for i in range(figs.count()):

@@ -83,14 +83,14 @@ def _preload(statements: list[str]) -> list[str]:
     scratch: dict = {}
     for line in [f"import {m}" for m in KERNEL_MODULES + LAZY_MODULES] + statements:
         try:
-            exec(compile(line, "<preload>", "exec"), scratch)  # noqa: S102 (import statements only)
+            exec(compile(line, "<preload>", "exec"), scratch)  # import statements only
         except Exception:  # an import that fails here fails in the page too, with its own traceback
             failed.append(line)
     return failed
 
 
 def _reap() -> list[tuple[int, int]]:
-    done = []
+    done: list[tuple[int, int]] = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

@@ -8,16 +8,16 @@
 the page (`book/_ext/aiinfra_notebooks.py`): the page's code cells with the outputs it was
 built with, its prose converted to plain Markdown (numbers, equation numbers and links
 resolved). Colab, Binder and the page's `.ipynb` download all open the committed copy in
-`notebooks/`. `--write` leaves a committed notebook alone when only values measured on the
-build machine differ; `--check` compares it with the last build's, also ignoring image bytes
-(fonts and PNG encoders may differ between machines).
+`notebooks/`. Nothing in a generated notebook depends on the machine that built it: cells
+tagged `volatile` (measurements) keep no output, and the values they glue read `[measured]`
+in the prose (known by their glue name, not their text). So `--check` compares bytes, and a
+build on any machine rewrites no committed file (CONTRIBUTING.md says why this design).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -33,9 +33,6 @@ BUILT = ROOT / "_build" / "notebooks"
 STAMP = BUILT / ".generator"
 SETUP_TAG = "colab-setup"
 CHECK_TAG = "nbval-check-output"
-MEASURED = re.compile(r'(<span title="measured[^"]*">).*?(</span>)', re.S)
-ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-TEXT_MIMES = ("text/plain", "text/markdown", "text/latex", "text/html", "application/papermill.record/")
 
 
 def repository() -> tuple[str, str]:
@@ -69,33 +66,6 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def _output(out: dict, images: bool) -> tuple:
-    data = {}
-    for mime, value in sorted(out.get("data", {}).items()):
-        if mime.startswith(TEXT_MIMES):
-            data[mime] = ADDRESS.sub("0x", _text(value))
-        else:
-            data[mime] = _text(value) if images else "<binary>"
-    return out.get("output_type"), out.get("name"), _text(out.get("text", "")), tuple(data.items())
-
-
-def comparable(nb: dict, images: bool = False) -> list[tuple]:
-    """What must match between two notebooks of a page: all but values measured on the build
-    machine, and (unless ``images``) the bytes of images, which may differ between machines."""
-    cells = []
-    for cell in nb["cells"]:
-        source = MEASURED.sub(r"\1…\2", _text(cell["source"]))
-        meta = json.dumps(cell.get("metadata", {}), sort_keys=True)
-        outputs = tuple(_output(o, images) for o in cell.get("outputs", []))
-        attachments = (
-            json.dumps(cell.get("attachments", {}), sort_keys=True)
-            if images
-            else sorted(cell.get("attachments", {}))
-        )
-        cells.append((cell["cell_type"], source, meta, tuple(attachments), outputs))
-    return cells
-
-
 def read(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -121,8 +91,7 @@ def write() -> int:
             path.unlink()
             print(f"removed {path.relative_to(ROOT)}")
     for path, built in wanted.items():
-        # a notebook that differs only in this machine's measurements is left alone (no churn)
-        if path.is_file() and comparable(read(path), images=True) == comparable(read(built), images=True):
+        if path.is_file() and path.read_bytes() == built.read_bytes():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, path)
@@ -139,7 +108,7 @@ def check() -> int:
     for path, built in wanted.items():
         if not path.is_file():
             problems.append(f"{path.relative_to(ROOT)}: missing (run `make notebooks`)")
-        elif built.is_file() and comparable(read(path)) != comparable(read(built)):
+        elif built.is_file() and path.read_bytes() != built.read_bytes():
             problems.append(
                 f"{path.relative_to(ROOT)}: stale, differs from {built.relative_to(ROOT)} (run `make notebooks`)"
             )

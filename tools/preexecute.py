@@ -26,7 +26,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from notebooks import pages  # noqa: E402
+from notebooks import pages  # noqa: E402 - importable only after the sys.path insert above
 
 _FORK = False  # set in each worker process by _start_worker
 

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".vendor-cache"
@@ -198,7 +199,7 @@ def expected_files() -> list[Path]:
 def vendor() -> dict:
     ipw = installed_ipywidgets_version()
     hm_version = html_manager_version(ipw)
-    manifest = {"ipywidgets": ipw, "packages": {}}
+    manifest: dict[str, Any] = {"ipywidgets": ipw, "packages": {}}
 
     req = extract(fetch("requirejs", REQUIREJS_VERSION))
     copy(req / "require.js", DEST / "require.js")

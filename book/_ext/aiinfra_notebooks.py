@@ -15,19 +15,22 @@ A generated notebook is:
 * the outputs the page was built with (from the execution cache), so the numbers, tables
   and static figures show before anything runs; an interactive figure is saved as a
   preview of its default frame and becomes live when its cell runs. Cells tagged
-  ``volatile`` (measurements of the build machine) keep no output, and the cells that glue
+  ``volatile`` (measurements of the build machine) keep no output, the values they glue read
+  ``[measured]`` in the prose (known by their glue name), and the cells that glue
   numbers into the prose are tagged ``nbval-check-output`` so ``pytest --nbval-lax``
   proves that the code still computes the numbers the text quotes (unless the cell also
   shows a figure preview or converted Markdown, which a fresh run cannot reproduce);
 * every Markdown cell of the page converted from the doctree by :mod:`doctree_markdown`
   (numbers as text, math with the book's equation numbers, links into the published book).
 
+Nothing in a notebook depends on the machine that built it, so the committed copy is the same
+file on every machine and ``tools/notebooks.py --check`` compares bytes.
+
 Nothing here imports the book's library except :mod:`aiinfra.book.colab` (the set-up cell).
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import hashlib
 import html
@@ -112,19 +115,56 @@ def executed_notebook(app, docname: str) -> nbformat.NotebookNode:
     return page
 
 
-def measured_values(nb) -> frozenset:
-    """The text of every value glued by a cell tagged ``volatile`` (it differs from run to run)."""
-    from myst_nb.core.variables import format_plain_text
+def measured_keys(nb) -> frozenset:
+    """The glue name of every value glued by a cell tagged ``volatile`` (it differs from run to run).
 
-    values = set()
+    A value is measured because of the cell that glued it, never because of its text: a
+    constant that happens to print like a measurement ("64 MiB") is not one.
+    """
+    keys = set()
     for cell in nb.cells:
         if cell.cell_type != "code" or VOLATILE_TAG not in cell.metadata.get("tags", []):
             continue
         for out in cell.get("outputs", []):
-            text = out.get("data", {}).get(GLUE_MIME_PREFIX + "text/plain")
-            if text is not None:
-                values.add(dm.plain_quotes(format_plain_text(text, "s")))
-    return frozenset(values)
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name and any(k.startswith(GLUE_MIME_PREFIX) for k in out.get("data", {})):
+                keys.add(name)
+    return frozenset(keys)
+
+
+def mark_measured(doctree: nodes.document, keys: frozenset) -> None:
+    """Give every pasted value whose glue name is in ``keys`` the class ``measured`` (the HTML shows it)."""
+    for node in doctree.findall(nodes.inline):
+        if node.get(dm.GLUE_KEY) in keys and dm.MEASURED_CLASS not in node["classes"]:
+            node["classes"].append(dm.MEASURED_CLASS)
+
+
+def keep_glue_keys() -> None:
+    """Make myst-nb's inline glue roles record the glue name on the nodes they paste (``glue_key``).
+
+    myst-nb resolves ``{glue:text}`name``` and ``{glue}`name``` to bare text nodes; the
+    name is what tells a measured value from a computed one, so it is kept as a node
+    attribute (which Sphinx pickles with the doctree and the HTML writer ignores).
+    """
+    from myst_nb.ext.glue import roles
+
+    for role, key_of in (
+        (roles.PasteTextRole, lambda text: text.rsplit(":", 1)[0]),
+        (roles.PasteRoleAny, lambda text: text),
+    ):
+        if getattr(role.run, "keeps_glue_key", False):
+            continue
+        original = role.run
+
+        def run(self, original=original, key_of=key_of):
+            found, messages = original(self)
+            for node in found:
+                if isinstance(node, nodes.Element):
+                    node[dm.GLUE_KEY] = key_of(self.text)
+            return found, messages
+
+        run.keeps_glue_key = True  # type: ignore[attr-defined]
+        role.run = run
 
 
 # --- code cells ----------------------------------------------------------------------
@@ -318,22 +358,26 @@ def events(node: nodes.Node, ctx: dm.Context, source: str):
                 yield from events(child, ctx, source)
             finally:
                 ctx.level -= 1
-        elif isinstance(child, nodes.title) and isinstance(node, nodes.section):
-            yield "md", dm.blocks(child, ctx), _line(child, source)
-        elif isinstance(child, nodes.Element):
+        elif (
+            isinstance(child, nodes.title)
+            and isinstance(node, nodes.section)
+            or isinstance(child, nodes.Element)
+        ):
             yield "md", dm.blocks(child, ctx), _line(child, source)
 
 
 def build_notebook(app, doctree: nodes.document, docname: str) -> nbformat.NotebookNode:
     env = app.env
     nb = executed_notebook(app, docname)
+    measured = measured_keys(nb)
+    mark_measured(doctree, measured)
     source = str(env.doc2path(docname))
     starts = nb.metadata.get("source_map") or env.metadata[docname].get("source_map") or []
     ctx = dm.Context(
         page_url=page_url(app, docname),
         equation_number=lambda node: equation_number(app, docname, node),
         figure_number=lambda node: figure_number(app, docname, node),
-        measured=measured_values(nb),
+        measured=measured,
         image_path=lambda uri: Path(app.srcdir) / uri,
         warn=lambda msg, node: logger.warning(
             f"notebook: {msg}", location=node if isinstance(node, nodes.Node) else docname
@@ -460,6 +504,7 @@ def finished(app, exception):
 
 
 def setup(app):
+    keep_glue_keys()
     app.connect("env-get-outdated", outdated)
     app.connect("doctree-resolved", write_notebook)
     app.connect("build-finished", finished)

@@ -6,9 +6,9 @@ roles or directives. Converting the *resolved* doctree (after execution, glue
 resolution and cross-referencing) rather than the source text means every number,
 equation number, citation and link is already what the HTML page shows:
 
-* glued values are text (a value measured on the build machine is wrapped in a
-  ``<span title="measured ...">`` so a stale-notebook check can tell it from a number
-  that must not change);
+* glued values are text, except values measured on the build machine (glued by a cell
+  tagged ``volatile``, known by their glue name): they read ``[measured]``, in a
+  ``<span title="measured ...">``, so the notebook is the same file on every machine;
 * math is ``$...$`` and ``$$...$$``; numbered equations carry the page's number as
   ``\\tag{1.7}``, and references to them read ``(1.7)``;
 * glossary terms, ``{doc}``/``{ref}``/``{numref}`` targets and citations link to the
@@ -26,16 +26,21 @@ from __future__ import annotations
 import base64
 import mimetypes
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote, urljoin
 
 from docutils import nodes
 
-#: Title of the span around a value measured on the machine that generated the notebook.
-MEASURED_TITLE = "measured on the machine that generated this notebook"
+#: Node attribute holding the glue name of a pasted value (set by ``aiinfra_notebooks``).
+GLUE_KEY = "glue_key"
+#: Class of a pasted value measured on the build machine (in the HTML page too).
+MEASURED_CLASS = "measured"
+#: Title of the placeholder that stands for a measured value in a notebook.
+MEASURED_TITLE = "measured on the machine that runs this page: run the code cells to see it"
 MEASURED_OPEN = f'<span title="{MEASURED_TITLE}">'
+MEASURED_TEXT = r"\[measured\]"
 
 _ESCAPE = re.compile(r"([\\`*_\[\]<~|])")
 # A literal dollar that no client takes for math: JupyterLab and Colab look for $ in the
@@ -79,7 +84,7 @@ class Context:
     page_url: str  # published URL of this page (links resolve against it)
     equation_number: Callable[[nodes.math_block], str | None]
     figure_number: Callable[[nodes.Element], str | None] = lambda node: None
-    measured: frozenset = frozenset()  # glued values from a volatile (measured) cell, plain_quotes()
+    measured: frozenset = frozenset()  # glue names of the values a volatile (measured) cell glued
     image_path: Callable[[str], Path | None] = lambda uri: None
     warn: Callable[[str, nodes.Node], None] = lambda msg, node: None
     attachments: dict = field(default_factory=dict)
@@ -105,9 +110,9 @@ def line_start_escaped(text: str) -> str:
     return _NUMBERED.sub(r"\1\\\2\3", text, count=1)
 
 
-def plain_quotes(text: str) -> str:
-    """Text with the typographic quotes of Sphinx's smartquotes turned back into ASCII ones."""
-    return text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
+def measured_placeholder() -> str:
+    """What a notebook shows for a measured value: the same on every machine."""
+    return f"{MEASURED_OPEN}{MEASURED_TEXT}</span>"
 
 
 def code_span(text: str, ctx: Context) -> str:
@@ -166,10 +171,9 @@ def inline(node: nodes.Node, ctx: Context) -> str:
         if "bibtex-citation" in classes:
             return citation(node, ctx)
         if "pasted-text" in classes or "pasted-inline" in classes or "output" in classes:
-            text = children(node, ctx)
-            if plain_quotes(node.astext()) in ctx.measured:
-                return f"{MEASURED_OPEN}{text}</span>"
-            return text
+            if node.get(GLUE_KEY) in ctx.measured:
+                return measured_placeholder()
+            return children(node, ctx)
         return children(node, ctx)
     if isinstance(
         node,
@@ -184,7 +188,7 @@ def inline(node: nodes.Node, ctx: Context) -> str:
         ),
     ):
         return children(node, ctx)
-    if isinstance(node, nodes.TextElement) or isinstance(node, nodes.Inline):
+    if isinstance(node, (nodes.TextElement, nodes.Inline)):
         ctx.warn(f"no Markdown rule for inline node <{name}>; its text is kept", node)
         return children(node, ctx)
     ctx.warn(f"block node <{name}> inside inline content; its text is kept", node)

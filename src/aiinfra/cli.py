@@ -45,7 +45,7 @@ DEFAULT_MEMORY_RESERVE = 0.1
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr, not usage plus message."""
 
-    def error(self, message):  # noqa: D401 - argparse API
+    def error(self, message):  # argparse API
         raise _UsageError(f"{self.prog}: {message}")
 
 

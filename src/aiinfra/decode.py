@@ -35,6 +35,7 @@ and 4 (latency, throughput and tokens per second), and the KV-cache and batching
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ __all__ = [
     "throughput_ratio_if_tpot_only",
 ]
 
-_STEP = dict(
+_STEP: dict[str, Any] = dict(
     flops_per_request="F_1 >=0",
     weight_bytes="R_W >=0",
     state_bytes_per_request="R_state >=0",

@@ -43,7 +43,8 @@ chapter 2's request worked by hand.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -267,16 +268,17 @@ class Deployment:
     instead of the model's own (chapter 5's full-MHA assumption).
     """
 
-    model: object
-    gpu: object
+    model: Any  # a name or a config on the way in; a ModelConfig or RoundModel after __post_init__
+    gpu: Any  # a name or a GPU on the way in; a GPU after __post_init__
     n_gpus: int = 1
     weight_precision: str = "bf16"
-    kv_precision: object = "bf16"
+    kv_precision: Any = "bf16"  # a format name or bytes per element
     compute_precision: str = "bf16"
     eta_f: float = 1.0
     eta_b: float = 1.0
     memory_reserve: float = DEFAULT_MEMORY_RESERVE
     kv_heads: int | None = None
+    _counts: Any = field(init=False, repr=False, compare=False)  # the model's counts, set in __post_init__
 
     def __post_init__(self):
         model = self.model if isinstance(self.model, RoundModel) else models.load(self.model)
@@ -305,7 +307,7 @@ class Deployment:
         counts = _Round(model) if isinstance(model, RoundModel) else _Exact(model, self.kv_heads)
         object.__setattr__(self, "_counts", counts)
 
-    def replace(self, **changes) -> "Deployment":
+    def replace(self, **changes) -> Deployment:
         """A copy with some fields changed, e.g. ``d.replace(n_gpus=4, eta_b=0.8)``."""
         return dataclasses.replace(self, **changes)
 

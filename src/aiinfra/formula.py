@@ -36,8 +36,9 @@ import inspect
 import keyword
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -90,7 +91,7 @@ _INTERVAL = re.compile(r"^([\[(])\s*([-+.\deE]+)\s*,\s*([-+.\deE]+)\s*([\])])$")
 _BOUND = re.compile(r"^(int)?\s*(>=|>)\s*([-+.\deE]+)$")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def domain(spec: str) -> Domain:
     """Parse a domain spec (see the module docstring)."""
     s = spec.replace(" ", "")
@@ -310,7 +311,7 @@ def parse(expr: str):
 # --------------------------------------------------------------------------------------
 
 #: Every formula with a twin, ``"module.name" -> Formula``; ``tests/test_twins.py`` checks them all.
-TWINS: dict[str, "Formula"] = {}
+TWINS: dict[str, Formula] = {}
 
 #: Where the twin test samples an argument when the formula does not say: (low, high, kind).
 DEFAULT_SAMPLE = (0.5, 1e3, "float")
@@ -320,10 +321,10 @@ def _sample(dom: Domain) -> tuple:
     if dom.kind == "bool":
         return (0, 1, "bool")
     if dom.kind == "int":
-        low = max(dom.low, 0.0)
+        low = max(dom.low or 0.0, 0.0)
         return (int(low), int(low) + 1000, "int")
     if dom.high is not None:
-        lo = dom.low + (0.05 if dom.low_open else 0.0)
+        lo = (dom.low or 0.0) + (0.05 if dom.low_open else 0.0)
         hi = dom.high - (0.01 if dom.high_open else 0.0)
         return (lo, hi, "float")
     if dom.low is not None and dom.low > 0.5:
@@ -353,7 +354,7 @@ class Formula:
             if name not in specs:
                 raise ValueError(f"{fn.__qualname__}: argument {name!r} has no spec")
             parts = specs[name].split(None, 1)
-            if len(parts) == 2 and parts[0] not in ("int",) and not parts[0][0] in "<>([":
+            if len(parts) == 2 and parts[0] not in ("int",) and parts[0][0] not in "<>([":
                 sym, spec = parts
             else:
                 sym, spec = None, specs[name]
@@ -384,7 +385,7 @@ class Formula:
         return _scalar_or_array(result, self._out)
 
     def __repr__(self) -> str:
-        return f"<formula {self.__module__}.{self.__qualname__}>"
+        return f"<formula {self._fn.__module__}.{self._fn.__qualname__}>"
 
     # --- the twin, built on demand ----------------------------------------------------
     @functools.cached_property

@@ -40,18 +40,18 @@ finite and consistent with each other.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import platform
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from aiinfra import decode, roofline
-from aiinfra.catalog import hardware
 from aiinfra.formula import check, choice, formula
 
 __all__ = [
@@ -79,6 +79,10 @@ __all__ = [
     "measure_split_read",
     "Ceilings",
     "measure_ceilings",
+    "MachineRecord",
+    "machine_record",
+    "SCALE_ENV",
+    "RECORD_ENV",
     "predict_time_s",
     "predict_decode_step_s",
     "predicted_knee_batch",
@@ -121,6 +125,28 @@ class Backend:
 
     def check_dtype(self, dtype: str) -> str:
         return choice("dtype", dtype, set(self.dtypes))
+
+    # the operations every backend implements (the measurements call nothing else)
+    def full(self, shape, value, dtype):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def empty_like(self, a):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def copy(self, dst, src):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def reduce(self, a):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def matmul(self, a, b, out=None):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def rows(self, a, start, stop):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def sync(self):  # pragma: no cover - overridden
+        raise NotImplementedError
 
 
 class NumpyBackend(Backend):
@@ -244,7 +270,7 @@ def get_backend(prefer: str = "auto") -> Backend:
     """
     choice("prefer", prefer, {"auto", "numpy", "torch"})
     if prefer in ("auto", "torch") and importlib.util.find_spec("torch") is not None:
-        import torch  # noqa: PLC0415 - optional, only when installed
+        import torch  # optional, only when installed
 
         if torch.cuda.is_available():
             return TorchBackend(torch)
@@ -302,6 +328,26 @@ class Timing:
     def spread(self) -> float:
         """(max - min) / median of the samples: 0 for a perfectly steady machine."""
         return (self.max_s - self.min_s) / self.median_s
+
+
+#: Environment variable that multiplies every measured time (1 when unset). It exists for one
+#: purpose: to prove that the build and the tests pass on a machine whose measurements differ
+#: from the committer's (``AIINFRA_MEASURE_SCALE=3 make book``). Never set it to publish numbers.
+SCALE_ENV = "AIINFRA_MEASURE_SCALE"
+
+
+def _time_scale() -> float:
+    """The factor of :data:`SCALE_ENV` (a positive finite number), 1.0 when it is unset."""
+    text = os.environ.get(SCALE_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{SCALE_ENV} must be a positive finite number, got {text!r}")
+    return value
 
 
 def time_call(
@@ -371,6 +417,7 @@ def time_interleaved(
     if sync is not None and not callable(sync):
         raise ValueError(f"sync must be callable or None, got {type(sync).__name__}")
     wait = sync if sync is not None else (lambda: None)
+    scale = _time_scale()
 
     def one(fn):
         t0 = clock()
@@ -378,13 +425,13 @@ def time_interleaved(
             fn()
         wait()
         # a clock can return 0 for a call shorter than its resolution; floor at 1 ns so rates stay finite
-        return max((clock() - t0) / n_inner, 1e-9)
+        return scale * max((clock() - t0) / n_inner, 1e-9)
 
     first = [one(f) for f in fns]
     for _ in range(max(n_warm - 1, 0)):
         for f in fns:
             one(f)
-    samples = [[] for _ in fns]
+    samples: list[list[float]] = [[] for _ in fns]
     start = clock()
     rounds = 0
     while rounds < hi:
@@ -851,7 +898,7 @@ class Ceilings:
         return roofline.ridge_point_flops_per_byte(self.flops_per_s, self.bandwidth_bytes_per_s)
 
     @classmethod
-    def from_measurements(cls, gemm: Measurement, *bandwidth: Measurement, source: str = "") -> "Ceilings":
+    def from_measurements(cls, gemm: Measurement, *bandwidth: Measurement, source: str = "") -> Ceilings:
         """The GEMM's rate and the best of the bandwidth measurements (copy, read...)."""
         if not isinstance(gemm, Measurement) or gemm.kind != "gemm":
             raise ValueError("gemm must be a Measurement of kind 'gemm' (from measure_gemm)")
@@ -878,6 +925,105 @@ def measure_ceilings(*, dtype="float32", budget_s=1.2, backend=None):
     read = measure_read_bandwidth(dtype=dtype, budget_s=total / 4, backend=be)
     gemm = measure_gemm(dtype=dtype, budget_s=total / 2, backend=be)
     return Ceilings.from_measurements(gemm, copy, read), [copy, read, gemm]
+
+
+@dataclass(frozen=True)
+class MachineRecord:
+    """The build machine's measurements, taken once and quoted by every page of chapter 8.
+
+    Each page used to measure for itself, so the same quantity (one tiny call, the bandwidth,
+    the ridge point) came out different from page to page. A page now reads this one record
+    (:func:`machine_record`) and computes what it quotes from it.
+    """
+
+    backend: str  # the backend's description (library, device, threads)
+    device: str  # "cpu" or "cuda"
+    copy: Measurement
+    read: Measurement
+    gemms: tuple  # Measurements of kind "gemm", in growing size
+    tiny_call: Measurement
+
+    @property
+    def best_gemm(self) -> Measurement:
+        return max(self.gemms, key=lambda g: g.flops_per_s)
+
+    @property
+    def ceilings(self) -> Ceilings:
+        """Best GEMM rate and the better of the copy and read bandwidths."""
+        return Ceilings.from_measurements(self.best_gemm, self.copy, self.read)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> MachineRecord:
+        data = json.loads(text)
+
+        def m(d: dict) -> Measurement:
+            t = d["timing"]
+            timing = Timing(tuple(t["samples_s"]), t["warmup"], t["first_s"], t["inner"])
+            return Measurement(d["kind"], d["backend"], d["flops"], d["bytes_moved"], timing, d["params"])
+
+        return cls(
+            data["backend"],
+            data["device"],
+            m(data["copy"]),
+            m(data["read"]),
+            tuple(m(g) for g in data["gemms"]),
+            m(data["tiny_call"]),
+        )
+
+
+def _measure_machine(*, backend=None) -> MachineRecord:
+    """Measure the record of chapter 8: copy and read bandwidth, GEMMs at growing sizes, one tiny call.
+
+    About 2 s: 0.3 s per bandwidth, 0.25 s per GEMM size (256, 512, 1024 on a CPU; 1024, 4096,
+    8192 on a GPU), 0.3 s for the tiny call (a sum of 8 numbers, 2,000 calls per sample).
+    """
+    be = _backend(backend)
+    sizes = (1024, 4096, 8192) if be.device == "cuda" else (256, 512, 1024)
+    return MachineRecord(
+        be.description,
+        be.device,
+        measure_copy_bandwidth(budget_s=0.3, backend=be),
+        measure_read_bandwidth(budget_s=0.3, backend=be),
+        tuple(measure_gemm(n, budget_s=0.25, backend=be) for n in sizes),
+        measure_call_overhead(size=8, calls=2000, op="sum", budget_s=0.3, backend=be),
+    )
+
+
+#: Environment variable naming the file that holds the build's :class:`MachineRecord`.
+RECORD_ENV = "AIINFRA_MACHINE_RECORD"
+_RECORD: dict = {}
+
+
+def machine_record(backend=None) -> MachineRecord:
+    """The build machine's record: measured on the first call, then the same record every time.
+
+    With :data:`RECORD_ENV` set (``make book`` sets it to a file inside the execution cache, so
+    the record lives and dies with the cached outputs that quote it), the first page of a build
+    to ask measures and writes the file under a lock, and every other page, in any process,
+    reads it. Without it (a reader's own kernel), the record is kept for the process.
+    """
+    path = os.environ.get(RECORD_ENV, "").strip()
+    if not path:
+        if "record" not in _RECORD:
+            _RECORD["record"] = _measure_machine(backend=backend)
+        return _RECORD["record"]
+    import fcntl  # POSIX only, and needed only by the book build
+
+    file = os.path.abspath(path)
+    os.makedirs(os.path.dirname(file), exist_ok=True)
+    with open(file + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.isfile(file):
+            with open(file, encoding="utf-8") as f:
+                return MachineRecord.from_json(f.read())
+        record = _measure_machine(backend=backend)
+        with open(file + ".tmp", "w", encoding="utf-8") as f:
+            f.write(record.to_json())
+        os.replace(file + ".tmp", file)
+        return record
 
 
 def _ceilings(c) -> Ceilings:

@@ -22,7 +22,7 @@ import numpy as np
 
 from aiinfra import units as _units
 from aiinfra.catalog import models as _models
-from aiinfra.formula import check, choice, formula
+from aiinfra.formula import check, formula
 
 # --------------------------------------------------------------------------------------
 # Weights
@@ -112,7 +112,7 @@ def grouped_quant_read_bytes(
         _quantized_matrix_bytes(*mat, *scheme) * (frac if mat[0] == "expert" else 1.0)
         for mat in _models._matrices(m)
     )
-    other_params = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
+    other_params: float = _models.decode_read_params(m) - _models.block_linear_params_per_token(m)
     bias = _models._groups(m).get(
         "expert_bias", 0
     )  # counted at k / E in the decode read; scale it as the experts

@@ -34,10 +34,12 @@ by hand), 4 (the decode roofline) and every later chapter that speeds up part of
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from aiinfra import units
-from aiinfra.formula import check, formula
+from aiinfra.formula import formula
 
 __all__ = [
     "compute_time_s",
@@ -86,7 +88,7 @@ def memory_time_s(bytes_moved, bandwidth_bytes_per_s, efficiency=1.0):
     return bytes_moved / (efficiency * bandwidth_bytes_per_s)
 
 
-_TWO_TIMES = dict(
+_TWO_TIMES: dict[str, Any] = dict(
     flops="F >=0",
     bytes_moved="R >=0",
     flops_per_s="Pi >0",

@@ -18,7 +18,6 @@ they never round the underlying value.
 
 from __future__ import annotations
 
-
 from aiinfra.formula import check, choice, formula
 
 # --- decimal (SI) byte multiples -------------------------------------------

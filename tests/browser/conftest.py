@@ -22,29 +22,22 @@ from urllib.parse import urlparse
 
 import pytest
 
+from book_pages import sources
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("AIINFRA_BOOK_HTML", ROOT / "_build" / "html"))
 CHROMIUM = os.environ.get("AIINFRA_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-# Sphinx extras that are not pages of the book
-SKIP_PAGES = {"genindex.html", "search.html"}
 MISSING = "<no built book>"
 # generous: the test machine may be shared; a healthy page settles in ~3 s
 LOAD_TIMEOUT_MS = 90_000
 
 
 def book_pages() -> list[str]:
-    """Every HTML page of the built book, relative to its root (posix)."""
-    if not (BUILD / "index.html").is_file():
-        return []
-    pages = []
-    for p in sorted(BUILD.rglob("*.html")):
-        rel = p.relative_to(BUILD).as_posix()
-        if rel.split("/")[0] in {"_static", "_sources", "_images", "_downloads"} or rel in SKIP_PAGES:
-            continue
-        pages.append(rel)
-    return pages
+    """Every HTML page of the book, relative to the build's root (posix): the root's redirect and
+    one page per source (``book/**/*.md``), whether or not it was built (a missing one fails)."""
+    return ["index.html"] + [md.relative_to(ROOT).with_suffix(".html").as_posix() for md in sources()]
 
 
 _VIEW_RE = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">(.*?)</script>', re.S)
@@ -71,14 +64,13 @@ def expected_figures(html: str) -> int:
 
 def pytest_generate_tests(metafunc):
     if "page_path" in metafunc.fixturenames:
-        pages = book_pages() or [MISSING]
-        metafunc.parametrize("page_path", pages)
+        metafunc.parametrize("page_path", book_pages())
+    built = [p for p in book_pages() if (BUILD / p).is_file()]
     if "math_page" in metafunc.fixturenames:
-        pages = [p for p in book_pages() if 'class="math' in (BUILD / p).read_text(encoding="utf-8")]
+        pages = [p for p in built if 'class="math' in (BUILD / p).read_text(encoding="utf-8")]
         metafunc.parametrize("math_page", pages or [MISSING])
     if "figure_page" in metafunc.fixturenames:
-        pages = book_pages()
-        with_figs = [p for p in pages if expected_figures((BUILD / p).read_text(encoding="utf-8"))]
+        with_figs = [p for p in built if expected_figures((BUILD / p).read_text(encoding="utf-8"))]
         metafunc.parametrize("figure_page", with_figs or [MISSING])
 
 

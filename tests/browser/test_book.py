@@ -94,6 +94,7 @@ def _resolve(page: str, url: str) -> tuple[Path, str]:
 
 def _need(page_path: str, built_book):
     assert page_path != MISSING, f"no pages found under {built_book}"
+    assert (built_book / page_path).is_file(), f"{page_path} missing under {built_book}: run `make book`"
 
 
 def test_book_has_pages(built_book):

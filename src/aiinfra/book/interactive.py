@@ -60,8 +60,9 @@ import itertools
 import math
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from aiinfra.formula import check, choice
 

@@ -12,8 +12,8 @@ never the 2:4-sparse figure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from aiinfra import roofline, units
 from aiinfra.catalog import hardware, reference

@@ -31,11 +31,11 @@ from __future__ import annotations
 import json
 import re
 import struct
-from importlib import resources
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from math import ceil, prod
 from pathlib import Path
-from typing import Mapping
 
 from aiinfra.catalog import models
 from aiinfra.catalog.architectures import GROUPS, ModelConfig, _from_config, _read_config

@@ -22,8 +22,8 @@ Conventions (chapters 1, 2, 4 and 6 rely on them):
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Mapping
 
 from aiinfra.formula import check, choice
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
@@ -132,7 +132,7 @@ def shipped_config(name: str) -> dict:
     return json.loads(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_shipped(name: str) -> ModelConfig:
     return _from_config(shipped_config(name), name=name, source=SHIPPED[name][1])
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections import namedtuple
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from aiinfra import roofline, units
@@ -69,7 +69,7 @@ __all__ = [
 TABLES = ("layers", "schedulers", "shifts", "latency_2009")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> dict:
     choice("name", name, set(TABLES))
     text = resources.files("aiinfra.catalog").joinpath("data", f"{name}.json").read_text(encoding="utf-8")
@@ -80,7 +80,7 @@ def _tuples(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-@lru_cache(maxsize=None)
+@cache
 def table(name: str) -> tuple:
     """The rows of the prose table ``name`` (one of :data:`TABLES`), as named tuples, in the order shipped.
 
@@ -93,7 +93,7 @@ def table(name: str) -> tuple:
     :func:`latency_s`).
     """
     rows = _load(name)["rows"]
-    Row = namedtuple(name.title().replace("_", "") + "Row", list(rows[0]))
+    Row = namedtuple(name.title().replace("_", "") + "Row", list(rows[0]))  # type: ignore[misc]  # named after its table at run time
     return tuple(Row(**{k: _tuples(v) for k, v in row.items()}) for row in rows)
 
 

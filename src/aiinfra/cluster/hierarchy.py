@@ -28,12 +28,9 @@ metres (``units.mm2``, ``units.cm2``), defect densities per square metre.
 
 from __future__ import annotations
 
-import numpy as np
-
-from aiinfra.formula import check
-
 from dataclasses import dataclass
 
+import numpy as np
 
 from aiinfra import units
 from aiinfra.catalog import hardware

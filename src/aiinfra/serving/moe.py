@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiinfra.catalog import models
-from aiinfra.formula import check, formula
+from aiinfra.formula import formula
 
 __all__ = ["expected_expert_fraction", "step_read_params"]
 

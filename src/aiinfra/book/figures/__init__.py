@@ -123,7 +123,7 @@ def style_axes(ax):
     return ax
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _figure_class():
     from matplotlib.figure import Figure
 

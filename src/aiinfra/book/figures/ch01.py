@@ -20,7 +20,6 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
 from matplotlib.ticker import FuncFormatter
 
 from aiinfra import decode, memory, units

@@ -102,7 +102,7 @@ def bandwidth_ladder(view: str = LADDER_VIEWS[0]):
         choice("view", view, set(LADDER_VIEWS))
         honest = view == LADDER_VIEWS[0]
         values = honest_values if honest else printed_values
-        for bar, text, yi, i in zip(bars.patches, labels, y, order):
+        for bar, text, _y, i in zip(bars.patches, labels, y, order):
             bar.set_width(values[i])
             text.set_x(values[i] * 1.08)
             text.set_text(f"{values[i]:,.0f}" if honest else links[i].raw_spec.split(",")[0])

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from aiinfra.formula import check
-
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from aiinfra import units
 from aiinfra.book.interactive import Slider, View, redraws
-from aiinfra.serving import batching as scheduling, paging
+from aiinfra.formula import check
+from aiinfra.serving import batching as scheduling
+from aiinfra.serving import paging
+
 from . import FONT, PALETTE, _figure_class, new_figure, panel_title, style_axes
 
 __all__ = [

@@ -14,16 +14,15 @@ from a library call.
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
 import numpy as np
-
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import units
 from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.catalog import hardware, reference
 from aiinfra.cluster import network, parallelism, scale
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = [

@@ -17,17 +17,16 @@ from a library call.
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
 import numpy as np
-
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import roofline, units
 from aiinfra.book.interactive import Slider, View, redraws
+from aiinfra.formula import check
 from aiinfra.serving import disaggregation as disagg
 from aiinfra.serving import prefix_cache as pcache
 from aiinfra.serving import speculation
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = [

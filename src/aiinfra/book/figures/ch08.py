@@ -20,7 +20,7 @@ which calls :mod:`aiinfra.roofline`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -30,6 +30,8 @@ from aiinfra.book import model_check
 from aiinfra.catalog import measurements
 from aiinfra.formula import check, choice
 from aiinfra.book.interactive import Slider, View, redraws
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = [

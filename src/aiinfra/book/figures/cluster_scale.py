@@ -12,13 +12,13 @@ Amdahl-style model with the same end points. Neither model is a measurement.
 
 from __future__ import annotations
 
-from aiinfra.formula import check, choice
-
 import numpy as np
 
 from aiinfra import units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.cluster import scale
+from aiinfra.formula import check, choice
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["GPU_COUNTS", "MFU_MODELS", "mfu", "draw", "sliders", "show"]

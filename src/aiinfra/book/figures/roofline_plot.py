@@ -26,8 +26,6 @@ weights). Both are precomputed in the static book.
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,6 +35,8 @@ from aiinfra import compute, memory, roofline, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.catalog import hardware, models
 from aiinfra.deployment import Deployment
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["DECODE_BATCHES", "STATIC_GPUS", "Operation", "operations", "draw", "sliders", "show"]

@@ -15,14 +15,14 @@ chapter 3 (TheCatch "What is inference?"; Pope et al. 2022).
 
 from __future__ import annotations
 
-from aiinfra.formula import check
-
 from dataclasses import dataclass
 
 from matplotlib.patches import Rectangle
 
 from aiinfra import compute, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
+from aiinfra.formula import check
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["PROMPT", "ANSWER", "PassCount", "draw", "sliders", "show"]
@@ -129,7 +129,7 @@ def draw(step=0, prompt=PROMPT, answer=ANSWER, n_params=70e9):
 
     def update(step):
         c = _pass_count(step, len(answer))
-        for i, pair in enumerate(prompt_lit):
+        for pair in prompt_lit:
             for a in pair:
                 a.set_visible(c.prefill == 1)
         for i, pair in enumerate(answer_lit):

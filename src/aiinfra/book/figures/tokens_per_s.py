@@ -21,14 +21,14 @@ tokens/sec"; Pope et al. 2022).
 
 from __future__ import annotations
 
-from aiinfra.formula import check, choice
-
 import numpy as np
 
 from aiinfra import decode, memory, units
 from aiinfra.book.interactive import Slider, View, interactive_figure, redraws
 from aiinfra.catalog import hardware
 from aiinfra.deployment import DEFAULT_MEMORY_RESERVE
+from aiinfra.formula import check, choice
+
 from . import FONT, PALETTE, new_figure, panel_title
 
 __all__ = ["MODEL_SIZES", "BITS", "draw", "sliders", "show"]
@@ -122,7 +122,10 @@ def draw(
         note.set_position((-10, 8) if right_side else (10, 8))
         note.set_horizontalalignment("right" if right_side else "left")
         gpus = int(memory.min_cards(per_token, capacity, capacity - usable))
-        gb = lambda x, d=1: units.fmt_bytes(x, unit="GB", digits=d)
+
+        def gb(x, d=1):
+            return units.fmt_bytes(x, unit="GB", digits=d)
+
         return {
             f"weights in one {gpu_name}": f"fit ({gb(per_token)} of {gb(usable)} usable)"
             if fits

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from aiinfra.formula import check, choice
 

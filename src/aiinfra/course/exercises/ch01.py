@@ -8,10 +8,9 @@ solution, so keep them short and readable.
 
 from __future__ import annotations
 
-from aiinfra import decode, memory, roofline, units
+from aiinfra import decode, deployment, memory, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import network
-from aiinfra import deployment
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip
 
 # ---------------------------------------------------------------------------

@@ -7,11 +7,10 @@ solution.
 
 from __future__ import annotations
 
-from aiinfra import compute, memory, units
+from aiinfra import compute, deployment, memory, units
 from aiinfra.catalog import hardware, models
-from aiinfra import deployment
-from aiinfra.serving import capacity
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
+from aiinfra.serving import capacity
 
 # ---------------------------------------------------------------------------
 # 3-1  Prefill and decode FLOPs of a shipped model (per-student variants)

@@ -7,9 +7,8 @@ shows these functions as the worked solutions.
 
 from __future__ import annotations
 
-from aiinfra import decode, memory, units
+from aiinfra import decode, deployment, memory, units
 from aiinfra.catalog import hardware, models, reference
-from aiinfra import deployment
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip
 
 # ---------------------------------------------------------------------------

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from aiinfra import compute, decode, memory, units
 from aiinfra.catalog import hardware, models
-from aiinfra.serving import batching
-from aiinfra.serving import capacity, paging
 from aiinfra.course.exercises import Exercise, Free, Numeric, Param, node_slip
+from aiinfra.serving import batching, capacity, paging
 
 MODEL_70B = "Llama-3.1-70B"
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import inspect
 
-from aiinfra import decode, roofline, units
+from aiinfra import deployment, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy, network, parallelism
 from aiinfra.cluster import scale as cluster
-from aiinfra import deployment
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
 
 # ---------------------------------------------------------------------------

@@ -7,13 +7,12 @@ shows these functions as the worked solution.
 
 from __future__ import annotations
 
-from aiinfra import compute, decode, memory, roofline, units
+from aiinfra import decode, deployment, memory, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy
 from aiinfra.cluster import scale as cluster
-from aiinfra import deployment
-from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
+from aiinfra.serving import capacity, disaggregation, prefix_cache, speculation
 
 # ---------------------------------------------------------------------------
 # 7-1  Speculative decoding: yield, speedup and break-even

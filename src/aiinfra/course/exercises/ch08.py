@@ -8,9 +8,8 @@ parameters, never typed results.
 
 from __future__ import annotations
 
-from aiinfra import decode, measure, memory, roofline, units
+from aiinfra import decode, deployment, measure, memory, roofline, units
 from aiinfra.catalog import hardware, models, reference
-from aiinfra import deployment
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
 # ---------------------------------------------------------------------------

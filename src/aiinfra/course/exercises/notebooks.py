@@ -195,8 +195,8 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
     if not isinstance(variants, bool):
         raise ValueError(f"variants must be True or False, got {variants!r}")
     module = importlib.import_module(f"aiinfra.course.exercises.{chapter}")
-    refs = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
-    imports, consts, helpers = dependencies(module, refs)
+    ref_fns = [p.ref for ex in exercises for p in ex.parts if p.kind != "free"]
+    imports, consts, helpers = dependencies(module, ref_fns)
     extra = "\n".join(["# What the reference functions below use."] + imports + consts)
     cells = [
         _md(_cell_id(chapter, "solution", "intro"), _intro_markdown(chapter, "solution", False)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from functools import lru_cache
+from functools import cache
 
 from aiinfra.course.exercises._format import EXERCISE_ID, Exercise
 
@@ -26,7 +26,7 @@ def _chapter_id(chapter: str) -> str:
     return chapter
 
 
-@lru_cache(maxsize=None)
+@cache
 def chapter(chapter_id: str) -> tuple[Exercise, ...]:
     """The exercises of one chapter, in order. Raises ValueError for an unknown chapter."""
     chapter_id = _chapter_id(chapter_id)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from aiinfra.course.exercises._format import DEFAULT_REL_TOL, Exercise
 from aiinfra.course.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
@@ -178,11 +179,16 @@ def _resolved(ex: Exercise, sid: str | None, variants: bool):
     return ns, references(ex, ns)
 
 
-def statement_markdown(ex: Exercise, ns: Mapping[str, Any], heading: str = "") -> str:
-    """The statement and the parts, as MyST without directives (:func:`plain` makes it Markdown)."""
+def statement_markdown(
+    ex: Exercise, ns: Mapping[str, Any], heading: str = "", refs: Mapping[str, Any] | None = None
+) -> str:
+    """The statement and the parts, as MyST without directives (:func:`plain` makes it Markdown).
+
+    ``refs`` (the references for ``ns``, when the caller has them) saves computing them again.
+    """
     lines = [heading] if heading else []
     lines.append(fill(ex.intro, ns).strip())
-    lists = list_parts(ex, ns)
+    lists = list_parts(ex, ns) if refs is None else {k for k, v in refs.items() if type(v) is list}
     for p in ex.parts:
         lines.append(f"**({p.part})** {fill(p.prompt, ns).strip()} {answer_format(p, p.part in lists)}")
     return "\n\n".join(lines) + "\n"

@@ -17,8 +17,9 @@ import hashlib
 import hmac
 import math
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from aiinfra.course.exercises._format import Exercise
 from aiinfra.course.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)

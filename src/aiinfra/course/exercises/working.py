@@ -60,7 +60,8 @@ def dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
                     todo.append(obj)
             elif _is_literal(obj):
                 consts[name] = obj
-    imports, grouped = [], {}
+    imports: list = []
+    grouped: dict = {}
     for alias, full in sorted(mods):
         pkg, _, leaf = full.rpartition(".")
         if leaf == alias:

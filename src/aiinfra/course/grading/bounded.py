@@ -122,7 +122,7 @@ def walk(
     """
     tree = Tree()
     seen = 0
-    stack = [((), _open_dir(root, dir_fd))]
+    stack: list[tuple[tuple[str, ...], int]] = [((), _open_dir(root, dir_fd))]
     skipped = {"depth": 0, "entries": 0, "bytes": 0, "special": 0, "path": 0, "huge": 0}
     try:
         while stack:

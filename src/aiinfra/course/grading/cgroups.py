@@ -35,7 +35,7 @@ def _write(path: Path, value) -> None:
 
 
 def _pids(files) -> set[int]:
-    out = set()
+    out: set[int] = set()
     for f in files:
         out.update(int(x) for x in _read(f).split())
     return out
@@ -81,7 +81,7 @@ def _own_paths() -> dict[str, str]:
 
 def _mounts() -> dict[str, Path]:
     """Controller (or "" for the v2 hierarchy) -> mount point."""
-    out = {}
+    out: dict[str, Path] = {}
     for line in _read(Path("/proc/self/mountinfo")).splitlines():
         left, _, right = line.partition(" - ")
         fields, rfields = left.split(), right.split()
@@ -183,7 +183,7 @@ class Cgroups:
         self.bases = bases
         self.runs = {c: b / f"{PREFIX}{os.getpid()}" for c, b in bases.items()}
         self.cleaned = self._remove_stale()
-        for c, run in self.runs.items():
+        for run in self.runs.values():
             run.mkdir(exist_ok=True)
             if version == 2:
                 _write(run / "cgroup.subtree_control", "+memory +pids")
@@ -196,7 +196,7 @@ class Cgroups:
 
     def _remove_stale(self) -> list[str]:
         gone = []
-        for c, base in self.bases.items():
+        for base in self.bases.values():
             for run in base.glob(f"{PREFIX}*"):
                 if not run.is_dir() or _grader_alive(run.name):
                     continue

@@ -158,7 +158,7 @@ def grade(
 ) -> dict:
     """Grade every submission that is new or changed; returns counts. One submission's failure is its own."""
     fp = assignment.fingerprint()
-    todo = deque()
+    todo: deque = deque()
     skipped = 0
     for sub in subs:
         try:  # a first read, for "unchanged?" only: the worker reads, hashes and grades its own copy

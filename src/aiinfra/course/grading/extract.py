@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 from queue import Empty
+from typing import Any
 
 # Imported here, before any fork, so that every worker starts warm.
 import nbformat
@@ -353,7 +354,7 @@ async def _execute(
     client.output_cap = limits.output_bytes
     client.output_truncated = False
     code_cells = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"]
-    out = {"status": "ok", "errors": [], "cells_total": len(code_cells), "cells_run": 0}
+    out: dict[str, Any] = {"status": "ok", "errors": [], "cells_total": len(code_cells), "cells_run": 0}
     loop = asyncio.get_running_loop()
     answers.follow(loop)
     stderr.follow(loop)
@@ -460,10 +461,16 @@ def _stop_sandbox(km: SandboxKernelManager, bwrap: bool) -> None:
         pass
 
 
+def _given(fallback_root: str | None) -> str:
+    if fallback_root is None:
+        raise ValueError("fallback_root must be a folder when the plan's mode is not 'bwrap'")
+    return fallback_root
+
+
 def _dropped_connections() -> int:
     n = 0
     for mon in _BindingMixin.monitors:
-        sync = zmq.Socket.shadow(mon.underlying)
+        sync: zmq.Socket = zmq.Socket.shadow(mon.underlying)
         while sync.poll(0):
             sync.recv_multipart()
             n += 1
@@ -650,7 +657,11 @@ class Extraction:
         # private temporary root, never under --out (a bound socket's path shows in /proc/net/unix)
         self.ipc = os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
         self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
-        self.proc = self.conn = self.result_bytes = self.started = None
+        # set by start() and collect(): the worker process, its pipe, its answer, its start time
+        self.proc: Any = None
+        self.conn: Any = None
+        self.result_bytes: Any = None
+        self.started: Any = None
 
     def start(self) -> None:
         self.started = time.monotonic()
@@ -734,10 +745,11 @@ class Extraction:
             self.proc.join()
         if self.plan.cgroups:
             self.plan.cgroups.slots[self.slot].kill()
-        if self.plan.drop_uid and self.plan.mode == "none":
-            kill_uid(self.plan.uid(self.slot))
+        uid = self.plan.uid(self.slot)
+        if uid is not None and self.plan.mode == "none":  # uid() is None unless the plan drops the uid
+            kill_uid(uid)
         try:
-            result = json.loads(self.result_bytes.decode()) if self.result_bytes else None
+            result: Any = json.loads(self.result_bytes.decode()) if self.result_bytes else None
         except ValueError:
             result = None
         if not isinstance(result, dict):

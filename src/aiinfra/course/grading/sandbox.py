@@ -166,6 +166,7 @@ class Plan:
         )
 
     def bwrap_args(self, stage: str, ipc: str | None, env: dict) -> list[str]:
+        assert self.bwrap is not None, "bwrap_args needs mode 'bwrap' (a bwrap binary was found)"
         a = [
             self.bwrap,
             "--die-with-parent",
@@ -263,6 +264,7 @@ class Plan:
         """Where the kernel finds its stage, sockets, work folder and home (its own view)."""
         if self.mode == "bwrap":
             return {"stage": INSIDE_STAGE, "ipc": INSIDE_IPC, "work": INSIDE_WORK, "home": INSIDE_HOME}
+        assert work is not None, "without bwrap the kernel's work folder is a real path"
         return {
             "stage": stage,
             "ipc": ipc,
@@ -341,7 +343,7 @@ def write_identity_files(stage: str, uid: int | None) -> None:
 
 def _probe(plan: Plan, stage: str) -> tuple[dict | None, str]:
     """Run the probe kernel (no cgroup) in a sandbox built like the real ones."""
-    procs = []
+    procs: list = []
     try:
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
         done = subprocess.run(

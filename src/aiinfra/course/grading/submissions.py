@@ -26,6 +26,7 @@ import os
 import stat
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from ..exercises.record import student_id
 from . import bounded
@@ -50,7 +51,7 @@ def _entry(folder: Path, name: str, chapter: str) -> dict:
     raw = bounded.name_bytes(name)
     shown = bounded.clean_text(name.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     path = folder / name
-    sub = {
+    sub: dict[str, Any] = {
         "name": shown,
         "raw_name": raw,
         "path": bounded.clean_text(str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")),
