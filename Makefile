@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test venv vendor notebooks clean bench nbval
+.PHONY: book test venv vendor notebooks clean bench nbval pdf test-pdf
 
 venv: $(STAMP)
 
@@ -58,6 +58,21 @@ nbval: $(STAMP)
 # without the build benchmark, which copies the checkout and runs make book and make test).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(BENCH)
+
+# The whole book as one PDF, $(PDF): Jupyter Book's LaTeX builder, then latexmk with XeLaTeX.
+# Debian packages: texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra
+# fonts-freefont-otf librsvg2-bin, and poppler-utils for the test; .ci/run installs them for this
+# step only. Pages come from the execution cache, as in `make book`. `make test-pdf` checks the
+# PDF's text (tests/pdf, outside `make test`: it fails, never skips, when the PDF is missing).
+PDF := _build/latex/book.pdf
+pdf: $(STAMP) $(LIBRARY_STAMP)
+	$(PY) tools/preexecute.py -j $(JOBS)
+	rm -f $(PDF)
+	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder pdflatex -W -n --keep-going
+	test -s $(PDF)
+
+test-pdf: pdf
+	AIINFRA_PDF=$(PDF) $(PY) -m pytest -q -p no:cacheprovider tests/pdf
 
 clean:
 	rm -rf _build
