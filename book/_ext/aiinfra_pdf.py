@@ -11,6 +11,9 @@ in the LaTeX build only:
   other raw HTML node, as in any Sphinx LaTeX build;
 * the solutions of the exercises move to an appendix at the end of the book, where each
   keeps its number and its label (so the exercise's reference to it still resolves);
+* the pages the HTML leaves unnumbered (the opening page, "Before you start", the
+  reference pages) are unnumbered chapters, so Chapter 1 is chapter 1 and the section and
+  equation numbers are those of the HTML;
 * the book's still figures are SVG, which LaTeX cannot include: myst-nb picks the SVG for
   LaTeX too (``nb_mime_priority_overrides`` in ``_config.yml``) and ``rsvg-convert``
   (Debian's librsvg2-bin) turns each into a PDF, vector art kept vector.
@@ -66,6 +69,36 @@ class Dollars(SphinxPostTransform):
                 raw.replace_self(nodes.Text("$"))
 
 
+SAVE_NUMBERING = "\\newcounter{aiinfrasecnumdepth}\\setcounter{aiinfrasecnumdepth}{\\value{secnumdepth}}\n"
+NUMBERED = "\\setcounter{secnumdepth}{\\value{aiinfrasecnumdepth}}\n"
+UNNUMBERED = "\\setcounter{secnumdepth}{-1}\n"
+
+
+class Numbering(SphinxPostTransform):
+    """Chapters numbered where the HTML numbers them (its numbered toctree), unnumbered elsewhere."""
+
+    default_priority = 900
+    builders = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        from sphinx import addnodes
+
+        if self.document.get("docname") != self.app.config.root_doc:
+            return
+        numbered = self.env.toc_secnumbers
+        state = False
+        for start in list(self.document.findall(addnodes.start_of_file)):
+            now = bool(numbered.get(start["docname"]))
+            if now != state:
+                start.parent.insert(start.parent.index(start), _latex(NUMBERED if now else UNNUMBERED))
+                state = now
+        self.document.insert(0, _latex(SAVE_NUMBERING + UNNUMBERED))
+
+
+def _latex(text: str) -> nodes.raw:
+    return nodes.raw("", text, format="latex")
+
+
 class SolutionsAppendix(SphinxPostTransform):
     """Every solution, in the book's order, moved to an appendix after the last chapter."""
 
@@ -82,14 +115,14 @@ class SolutionsAppendix(SphinxPostTransform):
         for sol in solutions:
             sol.parent.remove(sol)
             appendix += sol
-        self.document += nodes.raw("", "\\appendix\n", format="latex")
+        self.document += _latex("\\appendix\n\\setcounter{secnumdepth}{0}\n")
         self.document += appendix
 
 
 class SvgToPdf(ImageConverter):
     """SVG figures as PDF for LaTeX, through ``rsvg-convert``."""
 
-    conversion_rules = [("image/svg+xml", "application/pdf")]
+    conversion_rules = (("image/svg+xml", "application/pdf"),)
 
     def is_available(self) -> bool:
         return shutil.which("rsvg-convert") is not None
@@ -104,4 +137,5 @@ def setup(app):
     app.add_post_transform(FigureFrames)
     app.add_post_transform(Dollars)
     app.add_post_transform(SolutionsAppendix)
+    app.add_post_transform(Numbering)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
