@@ -191,22 +191,24 @@ def run_all(scratch: Path, kernel: str, kernel_env, jupyter_path: str | None) ->
         )
         if jupyter_path:
             env["JUPYTER_PATH"] = jupyter_path
-        proc = subprocess.run(
-            [
-                sys.executable,
-                str(scratch / "runner.py"),
-                str(path),
-                str(scratch / "probe.py"),
-                str(out),
-                kernel,
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=NOTEBOOK_TIMEOUT_S,
-        )
-        assert proc.returncode == 0, f"{path}: {proc.stderr[-3000:]}"
+        log = out.with_suffix(".log")
+        with log.open("w") as sink:  # a file, not a pipe: a kernel's leftover child cannot hold it open
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    str(scratch / "runner.py"),
+                    str(path),
+                    str(scratch / "probe.py"),
+                    str(out),
+                    kernel,
+                ],
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                check=False,
+                timeout=NOTEBOOK_TIMEOUT_S,
+            )
+        assert proc.returncode == 0, f"{path}: {log.read_text()[-3000:]}"
         return str(path.relative_to(ROOT)), json.loads(out.read_text(encoding="utf-8"))
 
     with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
