@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test lint venv vendor notebooks clean bench nbval library-stamp oracle
+.PHONY: book test lint venv vendor notebooks clean bench nbval library-stamp oracle pdf test-pdf
 
 venv: $(STAMP)
 
@@ -85,6 +85,22 @@ oracle:
 	@test -x $(ORACLE_PY) || $(PYTHON) -m venv $(ORACLE_VENV)
 	$(ORACLE_PY) -m pip install -q torch==2.13.0 transformers==5.24.0 numpy
 	$(ORACLE_PY) tools/oracle.py --write
+
+# The whole book as one PDF, $(PDF): Jupyter Book's LaTeX builder, then latexmk with XeLaTeX.
+# Debian packages: texlive-xetex latexmk texlive-fonts-recommended texlive-latex-extra
+# fonts-freefont-otf librsvg2-bin, and poppler-utils for the test; .ci/run installs them for this
+# step only. Pages come from the execution cache, as in `make book`. `make test-pdf` checks the
+# PDF's text (tests/pdf, outside `make test`: it fails, never skips, when the PDF is missing).
+PDF := _build/latex/book.pdf
+pdf: export AIINFRA_MACHINE_RECORD := $(CURDIR)/$(CACHE)/machine-record.json
+pdf: $(STAMP) vendor library-stamp
+	$(PY) tools/preexecute.py -j $(JOBS)
+	rm -f $(PDF)
+	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder pdflatex -W -n --keep-going
+	test -s $(PDF)
+
+test-pdf: pdf
+	AIINFRA_PDF=$(PDF) $(PY) -m pytest -q -p no:cacheprovider tests/pdf
 
 clean:
 	rm -rf _build

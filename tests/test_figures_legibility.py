@@ -38,6 +38,9 @@ from aiinfra.serving import prefix_cache
 
 PX_PER_PT = ia.DISPLAY_DPI / 72
 MIN_PX = 11.0
+#: Characters a slider's readout shows uncut: ipywidgets gives it 148 CSS px of 13 px type, which
+#: cut ch05/02's "GQA, 8 KV heads (Llama-3.1-70B)" after its 21st character.
+READOUT_CHARS = 21
 
 
 def _llama70b():
@@ -234,6 +237,13 @@ def test_interactive_figure_is_legible(name, point):
     fn, _, fixed = INTERACTIVE[name]
     fig, _ = fn(**point, **fixed())
     assert legibility_problems(fig) == []
+
+
+@pytest.mark.parametrize("name", list(INTERACTIVE))
+def test_every_slider_value_fits_the_readout(name):
+    _, sliders, _ = INTERACTIVE[name]
+    long = [s.text(v) for s in sliders() for v in s.values if len(s.text(v)) > READOUT_CHARS]
+    assert not long, f"{name}: slider labels the readout would cut: {long}"
 
 
 @pytest.mark.parametrize("name", list(STILL))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 
 import numpy as np
@@ -272,10 +273,48 @@ def test_live_mode_redraws_on_change():
 
 def test_display_bundle_is_the_widget_view():
     f = interactive_figure(wave, [Slider("freq", [1, 2])], mode="live")
-    bundle = f._repr_mimebundle_()
-    data = bundle[0] if isinstance(bundle, tuple) else bundle
-    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == f.widget.model_id
+    data = f._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"] == {
+        "version_major": 2,
+        "version_minor": 0,
+        "model_id": f.widget.model_id,
+    }
     assert "InteractiveFigure" in data["text/plain"]
+
+
+def test_display_works_with_widgets_that_lack_a_mimebundle(monkeypatch):
+    """ipywidgets 7 (Colab's 7.7.1) widgets have no ``_repr_mimebundle_``: the figure displays all the same."""
+    import ipywidgets as w
+
+    monkeypatch.delattr(w.Widget, "_repr_mimebundle_", raising=False)
+    monkeypatch.delattr(w.DOMWidget, "_repr_mimebundle_", raising=False)
+    f = interactive_figure(wave, [Slider("freq", [1, 2])], mode="live")
+    assert not hasattr(f.widget, "_repr_mimebundle_")
+    data = f._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == f.widget.model_id
+
+
+def test_static_bundle_carries_the_whole_default_frame_and_its_settings():
+    """Clients without widgets (a notebook preview, the PDF) get the default frame, background included."""
+    f = interactive_figure(
+        wave_view, [Slider("freq", [1, 2, 3], default=2, fmt="{} Hz", label="frequency")], mode="static"
+    )
+    data = f._repr_mimebundle_()
+    assert f.background is not None  # drawn in layers: the stored frame alone lacks the axes
+    shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).convert("RGB"))
+    whole = np.asarray(Image.open(io.BytesIO(f.render(density=f.density, freq=2)[0])).convert("RGB"))
+    layer = Image.open(io.BytesIO(f.frames[1].png)).convert("RGBA")
+    layer_on_white = np.asarray(
+        Image.alpha_composite(Image.new("RGBA", layer.size, "white"), layer).convert("RGB")
+    )
+
+    def mean_difference(a):
+        return np.abs(a.astype(int) - whole.astype(int)).max(axis=-1).mean()
+
+    assert shown.shape == whole.shape
+    assert mean_difference(shown) < 1.0
+    assert mean_difference(layer_on_white) > 5 * mean_difference(shown)
+    assert "frequency = 2 Hz" in data["text/plain"]
 
 
 # ----- views: built once, moved in place -------------------------------------

@@ -94,6 +94,7 @@ def setup(app):
     os.environ["AIINFRA_BOOK_BUILD"] = "1"
     app.connect("config-inited", one_search_box)
     app.setup_extension("aiinfra_notebooks")
+    app.setup_extension("aiinfra_pdf")
     app.connect("html-page-context", rewrite, priority=900)
     app.connect("html-page-context", drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

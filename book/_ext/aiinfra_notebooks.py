@@ -190,13 +190,21 @@ def _visible(output) -> bool:
     return output.get("output_type") == "stream" or any(not k.startswith(GLUE_MIME_PREFIX) for k in data)
 
 
+_STYLE = re.compile(r"<style>.*?</style>", re.S)
+_IMG = re.compile(r"<img\b[^>]*>")
+
+
 def widget_preview(output, state: dict) -> list:
     """Saved outputs for an interactive figure: its title and readouts, then its default frame.
 
     The book's static figure is a tree of ipywidgets whose Stacks select the frame of the
     default slider settings; following the selected child of each Stack gives the HTML the
-    page shows on load. The frame image becomes an ``image/png`` output (every client shows
-    it); the rest stays HTML. Running the cell replaces both with the live figure.
+    page shows on load: the title and readouts stay HTML. The frame itself is a moving layer
+    over a background that the page's CSS stacks, which a client without that CSS (JupyterLab
+    and Colab sanitise styles; nbconvert and GitHub drop them) would show as the layer alone;
+    the figure's output carries the whole default frame as one ``image/png`` (every client
+    shows it), which becomes the preview's image. Running the cell replaces both with the
+    live figure.
     """
     root = output["data"][WIDGET_VIEW]["model_id"]
     pieces: list[str] = []
@@ -216,10 +224,9 @@ def widget_preview(output, state: dict) -> list:
 
     walk(root)
     joined = "".join(pieces)
-    images = re.findall(r'<img[^>]*src="data:image/png;base64,([^"]+)"[^>]*>', joined)
     settings = re.findall(r'<img[^>]*alt="([^"]*)"', joined)
     note = PREVIEW_NOTE.format(settings=html.unescape(settings[0]) if settings else "the default settings")
-    text_html = re.sub(r"<img[^>]*>", "", joined)
+    text_html = _IMG.sub("", _STYLE.sub("", joined))
     outs = [
         nbformat.v4.new_output(
             "display_data",
@@ -229,11 +236,13 @@ def widget_preview(output, state: dict) -> list:
             },
         )
     ]
-    outs += [
+    if "image/png" not in output["data"]:
+        logger.warning("notebook: an interactive figure's output has no image/png of its default frame")
+        return outs
+    png = gen_text(output["data"]["image/png"])
+    return outs + [
         nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<figure frame>"})
-        for png in images
     ]
-    return outs
 
 
 def outputs_for(cell, container, nb, ctx: dm.Context) -> tuple[list, bool]:
@@ -313,6 +322,7 @@ def code_cell(cell, container, nb, ctx: dm.Context) -> nbformat.NotebookNode:
         new.metadata["jupyter"] = {"source_hidden": True}
     if any(t in tags for t in HIDE_OUTPUT):
         new.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
+        new.metadata["collapsed"] = True  # what JupyterLab and Colab write for folded outputs
     new.outputs = outputs
     count = cell.get("execution_count") if outputs else None
     new.execution_count = count
@@ -367,6 +377,8 @@ def events(node: nodes.Node, ctx: dm.Context, source: str):
 
 
 def build_notebook(app, doctree: nodes.document, docname: str) -> nbformat.NotebookNode:
+    from aiinfra.book import colab
+
     env = app.env
     nb = executed_notebook(app, docname)
     measured = measured_keys(nb)
@@ -428,8 +440,7 @@ def build_notebook(app, doctree: nodes.document, docname: str) -> nbformat.Noteb
     out = nbformat.v4.new_notebook(
         cells=cells,
         metadata={
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
+            **json.loads(json.dumps(colab.NOTEBOOK_METADATA)),
             "colab": {"provenance": [], "toc_visible": True},
             "aiinfra": {"page": docname, "url": ctx.page_url},
         },

@@ -3,7 +3,7 @@
 JupyterLab is started from the project's venv (headless, no token, on a free localhost
 port) over a scratch copy of one generated chapter notebook, and driven in Debian's
 chromium through Playwright, with every non-local request aborted. The test checks what a
-reader meets, in order: the prose is rendered Markdown that shows the page's glued numbers
+reader meets, in order: the notebook opens unmodified; the prose is rendered Markdown that shows the page's glued numbers
 (among them the 8-bit size of the 70B model's weights) and no MyST; the set-up cell and
 the other cells the book hides are folded; Run All finishes without an error; and moving
 a slider of the live figure changes its image.
@@ -219,6 +219,14 @@ def test_chapter_notebook_in_jupyterlab(lab_page):
         timeout=UI_TIMEOUT_MS,
     )
     _screenshot(page, "opened")
+
+    # 0. Opening changes nothing: the kernel is up and idle, and the document is not dirty (no
+    # "save changes?" on close), so the metadata JupyterLab writes on open was already there.
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(2000)
+    assert page.locator(".jp-NotebookPanel.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").count() == 0, (
+        "the notebook is modified right after opening"
+    )
 
     # 1. The prose is rendered Markdown with the page's numbers and no MyST.
     prose = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown")

@@ -11,6 +11,23 @@ checkout in for the remote.
 from __future__ import annotations
 
 
+#: Notebook metadata as JupyterLab and Colab write it when they open a notebook with the book's
+#: kernel, so that opening one changes nothing (no "save changes?" on close). JupyterLab takes
+#: ``language_info`` from the kernel (all but ``version``, which is the reader's Python) and
+#: names the kernel "Python 3 (ipykernel)".
+NOTEBOOK_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+    },
+}
+
+
 def pip_source(repo_url: str, branch: str) -> str:
     """pip requirement for the library at ``branch`` of ``repo_url`` (a GitHub URL)."""
     if not repo_url.startswith("https://") or not branch:

@@ -51,6 +51,7 @@ readout box ``aiinfra-readout``.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import html
@@ -89,6 +90,8 @@ CSS_FRAME = "aiinfra-frame"
 CSS_READOUT = "aiinfra-readout"
 CSS_LIVE_ONLY = "aiinfra-live-only"
 CSS_BACKGROUND = "aiinfra-bg"
+#: The output type of a displayed widget (the same in ipywidgets 7 and 8).
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 Readouts = Mapping[str, Any] | str
 FigureFn = Callable[..., tuple[Any, Readouts]]
@@ -739,10 +742,48 @@ class InteractiveFigure:
 
     # ----- display -------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = self.__repr__()
+        """The widget-view output that ipywidgets 7 (Colab) and 8 (JupyterLab, Binder) both render.
+
+        ipywidgets 8 widgets have a ``_repr_mimebundle_``; ipywidgets 7 widgets only an
+        ``_ipython_display_`` that publishes this same bundle. Building it here, from the
+        root widget's ``model_id``, is the path both versions and nbclient support.
+        """
+        bundle = {
+            WIDGET_VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
+            "text/plain": self.__repr__(),
+        }
+        if self.mode == "static":  # what a client without widgets (the PDF, a notebook preview) shows
+            bundle["image/png"] = base64.b64encode(self.default_frame_png()).decode("ascii")
+            bundle["text/plain"] = self.caption()
         return bundle
+
+    def default_point(self) -> dict:
+        """The slider settings of the frame a static page shows on load (every slider at its default)."""
+        return {s.name: s.default_value for s in self.sliders if s.name not in self.live_only}
+
+    def caption(self) -> str:
+        """One line naming the figure and the slider settings its default frame shows."""
+        shown = "; ".join(f"{s.caption} = {s.text(s.default_value)}" for s in self.sliders)
+        name = f"{self.title}. " if self.title else ""
+        return f"{name}Interactive figure shown at {shown} (the sliders move in the HTML book and the notebooks)."
+
+    def default_frame_png(self) -> bytes:
+        """The static page's default frame as one opaque PNG: its moving layer drawn over the background."""
+        from PIL import Image as PILImage
+
+        if self.mode != "static":
+            raise ValueError("default_frame_png() needs a static figure (mode='static')")
+        point = self.default_point()
+        frame = next(f for f in self.frames if all(_same(f.params[k], v) for k, v in point.items()))
+        layer = PILImage.open(io.BytesIO(frame.png)).convert("RGBA")
+        if self.background is not None:
+            under = PILImage.open(io.BytesIO(self.background)).convert("RGBA")
+            if under.size != layer.size:
+                under = under.resize(layer.size, PILImage.Resampling.BILINEAR)
+            layer = PILImage.alpha_composite(under, layer)
+        import numpy as np
+
+        return _png(np.asarray(layer.convert("RGB")), palette_colors=256)
 
     def __repr__(self) -> str:
         names = ", ".join(s.name for s in self.sliders)

@@ -74,11 +74,26 @@ __all__ = [
 ]
 
 
+#: A literal dollar sign that reads as text everywhere a table is shown: MyST and CommonMark
+#: decode the entity, and JupyterLab's and Colab's MathJax skip elements of these classes
+#: (they would otherwise pair it with the next dollar into mathematics). As
+#: book/_ext/doctree_markdown.py writes it into the saved notebooks.
+DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
+
+
+def plain_dollars(text: str) -> str:
+    """``text`` with each escaped dollar (``\\$``, a price) as :data:`DOLLAR`; ``$...$`` stays mathematics."""
+    return text.replace("\\$", DOLLAR)
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str | None = None) -> str:
     """Render ``rows`` under ``headers`` as a Markdown (MyST) table.
 
     ``align`` is one character per column: ``l``, ``r`` or ``c`` (default:
     first column left, the others right). Cells are converted with ``str``.
+    A price is written ``\\$12.50``, as in MyST; it becomes :data:`DOLLAR`, so
+    the fresh output of a notebook cell reads as the book does (``$...$``
+    remains mathematics).
     """
     headers = [str(h) for h in headers]
     if not headers:
@@ -89,12 +104,15 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str 
     if not isinstance(align, str) or len(align) != n or set(align) - set("lrc"):
         raise ValueError(f"align must be a string of {n} characters from 'l', 'r', 'c', got {align!r}")
     marks = {"l": ":--", "r": "--:", "c": ":-:"}
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
+    lines = [
+        "| " + " | ".join(map(plain_dollars, headers)) + " |",
+        "|" + "|".join(marks[a] for a in align) + "|",
+    ]
     for i, row in enumerate(rows):
         cells = [str(c) for c in row]
         if len(cells) != n:
             raise ValueError(f"rows[{i}] must have {n} cells, got {len(cells)}")
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(plain_dollars(c.replace("|", "\\|")) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -1084,7 +1102,7 @@ def capacity_cases_table_markdown(cases, watts_per_gpu, pue, usd_per_gpu_hour) -
                 f"{p.users_per_replica}",
                 p.limiting,
                 units.fmt_power(e.power_w, digits=2),
-                f"${e.usd_per_million_tokens:.2f}",
+                f"\\${e.usd_per_million_tokens:.2f}",
             ]
         )
     return markdown_table(
@@ -1095,7 +1113,7 @@ def capacity_cases_table_markdown(cases, watts_per_gpu, pue, usd_per_gpu_hour) -
             "users per replica",
             "binds",
             "facility power",
-            "$ per million tokens",
+            "\\$ per million tokens",
         ],
         rows,
         align="lrrrlrr",

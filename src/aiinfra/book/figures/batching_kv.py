@@ -43,7 +43,8 @@ BATCHES = tuple(range(1, 201))
 STATIC_BATCHES = (1, 2, 4, 8, 16, 23, 24, 32, 48, 64, 96, 128, 160, 185, 186, 200)
 KV_LAYOUTS = ("gqa", "mha")
 _KV_LABEL = {"gqa": "GQA, 8 KV heads", "mha": "full MHA, 64 KV heads"}
-_KV_SHORT = {"gqa": "GQA, 8 KV heads (Llama-3.1-70B)", "mha": "MHA, 64 KV heads (d = 8192)"}
+#: The slider's labels: short enough for the slider's readout, which cuts longer ones.
+_KV_SHORT = {"gqa": "GQA, 8 KV heads", "mha": "MHA, 64 KV heads"}
 
 
 @lru_cache(maxsize=16)
@@ -62,7 +63,8 @@ def node(
 
 
 def _gb(x):
-    return units.fmt_bytes(x, unit="GB", digits=1)
+    """Decimal GB with thousands separated: ``3,371.5 GB``."""
+    return f"{x / units.GB:,.1f} GB"
 
 
 @redraws("batch", "kv_layout")
@@ -151,9 +153,9 @@ def draw(
         kv_bar.set_width(min(kv_used, nd.free_bytes) / gb)
         beyond.set_width(min(max(kv_used - nd.free_bytes, 0.0) / gb, xmax - cap))
         share.set_text(
-            f"KV vs {_gb(nd.free_bytes)} free HBM: {kv_used / nd.free_bytes:.0%}"
+            f"KV: {kv_used / nd.free_bytes:.0%} of {_gb(nd.free_bytes)} free"
             if b <= max_batch
-            else f"KV over the {_gb(nd.free_bytes)} free by {_gb(kv_used - nd.free_bytes)}"
+            else f"KV {_gb(kv_used - nd.free_bytes)} over {_gb(nd.free_bytes)} free"
         )
         if b <= max_batch:
             per_user = f"{step.tokens_per_s_per_user:,.1f} tok/s"

@@ -165,11 +165,19 @@ def draw(gpu_name="H100 SXM", batch=1, model_name="Qwen3-8B", context_tokens=204
     return View(fig, update, [roof, ridge_line, ridge_text, *dots, legend, title])
 
 
+#: Catalog names too long for a slider's readout, as the slider shows them.
+_SHORT_NAMES = {"RTX PRO 6000 Blackwell Workstation": "RTX PRO 6000 (WS)"}
+
+
+def _short_name(name: str) -> str:
+    return _SHORT_NAMES.get(name, name)
+
+
 def sliders():
     """GPU of the catalog and decode batch, both precomputed (the static page: the :data:`STATIC_GPUS`)."""
     names = _names()
     return [
-        Slider("gpu_name", names, label="GPU", default="H100 SXM", static=STATIC_GPUS),
+        Slider("gpu_name", names, label="GPU", default="H100 SXM", static=STATIC_GPUS, fmt=_short_name),
         Slider("batch", DECODE_BATCHES, label="decode batch", default=1),
     ]
 

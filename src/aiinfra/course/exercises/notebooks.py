@@ -51,8 +51,7 @@ def _notebook(cells: list, chapter: str, kind: str, variants: bool) -> dict:
         "metadata": {
             "aiinfra": {"chapter": chapter, "kind": kind, "variants": variants, "format": FORMAT_VERSION},
             "colab": {"name": f"{chapter}-{kind}.ipynb", "provenance": []},
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
+            **json.loads(json.dumps(colab.NOTEBOOK_METADATA)),
         },
         "nbformat": 4,
         "nbformat_minor": 5,

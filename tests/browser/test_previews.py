@@ -1,0 +1,76 @@
+"""A notebook's saved preview of each interactive figure is the figure the book shows on load.
+
+For every figure of every page, chromium renders the book's default frame (the moving layer
+over its CSS background: what a reader of the HTML sees before touching a slider) and the
+test compares those pixels with the preview image that the page's notebook (this build's,
+``_build/notebooks/``) carries for clients without a kernel. Both are brought to the frame's
+CSS size; a pixel counts as a mismatch when it is ink (dark) in one and paper (near white) in
+the other, which is what a missing axis, tick label or still curve produces, while
+resampling only shifts grey levels at the edges.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import numpy as np
+from PIL import Image
+
+from .conftest import BUILD, MISSING, ROOT, expected_figures
+
+NOTEBOOKS = ROOT / "_build" / "notebooks"
+INK, PAPER = 128, 235
+#: Share of pixels allowed to be ink in one image and paper in the other (anti-aliased edges).
+MAX_MISMATCH = 0.01
+RENDER_WAIT_MS = 20_000
+
+
+def previews(figure_page: str) -> list[Image.Image]:
+    rel = figure_page.removeprefix("book/").removesuffix(".html") + ".ipynb"
+    nb = json.loads((NOTEBOOKS / rel).read_text(encoding="utf-8"))
+    out = []
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if data.get("text/plain") == "<figure frame>":
+                png = "".join(data["image/png"]) if isinstance(data["image/png"], list) else data["image/png"]
+                out.append(Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB"))
+    return out
+
+
+def grey(img: Image.Image, size) -> np.ndarray:
+    return np.asarray(img.convert("L").resize(size, Image.Resampling.LANCZOS), dtype=int)
+
+
+def mismatch(a: np.ndarray, b: np.ndarray) -> float:
+    return float((((a < INK) & (b > PAPER)) | ((b < INK) & (a > PAPER))).mean())
+
+
+def test_preview_is_the_books_first_frame(figure_page, built_book, visit, artifacts):
+    assert figure_page != MISSING, "no page of the built book shows an interactive figure"
+    expected = expected_figures((BUILD / figure_page).read_text(encoding="utf-8"))
+    saved = previews(figure_page)
+    assert len(saved) == expected, f"{figure_page}: {len(saved)} previews in its notebook, {expected} figures"
+    page = visit.goto(figure_page)
+    page.wait_for_function(
+        f"() => document.querySelectorAll('.aiinfra-figure .aiinfra-frame').length >= {expected}",
+        timeout=RENDER_WAIT_MS,
+    )
+    figs = page.locator(".aiinfra-figure")
+    for i, preview in enumerate(saved):
+        frame = figs.nth(i).locator(".aiinfra-frame:visible").first
+        frame.scroll_into_view_if_needed()
+        shown = Image.open(io.BytesIO(frame.screenshot())).convert("RGB")
+        size = shown.size
+        book, notebook = grey(shown, size), grey(preview, size)
+        share = mismatch(book, notebook)
+        if share > MAX_MISMATCH:
+            stem = figure_page.replace("/", "-").removesuffix(".html")
+            shown.save(artifacts / f"preview-{stem}-{i}-book.png")
+            preview.save(artifacts / f"preview-{stem}-{i}-notebook.png")
+        assert share <= MAX_MISMATCH, (
+            f"{figure_page}: figure {i}'s preview differs from the book's first frame in {share:.1%} of its pixels"
+        )
+        assert (notebook < INK).mean() > 0.005, f"{figure_page}: figure {i}'s preview is blank"
