@@ -11,9 +11,11 @@ with the arguments the page passes. Nothing is listed by hand.
   default (towards the far end), to its last value, to its first, to the middle, and back to
   the default. One step is timed from the slider's value change to the return of its
   observer: compute, redraw or blit, PNG encoding, and the new image and readouts set on the
-  widgets. Printed per figure: the median and the worst wall time, and the median CPU time of
+  widgets (their state serialised for the front end; with no kernel here the message goes to
+  ipywidgets' stand-in comm, which drops it, so the socket is not timed). Printed per figure: the median and the worst wall time, and the median CPU time of
   this process per step (the machine may be shared: CPU time above the goal is not load).
-  Goal: median <= 50 ms and worst <= 100 ms for every figure.
+  Goal: median <= 50 ms and worst <= 100 ms for every figure; the table says whether the wall
+  times meet it and whether the CPU times do (on a loaded machine only the second says much).
 * **static frames** (unless ``--no-static``): the same figure built as the book build builds
   it (``mode="static"``). Printed: wall time per precomputed frame (goal <= 0.1 s), frames,
   pixel density and the exact embedded widget state (the page weight, cap 400 KB).
@@ -170,7 +172,7 @@ def main(argv=None) -> int:
     )
     header = (
         f"{'figure':40s} {'steps':>5s} {'median':>8s} {'worst':>8s} {'cpu med':>8s} {'cpu max':>8s}  "
-        f"{'goal':4s} | {'s/frame':>7s} {'frames':>6s} {'dens':>5s} {'weight':>9s}"
+        f"{'wall':4s} {'cpu':4s} | {'s/frame':>7s} {'frames':>6s} {'dens':>5s} {'weight':>9s}"
     )
     print(header)
     print("-" * len(header))
@@ -193,10 +195,13 @@ def main(argv=None) -> int:
                 "all_s": wall,
             }
             row["met"] = row["median_s"] <= LIVE_MEDIAN_GOAL_S and row["worst_s"] <= LIVE_WORST_GOAL_S
+            row["cpu_met"] = (
+                row["cpu_median_s"] <= LIVE_MEDIAN_GOAL_S and row["cpu_worst_s"] <= LIVE_WORST_GOAL_S
+            )
             line = (
                 f"{name:40s} {len(wall):5d} {row['median_s'] * 1e3:5.0f} ms {row['worst_s'] * 1e3:5.0f} ms "
                 f"{row['cpu_median_s'] * 1e3:5.0f} ms {row['cpu_worst_s'] * 1e3:5.0f} ms  "
-                f"{'met' if row['met'] else 'OVER':4s} | "
+                f"{'met' if row['met'] else 'OVER':4s} {'met' if row['cpu_met'] else 'OVER':4s} | "
             )
             if not args.no_static:
                 st = static_build(figure)
@@ -211,18 +216,20 @@ def main(argv=None) -> int:
     meds = [r["median_s"] for r in results.values()]
     worst = max(r["worst_s"] for r in results.values())
     over = [n for n, r in results.items() if not r["met"]]
+    cpu_over = [n for n, r in results.items() if not r["cpu_met"]]
     print(
         f"{len(results)} figures: median of the medians {statistics.median(meds) * 1e3:.0f} ms, largest median "
         f"{max(meds) * 1e3:.0f} ms, worst step {worst * 1e3:.0f} ms; over the goal: {', '.join(over) or 'none'}"
     )
+    print(f"in CPU time (what a quiet machine would wait): over the goal: {', '.join(cpu_over) or 'none'}")
     load1 = os.getloadavg()
     print(f"load average at the end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     # the rows of issue 17's table (benchmarks/run_all.py collects the lines that start with "row:")
     print(
         f"row: {f'live figure step, {len(results)} figures':<44} largest median {max(meds) * 1e3:.0f} ms, "
         f"worst {worst * 1e3:.0f} ms  goal per figure median <= {LIVE_MEDIAN_GOAL_S * 1e3:.0f} ms, worst <= "
-        f"{LIVE_WORST_GOAL_S * 1e3:.0f} ms {'met' if not over else f'NOT met ({len(over)} over)'}; "
-        f"load {load0[0]:.2f} -> {load1[0]:.2f}"
+        f"{LIVE_WORST_GOAL_S * 1e3:.0f} ms {'met' if not over else f'NOT met ({len(over)} over)'} "
+        f"(CPU time: {'met' if not cpu_over else f'{len(cpu_over)} over'}); load {load0[0]:.2f} -> {load1[0]:.2f}"
     )
     if not args.no_static:
         frames = [r["per_frame_s"] for r in results.values()]
