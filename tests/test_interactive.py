@@ -393,3 +393,46 @@ def test_static_view_stores_one_background_and_transparent_layers():
     assert len({fr.png for fr in f.frames}) == 4
     box = f.widget.children[0]
     assert "<style>" in box.value and ia.CSS_BACKGROUND in box.value
+
+
+# ----- the live step's encoder and kept texts ---------------------------------
+
+
+def test_live_png_is_lossless_rgb():
+    rng = np.random.default_rng(0)
+    rgba = rng.integers(0, 256, size=(37, 53, 4), dtype=np.uint8)
+    rgba[..., 3] = 255
+    img = Image.open(io.BytesIO(ia._png_live(rgba)))
+    assert img.mode == "RGB" and img.size == (53, 37)
+    assert np.array_equal(np.asarray(img), rgba[..., :3])
+
+
+@ia.redraws("label")
+def labelled(label="a"):
+    """A view whose only moving artist is a title text (drawn through the live figure's text cache)."""
+    fig = Figure(figsize=(3, 1.5))
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1])
+    title = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", color="#D55E00", fontsize=14)
+
+    def update(label):
+        title.set_text(f"label {label}")
+        return {"label": label}
+
+    return ia.View(fig, update, [title])
+
+
+def test_kept_texts_match_texts_drawn_afresh_and_follow_each_change():
+    redrawer = ia._Redrawer(labelled)
+    raster = None
+    for label in ("a", "bb", "a", "bb", "ccc"):
+        redrawer.update({"label": label})
+        raster = raster or ia._Raster(redrawer.view, 1.5, cache_text=True)
+        live = raster.blit()[..., :3].astype(int)
+        fresh = ia._Raster(ia.View(labelled(label)[0], lambda: {}), 1.5).composite().astype(int)
+        assert np.abs(live - fresh).max() <= 3, (
+            f"label {label!r}: kept text differs from the text drawn afresh"
+        )
+    assert (
+        len(raster._texts.patches) == 3
+    )  # one per distinct text: "a" and "bb" were drawn again from the cache

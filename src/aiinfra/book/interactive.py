@@ -302,13 +302,120 @@ class _Redrawer:
         return self.view.update(**{m: params[m] for m in self.moves if m in params})
 
 
-class _Raster:
-    """One view rasterised at one pixel density: the still background once, the moving artists per step."""
+class _TextCache:
+    """Texts that a live step draws again unchanged, kept as small RGBA patches and blended back.
 
-    def __init__(self, view: View, density: float):
+    Matplotlib 3.11's Agg backend lays out and renders text glyph by glyph in
+    Python (about 0.1 ms a glyph): tick labels, legends and titles were most
+    of a slider step. :meth:`draw_text` stands in for the renderer's
+    ``draw_text`` (same signature). A text is drawn once on a transparent
+    scratch canvas of the same size and dpi; the pixels it covers are kept
+    under a key of everything that decides them (string, font, angle,
+    position, colour, clip rectangle, hinting) and blended over the canvas
+    each time the same text is drawn again. A text clipped to a path is
+    drawn directly. Blending differs from drawing straight onto the canvas
+    by rounding only (a level or two on anti-aliased edges).
+    """
+
+    MAX_PATCHES = 512
+
+    def __init__(self, renderer):
+        from matplotlib.backends.backend_agg import RendererAgg
+
+        self.target = renderer
+        self.scratch = RendererAgg(int(renderer.width), int(renderer.height), renderer.dpi)
+        self.patches: dict = {}
+
+    @staticmethod
+    def _key(gc, x, y, s, prop, angle, ismath, mtext):
+        import matplotlib as mpl
+
+        if gc.get_clip_path()[0] is not None:
+            return None
+        rect = gc.get_clip_rectangle()
+        shaping = tuple(
+            getattr(mtext, name)() for name in ("get_fontfeatures", "get_language") if hasattr(mtext, name)
+        )
+        return (
+            s,
+            hash(prop),
+            float(angle),
+            str(ismath),
+            float(x),
+            float(y),
+            tuple(gc.get_rgb()),
+            gc.get_alpha(),
+            gc.get_forced_alpha(),
+            gc.get_antialiased(),
+            None if rect is None else tuple(rect.bounds),
+            shaping,
+            mpl.rcParams["text.hinting"],
+            mpl.rcParams["text.hinting_factor"],
+            mpl.rcParams["text.antialiased"],
+        )
+
+    def _render(self, *args):
+        """The text drawn alone: (rows, columns, premultiplied colour, 1 - alpha) of the pixels it covers."""
+        import numpy as np
+
+        canvas = np.asarray(self.scratch.buffer_rgba())
+        type(self.scratch).draw_text(self.scratch, *args)
+        top, left = self._search_region(args[-1], canvas.shape)
+        pixels = canvas[top[0] : top[1], left[0] : left[1]]  # where the text can be: its extent, padded
+        rows = np.flatnonzero(pixels[..., 3].any(axis=1))
+        if rows.size == 0:
+            return None
+        y0, y1 = rows[0], rows[-1] + 1
+        cols = np.flatnonzero(pixels[y0:y1, :, 3].any(axis=0))
+        x0, x1 = cols[0], cols[-1] + 1
+        patch = pixels[y0:y1, x0:x1].astype(np.float32) / 255.0
+        pixels[...] = 0  # the scratch canvas stays transparent
+        alpha = patch[..., 3:4]
+        rows, cols = slice(top[0] + y0, top[0] + y1), slice(left[0] + x0, left[0] + x1)
+        return rows, cols, patch[..., :3] * alpha * 255.0, 1.0 - alpha
+
+    def _search_region(self, mtext, shape) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Rows and columns of the canvas that a text can touch: its window extent and 4 pixels round it."""
+        h, w = shape[:2]
+        if mtext is None or not hasattr(mtext, "get_window_extent"):
+            return (0, h), (0, w)
+        box = mtext.get_window_extent(self.target)
+        rows = (max(int(h - box.y1) - 4, 0), min(int(h - box.y0) + 5, h))
+        cols = (max(int(box.x0) - 4, 0), min(int(box.x1) + 5, w))
+        return rows, cols
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        import numpy as np
+
+        args = (gc, x, y, s, prop, angle, ismath, mtext)
+        key = self._key(*args)
+        if key is None:
+            return type(self.target).draw_text(self.target, *args)
+        if key not in self.patches:
+            if len(self.patches) >= self.MAX_PATCHES:
+                self.patches.clear()
+            self.patches[key] = self._render(*args)
+        patch = self.patches[key]
+        if patch is not None:
+            rows, cols, colour, keep = patch
+            canvas = np.asarray(self.target.buffer_rgba())[rows, cols, :3]
+            canvas[...] = (canvas * keep + colour + 0.5).astype(np.uint8)
+
+
+class _Raster:
+    """One view rasterised at one pixel density: the still background once, the moving artists per step.
+
+    With ``cache_text`` (the live figure), :meth:`blit` reuses the pixels of
+    texts drawn unchanged before (:class:`_TextCache`); the static frames
+    draw every text afresh.
+    """
+
+    def __init__(self, view: View, density: float, cache_text: bool = False):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         self.density = check("density", density, ">0")
+        self.cache_text = bool(cache_text)
+        self._texts: _TextCache | None = None
         self.fig = view.fig
         self.moving = sorted(view.moving, key=lambda a: a.get_zorder())
         self.fig.set_dpi(DISPLAY_DPI * self.density)
@@ -337,11 +444,25 @@ class _Raster:
         self._draw_moving()
         return self._buffer().copy()
 
+    def blit(self):
+        """The background with the moving artists drawn over it: the canvas's own RGBA buffer (not a copy)."""
+        self.canvas.restore_region(self._region)
+        if not self.cache_text:
+            self._draw_moving()
+            return self._buffer()
+        renderer = self.canvas.get_renderer()
+        if self._texts is None or self._texts.target is not renderer:
+            self._texts = _TextCache(renderer)
+        renderer.draw_text = self._texts.draw_text
+        try:
+            self._draw_moving()
+        finally:
+            del renderer.draw_text
+        return self._buffer()
+
     def composite(self):
         """The whole figure (RGB): the background with the moving artists drawn over it."""
-        self.canvas.restore_region(self._region)
-        self._draw_moving()
-        return self._buffer()[..., :3].copy()
+        return self.blit()[..., :3].copy()
 
 
 def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> bytes:
@@ -365,6 +486,40 @@ def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> 
     out = io.BytesIO()
     img.save(out, format="PNG", compress_level=compress_level)
     return out.getvalue()
+
+
+def _png_live(rgba) -> bytes:
+    """Encode an opaque RGBA buffer as an RGB PNG for a live step: lossless, fast, no row filter.
+
+    Pillow tries every PNG row filter on every row; for line art on white an
+    unfiltered row compresses about as well, and zlib at level 1 then takes a
+    third of Pillow's time (about 7 ms for a 1,180 x 504 figure at the live
+    density) for the same bytes within a few percent.
+    """
+    import struct
+    import zlib
+
+    import numpy as np
+    from PIL import Image as PILImage
+
+    h, w = rgba.shape[:2]
+    rgb = PILImage.frombuffer("RGBA", (w, h), rgba, "raw", "RGBA", 0, 1).convert("RGB")
+    rows = np.empty((h, 1 + 3 * w), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type 0 (none) before every row
+    rows[:, 1:] = np.frombuffer(rgb.tobytes(), dtype=np.uint8).reshape(h, 3 * w)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+        )
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, deflate, no interlace
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows, 1))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _render_png(fig, density: float = 1.0, palette_colors: int | None = None) -> bytes:
@@ -565,8 +720,8 @@ class InteractiveFigure:
     def _live_step(self, params: dict) -> tuple[bytes, str]:
         readouts = self._redrawer.update(params)
         if self._redrawer.rebuilt or self._raster is None:
-            self._raster = _Raster(self._redrawer.view, self.live_density)
-        return _png(self._raster.composite(), compress_level=1), _readouts_html(readouts)
+            self._raster = _Raster(self._redrawer.view, self.live_density, cache_text=True)
+        return _png_live(self._raster.blit()), _readouts_html(readouts)
 
     def _build_live(self):
         import ipywidgets as w

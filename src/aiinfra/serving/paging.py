@@ -226,13 +226,23 @@ def kv_usage_over_time(result, page_tokens, max_context_tokens) -> KVUsage:
             f"(longest is {int(tr.final_context_tokens.max())}), got {m}"
         )
     steps = result.total_steps
-    used = np.zeros(steps, dtype=np.int64)
-    paged = np.zeros(steps, dtype=np.int64)
-    for s0, s1, prompt in zip(result.start_step, result.finish_step, tr.prompt_tokens):
-        held = prompt + np.arange(1, s1 - s0 + 2)
-        used[s0 : s1 + 1] += held
-        paged[s0 : s1 + 1] += paged_reserved_tokens(held, p)
+    start = np.asarray(result.start_step, dtype=np.int64)
+    lengths = np.asarray(result.finish_step, dtype=np.int64) - start + 1
+    # one row per (request, step it runs): every request's steps laid end to end
+    request = np.repeat(np.arange(lengths.size), lengths)
+    offset = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    held = np.asarray(tr.prompt_tokens, dtype=np.int64)[request] + offset + 1
+    step = start[request] + offset
+    used = _sum_by_step(step, held, steps)
+    paged = _sum_by_step(step, np.asarray(paged_reserved_tokens(held, p), dtype=np.int64), steps)
     return KVUsage(used, result.active * m, paged)
+
+
+def _sum_by_step(step: np.ndarray, tokens: np.ndarray, steps: int) -> np.ndarray:
+    """Exact integer sum of ``tokens`` per step index (``0 .. steps - 1``)."""
+    out = np.zeros(steps, dtype=np.int64)
+    np.add.at(out, step, tokens)
+    return out
 
 
 def _reservation_tokens(final_context_tokens, scheme, page_tokens, max_context_tokens):

@@ -144,41 +144,63 @@ def throughput_latency_sliders():
     ]
 
 
+@redraws("output_tokens")
 def latency_timeline(queue_s, ttft_s, tpot_s, output_tokens=12):
     """One request on a time axis: queueing, prefill (ends at the first token), then decode steps.
 
     ``ttft_s`` counts from arrival and includes ``queue_s``; each later token
     costs one ``tpot_s``. The first token comes from prefill, so the reply
     ends at ``TTFT + (G - 1) TPOT`` (:func:`aiinfra.decode.end_to_end_latency_s`).
+    The time axis ends with the reply, so a change of ``output_tokens`` moves
+    the axis and every bar and mark on it; the decode steps are one
+    collection of bars, not a bar each.
     """
     q = check("queue_s", queue_s, ">=0")
     first = check("ttft_s", ttft_s, ">0")
     step = check("tpot_s", tpot_s, ">0")
-    g = check("output_tokens", output_tokens, "int>=2", scalar=True)
     if q >= first:
         raise ValueError(
             f"queue_s must be < ttft_s (TTFT includes the queue), got queue_s={q}, ttft_s={first}"
         )
-    e2e = decode.end_to_end_latency_s(first, step, g)
     fig, ax = new_figure(6.4, 2.1, left=0.03, right=0.97, bottom=0.3, top=0.86)
     ms = 1 / units.ms
-    ax.barh(0, q * ms, color=PALETTE["grey"], height=0.5)
-    ax.barh(0, (first - q) * ms, left=q * ms, color=PALETTE["orange"], height=0.5)
-    for k in range(g - 1):
-        ax.barh(0, step * ms * 0.92, left=(first + k * step) * ms, color=PALETTE["blue"], height=0.5)
-    ax.annotate("queue", (q * ms / 2, 0.38), ha="center", fontsize=FONT["small"])
-    ax.annotate("prefill", ((q + (first - q) / 2) * ms, 0.38), ha="center", fontsize=FONT["small"])
-    ax.annotate(f"{g - 1} decode steps", ((first + e2e) / 2 * ms, 0.38), ha="center", fontsize=FONT["small"])
-    ax.axvline(first * ms, color="black", lw=0.8)
-    ax.annotate(f"TTFT {units.fmt_time(first)}", (first * ms, -0.55), ha="center", fontsize=FONT["small"])
-    ax.annotate(f"end {units.fmt_time(e2e)}", (e2e * ms, -0.55), ha="right", fontsize=FONT["small"])
+    # the axis ends with the reply, so everything drawn in data units moves with output_tokens
+    on_axis = [
+        *ax.barh(0, q * ms, color=PALETTE["grey"], height=0.5),
+        *ax.barh(0, (first - q) * ms, left=q * ms, color=PALETTE["orange"], height=0.5),
+        ax.annotate("queue", (q * ms / 2, 0.38), ha="center", fontsize=FONT["small"]),
+        ax.annotate("prefill", ((q + (first - q) / 2) * ms, 0.38), ha="center", fontsize=FONT["small"]),
+        ax.axvline(first * ms, color="black", lw=0.8),
+        ax.annotate(
+            f"TTFT {units.fmt_time(first)}", (first * ms, -0.55), ha="center", fontsize=FONT["small"]
+        ),
+    ]
+    steps = ax.broken_barh([], (-0.25, 0.5), facecolors=PALETTE["blue"], edgecolors="none")
+    steps_note = ax.text(0, 0.38, "", ha="center", fontsize=FONT["small"])
+    end_note = ax.text(0, -0.55, "", ha="right", fontsize=FONT["small"])
     ax.set_ylim(-0.75, 0.7)
-    ax.set_xlim(0, e2e * ms * 1.01)
     ax.set_yticks([])
     ax.spines[["left"]].set_visible(False)
     ax.set_xlabel("time since the request arrived (ms)")
-    return fig, {
-        "TTFT": units.fmt_time(first),
-        "TPOT": units.fmt_time(step),
-        "end to end": units.fmt_time(e2e),
-    }
+
+    def update(output_tokens):
+        g = check("output_tokens", output_tokens, "int>=2", scalar=True)
+        e2e = decode.end_to_end_latency_s(first, step, g)
+        steps.set_verts(
+            [
+                [(x0, -0.25), (x0, 0.25), (x0 + step * ms * 0.92, 0.25), (x0 + step * ms * 0.92, -0.25)]
+                for x0 in ((first + k * step) * ms for k in range(g - 1))
+            ]
+        )
+        steps_note.set_x((first + e2e) / 2 * ms)
+        steps_note.set_text(f"{g - 1} decode steps")
+        end_note.set_x(e2e * ms)
+        end_note.set_text(f"end {units.fmt_time(e2e)}")
+        ax.set_xlim(0, e2e * ms * 1.01)
+        return {
+            "TTFT": units.fmt_time(first),
+            "TPOT": units.fmt_time(step),
+            "end to end": units.fmt_time(e2e),
+        }
+
+    return View(fig, update, [ax.xaxis, *on_axis, steps, steps_note, end_note])

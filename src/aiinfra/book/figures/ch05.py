@@ -155,19 +155,29 @@ def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE
     cdf.grid(alpha=0.3)
     cdf.legend(fontsize=FONT["legend"], loc="lower right")
 
+    @lru_cache(maxsize=None)
+    def runs(cap, gap):
+        """Both policies on the trace at one slider point, with what the panels draw (kept per point)."""
+        res = scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap)
+        return {
+            name: (
+                r,
+                _series(r.active),
+                np.sort(r.latency_steps),
+                _falls_behind(name, cap, gap, n_requests, seed),
+            )
+            for name, r in res.items()
+        }
+
     def update(max_batch, mean_interarrival_steps):
         cap = check("max_batch", max_batch, "int>=1", scalar=True)
-        res = scheduling.compare_policies(demo_trace(mean_interarrival_steps, n_requests, seed), cap)
         readouts = {}
-        for name, r in res.items():
-            overloaded = _falls_behind(name, cap, mean_interarrival_steps, n_requests, seed)
+        for name, (r, (x, y), lat, overloaded) in runs(cap, mean_interarrival_steps).items():
             area, title = panels[name]
-            x, y = _series(r.active)
             area.set_data(100 * y[:-1] / cap, x)
             state = "overloaded" if overloaded else f"done at step {r.total_steps:,}"
             title.set_text(f"{name}, {cap} slots: {r.slot_utilization:.0%} in use, {state}")
             title.set_color(_RED if overloaded else "black")
-            lat = np.sort(r.latency_steps)
             curves[name].set_data(lat, np.arange(1, lat.size + 1) / lat.size)
             readouts[f"{name}: slot use"] = f"{r.slot_utilization:.0%}"
             readouts[f"{name}: p50 / p99 latency"] = (
@@ -265,6 +275,14 @@ def kv_reservation(
             ax.set_xlabel("decode step")
         rows[scheme] = (stored, reserved, panel_title(ax, "", fontsize=FONT["small"], loc="left"))
 
+    @lru_cache(maxsize=None)
+    def run(scheme, p, m):
+        """One scheme's run at one slider point, its KV over time and the two series drawn (kept per point)."""
+        r = paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m)
+        use = paging.kv_usage_over_time(r, p, m)
+        held = use.contiguous_tokens if scheme == "contiguous" else use.paged_tokens
+        return r, use, _series(use.used_tokens * gb), _series(held * gb)
+
     def update(page_tokens, max_context_tokens):
         p = check("page_tokens", page_tokens, "int>=1", scalar=True)
         m = check("max_context_tokens", max_context_tokens, "int>=1", scalar=True)
@@ -275,13 +293,10 @@ def kv_reservation(
             )
         readouts = {}
         for scheme in paging.SCHEMES:
-            r = paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m)
+            r, use, stored_xy, reserved_xy = run(scheme, p, m)
             stored, reserved, title = rows[scheme]
-            use = paging.kv_usage_over_time(r, p, m)
-            x, y = _series(use.used_tokens * gb)
-            stored.set_data(y[:-1], x)
-            x, y = _series((use.contiguous_tokens if scheme == "contiguous" else use.paged_tokens) * gb)
-            reserved.set_data(x, y)
+            stored.set_data(stored_xy[1][:-1], stored_xy[0])
+            reserved.set_data(*reserved_xy)
             what = (
                 f"{m:,} tokens reserved per request" if scheme == "contiguous" else f"pages of {_tokens(p)}"
             )
