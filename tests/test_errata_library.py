@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from aiinfra import decode, roofline, units
+from aiinfra import decode, measure, roofline, units
+from aiinfra.book.figures import ch02, ch08
 from aiinfra.catalog import hardware
 from aiinfra.course.exercises import registry, render
 from aiinfra.course.exercises.variants import namespace, params_for, references
@@ -125,3 +127,37 @@ def test_3_4_counts_g_minus_one_decode_passes():
     sample = ex.part("e").sample.format(**{**ns, **refs})
     assert f"remaining {ns['tokens'] - 1:,} sequential passes" in sample
     assert f"is {ns['tokens']:,} sequential" not in sample
+
+
+# --- item 19: figures --------------------------------------------------------------------------
+
+
+def _inside_figure(fig, artist) -> bool:
+    fig.canvas.draw()
+    box, page = artist.get_window_extent(), fig.bbox
+    return box.x0 >= page.x0 - 0.5 and box.x1 <= page.x1 + 0.5 and box.y1 <= page.y1 + 0.5
+
+
+@pytest.mark.parametrize("view", ch02.LADDER_VIEWS)
+def test_the_ladder_title_is_not_clipped(view):
+    fig, _ = ch02.bandwidth_ladder(view)
+    titles = [t for t in fig.texts if t.get_text().strip()]
+    assert titles and all(_inside_figure(fig, t) for t in titles), [t.get_text() for t in titles]
+
+
+def test_the_marked_batch_is_whole_at_the_largest_batch():
+    fig, _ = ch02.request_explorer(batch=max(ch02.BATCH_VALUES))
+    ax = fig.axes[1]
+    fig.canvas.draw()
+    (dot,) = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata()) == 1]
+    marker = dot.get_window_extent(fig._get_renderer())
+    assert ax.bbox.x0 <= marker.x0 and marker.x1 <= ax.bbox.x1
+
+
+def test_the_toy_decode_key_has_a_frame():
+    batches = (1, 2, 4, 8)
+    c = measure.Ceilings(20e9, 5e9, "float32", "synthetic", "synthetic")
+    times = tuple(float(t) for t in measure.predict_decode_step_s(2**20, np.array(batches), 4, c))
+    fig, _ = ch08.toy_decode_roofline(1, batches=batches, times_s=times, n_params=2**20)
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and legend.get_frame_on() and legend.get_frame().get_alpha() == 1.0
