@@ -11,7 +11,6 @@ from aiinfra import compute, decode
 from aiinfra.catalog import hardware, models
 from aiinfra.deployment import (
     TEACHING_8B,
-    TEACHING_ATTENTION_CONTEXT_TOKENS,
     TEACHING_BATCH,
     TEACHING_PROMPT_TOKENS,
     Deployment,
@@ -50,10 +49,10 @@ def test_worked_request_pins_the_source_numbers():
     assert d.ridge_flops_per_byte == pytest.approx(1000 / 3)
     assert pre.intensity_flops_per_byte == pytest.approx(2000)
     assert one.intensity_flops_per_byte == pytest.approx(0.98, abs=0.01)
-    attention = compute.kaplan_attention_flops_per_token(
-        d.model.n_layers, TEACHING_ATTENTION_CONTEXT_TOKENS, d.model.d_model
-    )
-    assert attention / one.flops == pytest.approx(0.016, abs=0.0005)
+    # attention at the worked 2,000-token prompt, scores and values (eq. 3.2): 4 L n d = 1.05 GFLOPs, 6.6% of 2N
+    attention = compute.attention_flops_per_token(d.model.n_layers, d.model.d_model, d.model.d_model, P8)
+    assert attention == 4 * 32 * 2000 * 4096
+    assert attention / one.flops == pytest.approx(0.0655, abs=0.0005)
     share = decode.decode_share_of_reply(pre.time_s, one.time_s, 500)
     assert share == pytest.approx(499 * one.time_s / (0.064 + 499 * one.time_s)) and share > 0.9
 

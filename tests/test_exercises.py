@@ -226,6 +226,11 @@ def _diagnose(x, ref, part, resolved=None):
         ("", (), 100.0, "percent-for-fraction"),
         ("tok/s", (node_slip(8),), 1 / 8, "one-gpu-vs-node"),
         ("million GPU-hours", (), 1e6, "unit-prefix"),
+        # a GiB-for-GB slip carried through a division into a time or a rate (issue 29, item 21)
+        ("ms", (), units.GiB / units.GB, "gib-vs-gb"),
+        ("s", (), units.GB / units.GiB, "gib-vs-gb"),
+        ("tok/s", (), units.GB / units.GiB, "gib-vs-gb"),
+        ("µs", (), units.TiB / units.TB, "gib-vs-gb"),
     ],
 )
 def test_diagnose_recognises_the_slips_a_quantity_can_have(unit, slips, factor, status):
@@ -242,8 +247,9 @@ def test_diagnose_recognises_the_slips_a_quantity_can_have(unit, slips, factor, 
         ("GB", 2.0),
         ("tok/s", 2.0),
         ("ms", 0.5),  # no link: a factor of 2 is no direction slip
-        ("tok/s", units.GiB / units.GB),
-        ("s", units.GiB / units.GB),
+        ("x", units.GiB / units.GB),  # a ratio of two like quantities inherits no prefix slip
+        ("TFLOP/s", units.GiB / units.GB),  # a compute rate is not derived from bytes
+        ("ms", 1.05),  # between MiB (1.0486) and GiB (1.0737): no binary prefix explains it
         ("x", 1000.0),  # no bytes, no prefix
     ],
 )
@@ -296,6 +302,9 @@ def test_issue_false_positives_and_hits():
     # a fraction given for a percentage
     r = _graded("7-3", "b", lambda ref, ns: ref / 100)
     assert r.status == "fraction-for-percent"
+    # 2-5(c): the weights read as GiB over the bandwidth in GB/s gives a time 1.0737x too long
+    r = _graded("2-5", "c", lambda ref, ns: ref * units.GiB / units.GB)
+    assert r.status == "gib-vs-gb" and "GiB vs GB" in r.reason and "time" in r.reason
     # 6-3(b) with the KV cache split 16 ways
     r = _graded("6-3", "b", lambda ref, ns: resolved_slips(registry.get("6-3"), ns)["b"][0]["value"])
     assert r.status == "kv-heads-split"

@@ -20,6 +20,10 @@ One search box per page: sphinx-book-theme puts a search field in the primary si
 pydata-sphinx-theme adds a second one to the header whenever ``navbar_persistent`` is not
 set. Jupyter Book never sets it, so it is set empty here (the article header keeps its
 search icon for narrow screens, where the sidebar is hidden).
+
+Display equations and tables stay inside the text column: ``book/_static/aiinfra-fit.css``
+and ``aiinfra-fit.js`` shrink a slightly wide equation and stack the rows of a table that
+does not fit (``tests/browser/test_fit.py``).
 """
 
 from __future__ import annotations
@@ -92,6 +96,9 @@ def one_search_box(app, config):
 
 def setup(app):
     os.environ["AIINFRA_BOOK_BUILD"] = "1"
+    # equations and tables kept inside the text column on every screen (book/_static)
+    app.add_css_file("aiinfra-fit.css")
+    app.add_js_file("aiinfra-fit.js", loading_method="defer")
     app.connect("config-inited", one_search_box)
     app.setup_extension("aiinfra_notebooks")
     app.setup_extension("aiinfra_pdf")

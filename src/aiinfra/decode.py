@@ -54,6 +54,7 @@ __all__ = [
     "decode_share_of_reply",
     "critical_batch_size",
     "crossover_batch_with_state",
+    "max_context_with_crossover_tokens",
     "max_batch_from_kv_budget",
     "max_users_per_replica",
     "naive_batch_tokens_per_s",
@@ -266,6 +267,43 @@ def crossover_batch_with_state(
     )
     with np.errstate(divide="ignore"):
         return np.where(denom <= 0, math.inf, weight_bytes / np.where(denom <= 0, 1.0, denom))
+
+
+@formula(
+    "F_0/(eta_F*Pi*k/(eta_B*beta) - a)",
+    sample={"kv_bytes_per_context_token": (0.5, 1.0), "attention_flops_per_context_token": (0.0, 1e-7)},
+    flops_fixed_per_token="F_0 >0",
+    attention_flops_per_context_token="a >=0",
+    kv_bytes_per_context_token="k >0",
+    flops_per_s="Pi >0",
+    bandwidth_bytes_per_s="beta >0",
+    eta_f="eta_F (0,1]",
+    eta_b="eta_B (0,1]",
+)
+def max_context_with_crossover_tokens(
+    flops_fixed_per_token,
+    attention_flops_per_context_token,
+    kv_bytes_per_context_token,
+    flops_per_s,
+    bandwidth_bytes_per_s,
+    eta_f=1.0,
+    eta_b=1.0,
+):
+    """Longest context ``n*`` below which a critical batch that counts KV reads exists.
+
+    One request at context ``n`` does ``F_1 = F_0 + a n`` FLOPs (``F_0`` the
+    matrices, ``a`` the attention per cached token) and reads ``R_state = k n``
+    bytes of cache. :func:`crossover_batch_with_state` is finite exactly when
+    ``F_1 / R_state`` exceeds the effective ridge ``r = eta_F Pi / (eta_B beta)``,
+    i.e. when ``n < n* = F_0 / (r k - a)``. If ``r k <= a`` (attention alone
+    out-computes the cache read) the crossover exists at every context and
+    ``math.inf`` is returned. Full-attention layers assumed (chapters 1, 4, 5):
+    Llama-3.1-70B on an H100 in BF16 gives about 1,480 tokens, Qwen3-8B about 350.
+    """
+    ridge = eta_f * flops_per_s / (eta_b * bandwidth_bytes_per_s)
+    denom = ridge * kv_bytes_per_context_token - attention_flops_per_context_token
+    with np.errstate(divide="ignore"):
+        return np.where(denom <= 0, math.inf, flops_fixed_per_token / np.where(denom <= 0, 1.0, denom))
 
 
 @formula(

@@ -61,7 +61,6 @@ __all__ = [
     "TEACHING_8B",
     "TEACHING_PROMPT_TOKENS",
     "TEACHING_BATCH",
-    "TEACHING_ATTENTION_CONTEXT_TOKENS",
     "SERVING_70B",
     "SERVING_CONTEXT_TOKENS",
     "SERVING_TPOT_S",
@@ -358,6 +357,32 @@ class Deployment:
             self.eta_b,
         )
 
+    @property
+    def max_context_with_crossover(self) -> float:
+        """Longest context (tokens) at which :meth:`crossover_batch` is finite: the condition of chapter 1.
+
+        :func:`aiinfra.decode.max_context_with_crossover_tokens` with one
+        request's step FLOPs split into the part that does not grow with the
+        context (``F_0``, at context 0) and the attention added per cached
+        token (``a``), and :attr:`kv_bytes_per_token` as ``k``. Below it a
+        batch exists at which decode turns compute-bound even with every
+        cache read counted; above it no batch does, and memory caps the batch
+        first. Sliding-window layers are counted at full attention (chapter 1).
+        """
+        f0 = float(self._counts.decode_flops(0))
+        a = float(self._counts.decode_flops(1)) - f0
+        return float(
+            decode.max_context_with_crossover_tokens(
+                f0,
+                a,
+                self.kv_bytes_per_token,
+                self.peak_flops_per_s,
+                self.bandwidth_bytes_per_s,
+                self.eta_f,
+                self.eta_b,
+            )
+        )
+
     def ceiling_tokens_per_s(self, context_tokens=0):
         """Single-stream decode ceiling: ``eta_B beta / (R_W + R_state)``, the bytes a step actually reads.
 
@@ -639,10 +664,9 @@ TEACHING_GPU = hardware.custom_gpu(
     },
 )
 
-#: The worked request's prompt, batch and the context of its attention check.
+#: The worked request's prompt (also the context of its attention check) and batch.
 TEACHING_PROMPT_TOKENS = 2000
 TEACHING_BATCH = 32
-TEACHING_ATTENTION_CONTEXT_TOKENS = 1000
 
 #: The teaching assumptions of chapter 2 (source texts, see NOTES.md): a Llama-3-8B-like model
 #: (N = 8e9, 32 layers of 4,096) in BF16 on the round GPU at 50 % of peak compute and 70 % of

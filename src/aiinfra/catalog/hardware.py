@@ -33,6 +33,10 @@ _H200_DS = "NVIDIA H200 Tensor Core GPU datasheet (2024)"
 _A100_DS = "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column)"
 _V100_DS = "NVIDIA Tesla V100 datasheet (SXM2 32GB) and Volta architecture whitepaper (2017)"
 _B200_DS = "NVIDIA HGX B200 / DGX B200 datasheets (per-GPU figures, 1,000 W HGX configuration)"
+_GB200_DS = (
+    "NVIDIA GB200 NVL72 product page, tech-specs table (2024; figures 'with sparsity', per rack of 72 "
+    "GPUs and per GB200 superchip of two GPUs and one Grace CPU)"
+)
 _ADA_WP = "NVIDIA Ada Lovelace GPU architecture whitepaper (RTX 4090 column, FP32 accumulate)"
 _A6000_DS = "NVIDIA RTX A6000 datasheet and Ampere GA102 GPU architecture whitepaper"
 _L40S_DS = "NVIDIA L40S datasheet (2023)"
@@ -405,6 +409,35 @@ _CATALOG: tuple[GPU, ...] = (
         },
     ),
     _gpu(
+        name="GB200",
+        vendor="NVIDIA",
+        architecture="Blackwell",
+        year=2024,
+        memory_bytes=186e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2500e12,
+        fp8_dense_flops_per_s=5000e12,
+        scaleup_link="NVLink 5",
+        scaleup_bytes_per_s_per_direction=900e9,
+        tdp_watts=1200,
+        form_factor="GB200 superchip (two GPUs and one Grace CPU per board)",
+        sources={
+            "memory_bytes": _GB200_DS + ": up to 13.4 TB HBM3e per rack (372 GB per superchip) "
+            "-> 186 GB per GPU, as MLPerf Inference system descriptions list it ('NVIDIA GB200 186GB')",
+            "memory_bandwidth_bytes_per_s": _GB200_DS + ": 576 TB/s per rack (16 TB/s per superchip) "
+            "-> 8 TB/s per GPU",
+            "bf16_dense_flops_per_s": _GB200_DS + ": FP16/BF16 360 PFLOP/s per rack with sparsity "
+            "(10 per superchip) -> 5 per GPU sparse, 2.5 dense",
+            "fp8_dense_flops_per_s": _GB200_DS + ": FP8/FP6 720 PFLOP/s per rack with sparsity "
+            "-> 10 per GPU sparse, 5 dense",
+            "scaleup_bytes_per_s_per_direction": _GB200_DS
+            + ": NVLink 5 1.8 TB/s total per GPU (130 TB/s per rack) -> 900 per direction",
+            "tdp_watts": "SemiAnalysis, 'GB300 & B300' (December 2024): about 1,200 W per GPU in a GB200 "
+            "NVL72, an analyst's figure; NVIDIA's spec table gives no per-GPU power for the GB200",
+        },
+    ),
+    _gpu(
         name="RTX PRO 6000 Blackwell Workstation",
         vendor="NVIDIA",
         architecture="Blackwell",
@@ -458,6 +491,7 @@ _ALIASES = {
     "h200sxm": "H200 SXM",
     "b200": "B200",
     "hgxb200": "B200",
+    "gb200gpu": "GB200",
     "rtxpro6000": "RTX PRO 6000 Blackwell Workstation",
     "pro6000": "RTX PRO 6000 Blackwell Workstation",
     "rtxpro6000blackwell": "RTX PRO 6000 Blackwell Workstation",
@@ -634,6 +668,17 @@ _LINKS: tuple[Link, ...] = (
         "line rate per direction; Ethernet/IB framing and protocol overhead not removed",
     ),
     Link(
+        "ConnectX-8 800 Gbit/s",
+        100e9,
+        "800 Gb/s per port",
+        False,
+        True,
+        "network",
+        "NVIDIA ConnectX-8 SuperNIC firmware release notes v40.44.0208, 'Link Speed' (800 Gb/s XDR "
+        "InfiniBand or 2x 400GbE)",
+        "line rate per direction, the Blackwell-generation NIC; framing and protocol overhead not removed",
+    ),
+    Link(
         "InfiniBand NDR 400 Gbit/s",
         50e9,
         "400 Gb/s per port (4x 100G lanes)",
@@ -669,6 +714,8 @@ _LINK_ALIASES = {
     "pciegen5": "PCIe Gen5 x16",
     "connectx7": "ConnectX-7 400 Gbit/s",
     "cx7": "ConnectX-7 400 Gbit/s",
+    "connectx8": "ConnectX-8 800 Gbit/s",
+    "cx8": "ConnectX-8 800 Gbit/s",
     "ndr": "InfiniBand NDR 400 Gbit/s",
     "infinibandndr": "InfiniBand NDR 400 Gbit/s",
     "ddr5": "DDR5-4800, 8 channels (one Xeon 8480C socket)",

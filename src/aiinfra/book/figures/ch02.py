@@ -92,7 +92,8 @@ def bandwidth_ladder(view: str = LADDER_VIEWS[0]):
     labels = [ax.text(1, yi, "", va="center", fontsize=FONT["small"]) for yi in y]
     # the axis label is drawn with the axis (still); a text of the Axes can move
     xlabel = ax.text(0.5, -0.1, "", transform=ax.transAxes, ha="center", va="top", fontsize=FONT["label"])
-    title = ax.set_title(" ", fontsize=FONT["title"])
+    # centred on the figure, not on the axes (which start a third of the way in): the long title fits
+    title = fig.text(0.5, 0.985, " ", ha="center", va="top", fontsize=FONT["title"])
 
     nic = hardware.link("ConnectX-7 400 Gbit/s")
     hbm = hardware.link("HBM3 (H100 SXM)")
@@ -108,7 +109,7 @@ def bandwidth_ladder(view: str = LADDER_VIEWS[0]):
             text.set_text(f"{values[i]:,.0f}" if honest else links[i].raw_spec.split(",")[0])
         if honest:
             xlabel.set_text("GB/s in one direction (10^9 B/s), log scale")
-            title.set_text("Inside one DGX H100, per direction: each step outward loses bandwidth")
+            title.set_text("One DGX H100, per direction: each step outward loses bandwidth")
             r_hbm, r_nvl = hardware.ratio(hbm, nic), hardware.ratio(nvl, nic)
         else:
             xlabel.set_text("the printed number taken as GB/s (wrong for NVLink, PCIe and the NIC)")
@@ -204,6 +205,8 @@ def request_explorer(
     ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
     ax2.set_xticks(list(BATCH_VALUES), [str(x) for x in BATCH_VALUES])
+    # half a tick of room at each end, so the marked point is whole at the smallest and largest batch
+    ax2.set_xlim(min(BATCH_VALUES) / 2**0.5, max(BATCH_VALUES) * 2**0.5)
     ax2.minorticks_off()
     ax2.set_ylim(lo / 1.5, hi * 1.5)
     ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))

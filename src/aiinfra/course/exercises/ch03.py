@@ -342,6 +342,7 @@ def given_3_4(p):
         "tflops": h100.bf16_dense_flops_per_s / units.TERA,
         "claim_ms": claim_s / units.ms,
         "hbm_tb_s": h100.memory_bandwidth_bytes_per_s / units.TB,
+        "steps": p["tokens"] - 1,
     }
 
 
@@ -411,7 +412,8 @@ EX_3_4 = Exercise(
             "What is wrong with the note, and what should a plan use instead for decode time?",
             sample=(
                 "The FLOP counts are indeed about equal ({a:.2f}), but time is not FLOPs over peak. Prefill is one "
-                "parallel, compute-bound pass ({b:.1f} ms). Decode is {tokens:,} sequential passes, each memory-bound: "
+                "parallel, compute-bound pass ({b:.1f} ms) that also emits the first token. Decode is the remaining "
+                "{steps:,} sequential passes, each memory-bound: "
                 "it must stream the weights every step, so it takes {c:.0f} ms, {d:.0f}x the prefill. A plan should "
                 "bound decode by bytes per step over bandwidth, times the number of steps."
             ),

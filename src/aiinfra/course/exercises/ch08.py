@@ -387,8 +387,9 @@ EX_8_3 = Exercise(
         ),
         Free(
             "g",
-            "Compare the weight-only prediction with the measurement. Give two explanations of the "
-            "difference that a measurement could tell apart.",
+            "Compare the throughput factor that weight-only reasoning predicts (part b) with the factor "
+            "the two measured TPOTs imply (part c). Give two explanations of the difference that a "
+            "measurement could tell apart.",
             sample=(
                 "Weight-only reasoning predicts {b:.0f}x; the TPOTs imply {c:.1f}x and the measured "
                 "throughput is lower still because it includes prefill. (1) Each request reads its own "
@@ -436,9 +437,10 @@ def _runs():
 
 def given_8_4(p):
     bound = p["bound_ms"] * units.ms
+    per_call_s = p["per_call_us"] * units.us
     return {
-        "t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], p["per_call_us"] * units.us)
-        / units.ms,
+        "t_one_ms": measure.step_time_with_calls_s(bound, 1, per_call_s) / units.ms,
+        "t_many_ms": measure.step_time_with_calls_s(bound, p["calls"], per_call_s) / units.ms,
         "runs": "; ".join(_runs()),
         "gpu_ms": _rec().followups_s["gpu_step_time"] / units.ms,
         "t_log_ms": _rec().followups_s["tpot_logging_off"] / units.ms,
@@ -446,7 +448,7 @@ def given_8_4(p):
 
 
 def ref_8_4_a(p):
-    times_s = [p["bound_ms"] * units.ms, p["t_many_ms"] * units.ms]
+    times_s = [p["t_one_ms"] * units.ms, p["t_many_ms"] * units.ms]
     return measure.fit_per_call_s([1, p["calls"]], times_s) / units.us
 
 
@@ -469,8 +471,8 @@ EX_8_4 = Exercise(
     title="Design a measurement that changes one condition at a time",
     level="core",
     intro=(
-        "You time the toy decode step on your machine. Issued as one call, its median is {bound_ms} ms, "
-        "about the roofline prediction. Cut into {calls:,} calls over row blocks (the same bytes, the same "
+        "You time the toy decode step on your machine. Issued as one call, its median is {t_one_ms:.3f} ms, "
+        "close to the roofline prediction of {bound_ms} ms. Cut into {calls:,} calls over row blocks (the same bytes, the same "
         "FLOPs), it takes {t_many_ms:.2f} ms. Your runs so far: {runs}. Part (e) is graded by hand."
     ),
     params={
@@ -486,7 +488,7 @@ EX_8_4 = Exercise(
             "What does one extra call cost, from the two timings?",
             ref_8_4_a,
             unit="µs",
-            hint="the extra time divided by the extra calls",
+            hint="the extra time over the extra calls, which number one fewer than the calls: the one-call run pays one",
         ),
         Numeric(
             "b",

@@ -9,8 +9,9 @@ The data path is one-way:
    types again (the kernel side may have been patched);
 3. :func:`score_part` compares a decoded value with the reference the grader
    computed itself, and explains a miss: a slip the part's quantity can
-   have (a unit prefix, GiB vs GB for bytes, bits vs bytes where bits are in
-   play, a fraction for a percentage, and the slips the part declares: one
+   have (a unit prefix, GiB vs GB for bytes and for the times and rates
+   derived from bytes, bits vs bytes where bits are in play, a fraction for a
+   percentage, and the slips the part declares: one
    direction of a link, one GPU for a node, a model-specific one), named
    only when the answer matches it far more tightly than the tolerance;
    otherwise "wrong" with the part's hint.
@@ -137,7 +138,7 @@ def unit_candidates(unit: str) -> list[tuple[str, str, float]]:
         )
     kind, family = unit_family(u)
     if not family:
-        return out
+        return out + derived_unit_candidates(u)
     u = _ALIASES.get(u, u)
     for other, scale in family.items():
         if other == u:
@@ -156,6 +157,35 @@ def unit_candidates(unit: str) -> list[tuple[str, str, float]]:
             )
     if kind in ("bits", "bit-rate"):
         out += _two_way(BITS)
+    return out + derived_unit_candidates(u)
+
+
+#: Binary prefixes against their decimal twins: a GiB-for-GB slip in a byte count or a bandwidth
+#: carries through a division into a time (bytes / bandwidth) or a rate (bandwidth / bytes).
+_BINARY_PREFIXES = (("KiB", "KB"), ("MiB", "MB"), ("GiB", "GB"), ("TiB", "TB"))
+
+
+def derived_unit_candidates(unit: str) -> list[tuple[str, str, float]]:
+    """``(status, message, x / ref)`` of the GiB-vs-GB slips a time or a rate inherits from bytes.
+
+    A time (``"ms"``) or a rate that is not itself bytes, bits or FLOPs per
+    second (``"tok/s"``, ``"requests/s"``) is derived by dividing bytes by a
+    bandwidth or the reverse, so a binary prefix read as decimal in either
+    input scales it by ``1024^k / 1000^k``, up or down: 1.0737 for GiB.
+    """
+    u = _ALIASES.get(unit, unit)
+    kind, _ = unit_family(u)
+    rate = u.endswith("/s") and kind not in ("byte-rate", "bit-rate", "flop-rate")
+    if kind != "time" and not rate:
+        return []
+    out = []
+    for binary, decimal in _BINARY_PREFIXES:
+        ratio = UNIT_FAMILIES["bytes"][binary] / UNIT_FAMILIES["bytes"][decimal]
+        question = (
+            f"{binary} vs {decimal} in the bytes or bandwidth this {'time' if kind == 'time' else 'rate'} "
+            f"derives from? (1 {binary} = {ratio:.5g} {decimal})"
+        )
+        out += [("gib-vs-gb", _mult_message(f, question), f) for f in (ratio, 1.0 / ratio)]
     return out
 
 

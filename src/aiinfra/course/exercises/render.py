@@ -79,14 +79,19 @@ def plain(myst: str) -> str:
 
 
 def number_text(v, fmt: str = ".4g") -> str:
-    """A number for a solution: four significant digits, thousands separated, no exponent below 10^15."""
+    """A number for a solution: four significant digits below 10^4, whole numbers with separators up to 10^15.
+
+    From 10^4 on the number is rounded to a whole one, not to four digits, so
+    that a solution's answer and its worked text (``{a:,.0f}``) print the same
+    digits: 61,838 tok/s, never 61,840 beside 61,838.
+    """
     if fmt != ".4g":
         return format(v, fmt)
     x = float(v)
     if x == 0:
         return "0"
     if abs(x) >= 1e4 and abs(x) < 1e15:
-        return f"{float(format(x, '.4g')):,.0f}"
+        return f"{x:,.0f}"
     if x.is_integer() and abs(x) < 1e15:
         return f"{int(x):,}"
     return format(x, ".4g")
