@@ -17,7 +17,6 @@ lines say what each peer needed to be run at all.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import subprocess

@@ -29,8 +29,22 @@ from matplotlib.text import Text
 from aiinfra import memory
 from aiinfra.book import interactive as ia
 from aiinfra.book import model_check
-from aiinfra.book.figures import MAX_WIDTH_IN, batching_kv, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08
-from aiinfra.book.figures import cluster_scale, roofline_plot, run_inference, tokens_per_s
+from aiinfra.book.figures import (
+    MAX_WIDTH_IN,
+    batching_kv,
+    ch01,
+    ch02,
+    ch03,
+    ch04,
+    ch05,
+    ch06,
+    ch07,
+    ch08,
+    cluster_scale,
+    roofline_plot,
+    run_inference,
+    tokens_per_s,
+)
 from aiinfra.catalog import hardware, models, reference
 from aiinfra.cluster import parallelism
 from aiinfra.deployment import Deployment

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aiinfra import decode, deployment, memory
-from aiinfra.catalog import hardware, models
+from aiinfra.catalog import models
 from aiinfra.deployment import Deployment
 from aiinfra.serving import capacity, speculation
 

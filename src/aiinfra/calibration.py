@@ -24,7 +24,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -118,7 +118,7 @@ def _is_held_out(point_id: str) -> bool:
     return hashlib.sha256(point_id.encode("utf-8")).digest()[0] % 3 == 0
 
 
-@lru_cache(maxsize=None)
+@cache
 def setup_of(m) -> predict.Setup:
     """The :class:`aiinfra.predict.Setup` of a stored point.
 

@@ -10,7 +10,6 @@ checkout in for the remote.
 
 from __future__ import annotations
 
-
 #: Notebook metadata as JupyterLab and Colab write it when they open a notebook with the book's
 #: kernel, so that opening one changes nothing (no "save changes?" on close). JupyterLab takes
 #: ``language_info`` from the kernel (all but ``version``, which is the reader's Python) and

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import numbers
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 #: What a point may measure, and the unit of its ``value``.
@@ -132,7 +132,7 @@ def from_dict(d) -> Measurement:
     return Measurement(**d)
 
 
-@lru_cache(maxsize=None)
+@cache
 def points() -> tuple[Measurement, ...]:
     """Every stored measurement, in the order shipped; ids are unique."""
     text = (

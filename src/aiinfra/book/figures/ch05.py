@@ -15,7 +15,7 @@ drawn comes from a library call; figures are built with
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 from matplotlib.ticker import NullFormatter
@@ -155,7 +155,7 @@ def batching_policies(max_batch=16, mean_interarrival_steps=24, n_requests=TRACE
     cdf.grid(alpha=0.3)
     cdf.legend(fontsize=FONT["legend"], loc="lower right")
 
-    @lru_cache(maxsize=None)
+    @cache
     def runs(cap, gap):
         """Both policies on the trace at one slider point, with what the panels draw (kept per point)."""
         res = scheduling.compare_policies(demo_trace(gap, n_requests, seed), cap)
@@ -275,7 +275,7 @@ def kv_reservation(
             ax.set_xlabel("decode step")
         rows[scheme] = (stored, reserved, panel_title(ax, "", fontsize=FONT["small"], loc="left"))
 
-    @lru_cache(maxsize=None)
+    @cache
     def run(scheme, p, m):
         """One scheme's run at one slider point, its KV over time and the two series drawn (kept per point)."""
         r = paging.simulate_with_kv_budget(tr, max_batch, budget, k, scheme, p, m)

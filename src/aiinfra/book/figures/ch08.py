@@ -27,10 +27,9 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import measure, roofline, units
 from aiinfra.book import model_check
+from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.catalog import measurements
 from aiinfra.formula import check, choice
-from aiinfra.book.interactive import Slider, View, redraws
-from aiinfra.formula import check
 
 from . import FONT, PALETTE, new_figure, panel_title
 

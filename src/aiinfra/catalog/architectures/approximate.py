@@ -16,7 +16,8 @@ The estimate reads every field that changes a count or a cache by much, and list
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from aiinfra.catalog.architectures.blocks import (
     _all,

@@ -16,9 +16,9 @@ Conventions (chapters 1, 3, 4 and 5):
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from math import prod
-from typing import Iterator
 
 #: Token mixers that keep a fixed-size state per request instead of a KV cache.
 STATE_KINDS: tuple[str, ...] = ("linear", "mamba", "none")

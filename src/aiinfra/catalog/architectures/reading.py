@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from aiinfra.catalog.architectures.blocks import _drop_empty
 from aiinfra.catalog.architectures.core import ModelConfig, _BadValue

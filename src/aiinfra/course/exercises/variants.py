@@ -24,7 +24,6 @@ from typing import Any
 from aiinfra.course.exercises._format import Exercise
 from aiinfra.course.exercises.record import MAX_ID_CHARS, student_id  # noqa: F401  (re-exported)
 
-
 KEY_BYTES = 32
 
 

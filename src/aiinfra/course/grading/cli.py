@@ -29,10 +29,10 @@ import time
 from collections import deque
 from pathlib import Path
 
+from ..exercises.variants import read_key
 from . import bounded, export
 from .extract import Extraction, kill_uid, new_fallback_root
 from .gradebook import Gradebook, Lock
-from ..exercises.variants import read_key
 from .sandbox import SYSTEM_DIRS, UID_BASE, Limits, make_plan
 from .score import Assignment, score_submission
 from .submissions import content_hash, discover, read_submission
