@@ -360,29 +360,56 @@ class _TextCache:
 
         canvas = np.asarray(self.scratch.buffer_rgba())
         type(self.scratch).draw_text(self.scratch, *args)
-        top, left = self._search_region(args[-1], canvas.shape)
-        pixels = canvas[top[0] : top[1], left[0] : left[1]]  # where the text can be: its extent, padded
-        rows = np.flatnonzero(pixels[..., 3].any(axis=1))
+        h, w = canvas.shape[:2]
+        region = self._search_region(*args[1:6], h, w)
+        box = self._ink_box(canvas, region)
+        if box is not None and self._touches_edge(box, region, h, w):
+            region = (0, h, 0, w)  # the text reaches the edge of where it was looked for: look everywhere
+            box = self._ink_box(canvas, region)
+        patch = None
+        if box is not None:
+            y0, y1, x0, x1 = box
+            rgba = canvas[y0:y1, x0:x1].astype(np.float32) / 255.0
+            alpha = rgba[..., 3:4]
+            patch = slice(y0, y1), slice(x0, x1), rgba[..., :3] * alpha * 255.0, 1.0 - alpha
+        canvas[region[0] : region[1], region[2] : region[3]] = 0  # the scratch canvas stays transparent
+        return patch
+
+    @staticmethod
+    def _ink_box(canvas, region) -> tuple[int, int, int, int] | None:
+        """Rows and columns (start, stop) of the drawn pixels (alpha > 0) inside ``region``, or None."""
+        import numpy as np
+
+        r0, r1, c0, c1 = region
+        alpha = canvas[r0:r1, c0:c1, 3]
+        rows = np.flatnonzero(alpha.any(axis=1))
         if rows.size == 0:
             return None
-        y0, y1 = rows[0], rows[-1] + 1
-        cols = np.flatnonzero(pixels[y0:y1, :, 3].any(axis=0))
-        x0, x1 = cols[0], cols[-1] + 1
-        patch = pixels[y0:y1, x0:x1].astype(np.float32) / 255.0
-        pixels[...] = 0  # the scratch canvas stays transparent
-        alpha = patch[..., 3:4]
-        rows, cols = slice(top[0] + y0, top[0] + y1), slice(left[0] + x0, left[0] + x1)
-        return rows, cols, patch[..., :3] * alpha * 255.0, 1.0 - alpha
+        cols = np.flatnonzero(alpha[rows[0] : rows[-1] + 1].any(axis=0))
+        return r0 + int(rows[0]), r0 + int(rows[-1]) + 1, c0 + int(cols[0]), c0 + int(cols[-1]) + 1
 
-    def _search_region(self, mtext, shape) -> tuple[tuple[int, int], tuple[int, int]]:
-        """Rows and columns of the canvas that a text can touch: its window extent and 4 pixels round it."""
-        h, w = shape[:2]
-        if mtext is None or not hasattr(mtext, "get_window_extent"):
-            return (0, h), (0, w)
-        box = mtext.get_window_extent(self.target)
-        rows = (max(int(h - box.y1) - 4, 0), min(int(h - box.y0) + 5, h))
-        cols = (max(int(box.x0) - 4, 0), min(int(box.x1) + 5, w))
-        return rows, cols
+    @staticmethod
+    def _touches_edge(box, region, h, w) -> bool:
+        """Whether ``box`` reaches a side of ``region`` that is not also a side of the canvas."""
+        y0, y1, x0, x1 = box
+        r0, r1, c0, c1 = region
+        return (y0 == r0 > 0) or (y1 == r1 < h) or (x0 == c0 > 0) or (x1 == c1 < w)
+
+    def _search_region(self, x, y, s, prop, angle, h, w) -> tuple[int, int, int, int]:
+        """Rows and columns (start, stop) that a line of text drawn at ``(x, y)`` can touch, with a margin.
+
+        ``y`` counts down from the top, at the baseline (Agg's convention). A
+        rotated line, or mathtext, is looked for on the whole canvas.
+        """
+        if float(angle) % 360 or not isinstance(s, str) or "$" in s:
+            return 0, h, 0, w
+        size = prop.get_size_in_points() * self.target.dpi / 72
+        return (
+            max(int(y - 2 * size), 0),
+            min(int(y + size) + 1, h),
+            max(int(x - 2 * size), 0),
+            min(int(x + size * (len(s) + 2)) + 1, w),
+        )
 
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         import numpy as np
