@@ -540,36 +540,27 @@ def test_9_two_graders_on_one_output_folder_refuse_or_wait_whatever_their_gradeb
         str(out),
         "--quiet",
     ]
-    first = subprocess.Popen(
-        cmd + ["--gradebook", str(tmp_path / "a.sqlite")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    first = subprocess.Popen(cmd + ["--workers", "1", "--gradebook", str(tmp_path / "a.sqlite")], **pipes)
     try:
         deadline = time.monotonic() + 120
         while not (out / ".aiinfra-run" / "owner.json").exists():
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.1)
+        # both start while the first grades (two submissions of 25 s, one after the other)
+        queued = subprocess.Popen(cmd + ["--gradebook", str(tmp_path / "b.sqlite"), "--wait"], **pipes)
         second = _cli(
             subs, "--assignment", "ch01", "--out", out, "--gradebook", tmp_path / "b.sqlite", "--quiet"
         )
         assert second.returncode == 75  # refused while the first held the lock: it names the holder
         assert f"another aiinfra-grade (pid {first.pid}) is using the output folder {out}" in second.stderr
-        queued = _cli(
-            subs,
-            "--assignment",
-            "ch01",
-            "--out",
-            out,
-            "--gradebook",
-            tmp_path / "b.sqlite",
-            "--quiet",
-            "--wait",
+        _, queued_err = queued.communicate(timeout=400)
+        assert queued.returncode == 0, queued_err
+        assert (
+            f"waiting for the aiinfra-grade (pid {first.pid}) that is using the output folder" in queued_err
         )
-        assert queued.returncode == 0 and "waiting for the aiinfra-grade" in queued.stderr
     finally:
-        _, stderr = first.communicate(timeout=300)
+        _, stderr = first.communicate(timeout=400)
     assert first.returncode == 0, stderr
     for gb_file in ("a.sqlite", "b.sqlite"):
         with Gradebook(tmp_path / gb_file) as gb:
