@@ -631,37 +631,36 @@ def test_a_duplicate_gets_its_own_row(graded):
     assert row["status"] == "invalid" and "a second submission for student 'dup'" in row["reason"]
 
 
+def _wait_for(path: Path, text: str, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never held {text!r}"
+        time.sleep(0.05)
+
+
 def test_a_second_grader_on_the_same_gradebook_refuses_or_waits(tmp_path):
+    """The first grader is stopped (SIGSTOP) while it holds its locks, so the outcome needs no timing."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
-    _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(15)", GOOD_H])
-    args = [
-        sys.executable,
-        "-m",
-        "aiinfra.course.grading.cli",
-        subs,
-        "--assignment",
-        "ch01",
-        "--out",
-        out,
-        "--quiet",
-    ]
-    first = subprocess.Popen(list(map(str, args)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lock = out / "gradebook.sqlite.lock"
-    deadline = time.monotonic() + 60
-    while not (lock.exists() and lock.read_text().strip() == str(first.pid)):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    waiting = subprocess.Popen(
-        list(map(str, args + ["--wait"])), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    refused = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=120)
-    # refused while the first one held the lock: the holder's pid is read from the lock it failed to take
-    assert refused.returncode == 75 and f"another aiinfra-grade (pid {first.pid})" in refused.stderr
-    assert first.wait(timeout=120) == 0
-    out_w, err_w = waiting.communicate(timeout=120)
-    assert waiting.returncode == 0 and f"waiting for the aiinfra-grade (pid {first.pid})" in err_w
-    assert "graded 0, skipped 1 unchanged" in out_w
+    _write_nb(subs / "slow.ipynb", [SETUP, "import time\ntime.sleep(3)", GOOD_H])
+    args = [sys.executable, "-m", "aiinfra.course.grading.cli", subs, "--assignment", "ch01", "--out", out]
+    args = list(map(str, args + ["--quiet"]))
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(out / "gradebook.sqlite.lock", str(first.pid))
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        with open(tmp_path / "waiting.err", "w") as err:
+            waiting = subprocess.Popen(args + ["--wait"], stdout=subprocess.PIPE, stderr=err, text=True)
+        refused = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        # the holder's pid is read from the lock the second grader failed to take
+        assert refused.returncode == 75 and f"another aiinfra-grade (pid {first.pid})" in refused.stderr
+        _wait_for(tmp_path / "waiting.err", f"waiting for the aiinfra-grade (pid {first.pid})")
+        assert waiting.poll() is None
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=300) == 0
+    out_w, _ = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0 and "graded 0, skipped 1 unchanged" in out_w
 
 
 # --- class 7: wherever the project lives --------------------------------------------------------------

@@ -526,51 +526,53 @@ def _slow_subs(folder: Path, n: int, seconds: float) -> None:
         _write_nb(folder / f"s{i}.ipynb", [SETUP, f"import time\ntime.sleep({seconds})", GOOD_H])
 
 
+def _wait_for(path: Path, text: str, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never held {text!r}"
+        time.sleep(0.05)
+
+
 def test_9_two_graders_on_one_output_folder_refuse_or_wait_whatever_their_gradebooks(tmp_path):
+    """The first grader is stopped (SIGSTOP) once it has its run folder, so the outcome needs no timing."""
     subs, out = tmp_path / "subs", tmp_path / "out"
-    _slow_subs(subs, 2, 25)
-    cmd = [
-        sys.executable,
-        "-m",
-        "aiinfra.course.grading.cli",
-        str(subs),
-        "--assignment",
-        "ch01",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+    _slow_subs(subs, 2, 2)
+    cmd = [sys.executable, "-m", "aiinfra.course.grading.cli", str(subs), "--assignment", "ch01"]
+    cmd += ["--out", str(out), "--quiet"]
     first = subprocess.Popen(
         cmd + ["--gradebook", str(tmp_path / "a.sqlite")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    _wait_for(out / ".aiinfra-run" / "owner.json", str(first.pid))
+    os.kill(first.pid, signal.SIGSTOP)
     try:
-        deadline = time.monotonic() + 120
-        while not (out / ".aiinfra-run" / "owner.json").exists():
-            assert time.monotonic() < deadline and first.poll() is None
-            time.sleep(0.1)
+        with open(tmp_path / "queued.err", "w") as err:
+            queued = subprocess.Popen(
+                cmd + ["--gradebook", str(tmp_path / "b.sqlite"), "--wait"],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
         second = _cli(
             subs, "--assignment", "ch01", "--out", out, "--gradebook", tmp_path / "b.sqlite", "--quiet"
         )
-        assert second.returncode == 75  # refused while the first held the lock: it names the holder
+        assert second.returncode == 75  # refused: another gradebook, the same output folder
         assert f"another aiinfra-grade (pid {first.pid}) is using the output folder {out}" in second.stderr
-        queued = _cli(
-            subs,
-            "--assignment",
-            "ch01",
-            "--out",
-            out,
-            "--gradebook",
-            tmp_path / "b.sqlite",
-            "--quiet",
-            "--wait",
+        _wait_for(
+            tmp_path / "queued.err",
+            f"waiting for the aiinfra-grade (pid {first.pid}) that is using the output folder",
         )
-        assert queued.returncode == 0 and "waiting for the aiinfra-grade" in queued.stderr
+        assert (
+            queued.poll() is None and (out / ".aiinfra-run" / "owner.json").exists()
+        )  # A's run folder intact
     finally:
-        _, stderr = first.communicate(timeout=300)
+        os.kill(first.pid, signal.SIGCONT)
+    _, stderr = first.communicate(timeout=400)
     assert first.returncode == 0, stderr
+    queued.communicate(timeout=400)
+    assert queued.returncode == 0
     for gb_file in ("a.sqlite", "b.sqlite"):
         with Gradebook(tmp_path / gb_file) as gb:
             assert [gb.submission("ch01", s)["auto_score"] for s in gb.students("ch01")] == [1, 1]
