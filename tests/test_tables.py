@@ -98,3 +98,11 @@ def test_hierarchy_table_has_every_level_and_the_power_column():
     with_power = tables.hierarchy_table_markdown(watts_per_gpu=1275.0, pue=1.2)
     # 24,576 GPUs x 1,275 W x 1.2 = 37.6 MW
     assert "37.6 MW" in with_power.splitlines()[-1]
+
+
+def test_a_price_in_a_table_is_a_dollar_no_notebook_client_takes_for_math():
+    """A literal dollar reaches JupyterLab and Colab as tables.DOLLAR; ``$...$`` stays mathematics."""
+    layers = tables.layer_table_markdown()
+    assert "per 1e6 tokens" in layers and "$" not in layers.replace(tables.DOLLAR, "")
+    md = tables.markdown_table(["cost", "message $S$"], [["\\$5.00", "$S$"]])
+    assert md.count(tables.DOLLAR) == 1 and md.count("$S$") == 2 and "\\$" not in md

@@ -117,7 +117,8 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str 
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Plain text from the catalog as one table cell: every dollar in it is a price (:data:`DOLLAR`)."""
+    return text.replace("|", "\\|").replace("\n", " ").replace("$", DOLLAR)
 
 
 # --------------------------------------------------------------------------------------
