@@ -329,6 +329,9 @@ def test_unpublished_figures_are_none_and_say_so():
         ("GB300 NVL72", "GB300"),
         ("Instinct MI355X", "MI355X"),
         ("h100", "H100 SXM"),
+        ("a100 80gb", "A100 80GB SXM"),
+        ("V100 32GB", "V100 SXM2 32GB"),
+        ("hgx-b200", "B200"),
         ("RTX PRO 6000", "RTX PRO 6000 Blackwell Workstation"),
     ],
 )
