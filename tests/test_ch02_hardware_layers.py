@@ -96,7 +96,7 @@ def test_gh100_is_the_whitepaper_die():
     die = reference.GH100
     assert die.area_m2 == pytest.approx(814e-6)
     assert die.enabled_of_built["SMs"] == (132, 144)
-    assert die.enabled_of_built["HBM3 stack sites"] == (hardware.HBM_STACKS["H100 SXM"], 6)
+    assert die.enabled_of_built["HBM3 stack sites"] == (hardware.gpu("H100 SXM").hbm_stacks, 6)
 
 
 def test_a_die_larger_than_the_wafer_formula_allows_gives_no_dies():
@@ -138,7 +138,7 @@ def test_mig_1g_10gb_slice_of_an_h100():
     assert s.memory_bytes == pytest.approx(10e9)
     assert s.memory_bandwidth_bytes_per_s == pytest.approx(3.35e12 / 8)
     assert s.bf16_dense_flops_per_s == pytest.approx(989.4e12 / 7, rel=1e-3)
-    assert hardware.MIG_PROFILES["1g.10gb"].max_instances == 7
+    assert hardware.gpu("H100 SXM").mig_profile("1g.10gb").max_instances == 7
     assert "Multi-Instance GPU" in s.sources["memory_bytes"]
 
 
@@ -161,7 +161,7 @@ def test_seven_mig_slices_serve_fewer_tokens_than_one_batch_of_seven():
     ctx = 4096
     full = Deployment("Llama-3.2-3B", "H100 SXM")
     piece = Deployment("Llama-3.2-3B", hardware.mig_instance("H100 SXM", "1g.10gb"))
-    n = hardware.MIG_PROFILES["1g.10gb"].max_instances
+    n = hardware.gpu("H100 SXM").mig_profile("1g.10gb").max_instances
     sliced = decode.tokens_per_s_aggregate(n, piece.step(1, ctx).time_s)
     assert sliced < full.step(1, ctx).tokens_per_s < full.step(n, ctx).tokens_per_s
 
@@ -202,7 +202,7 @@ def test_nvlink4_is_18_links_of_25_gb_s_per_direction():
     per_gpu, one = hardware.link("nvlink4"), hardware.link("nvlink4link")
     assert one.bytes_per_s_per_direction == 25e9
     assert per_gpu.bytes_per_s_per_direction / one.bytes_per_s_per_direction == pytest.approx(18)
-    assert "lane" not in hardware.SERVER_LINK_ROLES["NVLink 4 (one link)"].split("(")[0]
+    assert "lane" not in hardware.link("NVLink 4 (one link)").joins.split("(")[0]
 
 
 def test_scale_up_domain_rejects_a_negative_quote():
@@ -250,7 +250,7 @@ def test_sparse_peak_is_the_h100_headline():
 def test_hbm_bus_width_of_the_h100():
     from aiinfra import memory
 
-    assert memory.hbm_bus_width_bits(hardware.HBM_STACKS["H100 SXM"]) == 5120  # 10 x 512-bit controllers
+    assert memory.hbm_bus_width_bits(hardware.gpu("H100 SXM").hbm_stacks) == 5120  # 10 x 512-bit controllers
     with pytest.raises(ValueError, match="stacks"):
         memory.hbm_bus_width_bits(0)
 

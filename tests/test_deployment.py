@@ -239,7 +239,7 @@ def test_method_rejections(call, name):
 
 # --- the law every reported bound obeys -------------------------------------------------
 
-_GPUS = [g.name for g in hardware.catalog() if g.bf16_dense_flops_per_s]
+_GPUS = [g.name for g in hardware.catalog("bf16")]
 _MODELS = [
     "Qwen3-8B",
     "Llama-3.1-8B",

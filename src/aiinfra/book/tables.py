@@ -195,9 +195,7 @@ def gpu_quick_reference_markdown(gpus) -> str:
     )
 
 
-def server_link_table_markdown(
-    names=tuple(hardware.SERVER_LINK_ROLES), reference_link: str = "ConnectX-7 400 Gbit/s"
-) -> str:
+def server_link_table_markdown(names=None, reference_link: str = "ConnectX-7 400 Gbit/s") -> str:
     """A Markdown table of links: as printed, what the print counted, per direction, x the ``reference_link``.
 
     Per-direction values are in decimal GB/s (1e9 B/s). The last column is
@@ -216,7 +214,7 @@ def server_link_table_markdown(
         rows.append(
             [
                 x.name,
-                hardware.SERVER_LINK_ROLES.get(x.name, x.kind),
+                x.joins or x.kind,
                 x.raw_spec,
                 counted,
                 f"{x.bytes_per_s_per_direction / units.GB:,.1f}",
@@ -237,16 +235,19 @@ def server_link_table_markdown(
     )
 
 
-def generations_table_markdown(names=hardware.GENERATION_GPUS) -> str:
-    """One row per generation, units aligned: GB, TB/s, dense TFLOP/s, per-direction NVLink GB/s, FLOP/B, W.
+def generations_table_markdown(names=None) -> str:
+    """One row per data-center flagship (all vendors, TPUs included), units aligned: GB, TB/s, dense TFLOP/s,
+    per-direction scale-up GB/s, chips per scale-up domain, FLOP/B, W.
 
     The 16-bit column is the dense BF16 tensor peak (FP16 for Volta, which has
-    no BF16); FP8 is dense too, and "none" before Hopper. The ridge point is
-    the 16-bit peak over the memory bandwidth.
+    no BF16); FP8 and FP4 (block-scaled: NVFP4 on NVIDIA, MXFP4 on AMD) are
+    dense too, "none" where the chip has no such peak. The ridge point is the
+    16-bit peak over the memory bandwidth. Power reads "not published" where
+    the vendor gives none.
     """
     rows = []
     for g in hardware.generations(names):
-        fp8 = g.fp8_dense_flops_per_s
+        fp8, fp4 = g.fp8_dense_flops_per_s, g.fp4_dense_flops_per_s
         rows.append(
             [
                 g.name,
@@ -255,25 +256,29 @@ def generations_table_markdown(names=hardware.GENERATION_GPUS) -> str:
                 f"{g.memory_bandwidth_bytes_per_s / units.TB:.2f}",
                 f"{g.dense_flops_per_s('fp16') / units.TERA:,.1f}",
                 "none" if fp8 is None else f"{fp8 / units.TERA:,.1f}",
+                "none" if fp4 is None else f"{fp4 / units.TERA:,.1f}",
                 f"{g.scaleup_link}: {g.scaleup_bytes_per_s_per_direction / units.GB:,.0f}",
+                "" if g.scaleup_domain_chips is None else f"{g.scaleup_domain_chips:,}",
                 f"{g.ridge_flops_per_byte:.0f}",
-                f"{g.tdp_watts:,.0f}",
+                "not published" if g.tdp_watts is None else f"{g.tdp_watts:,.0f}",
             ]
         )
     return markdown_table(
         [
-            "GPU",
+            "chip",
             "architecture (year)",
             "memory (GB)",
             "HBM (TB/s)",
             "16-bit dense (TFLOP/s)",
             "FP8 dense (TFLOP/s)",
+            "FP4 dense (TFLOP/s)",
             "scale-up per direction (GB/s)",
+            "scale-up domain (chips)",
             "ridge (FLOP/B)",
             "power (W)",
         ],
         rows,
-        align="llrrrrlrr",
+        align="llrrrrrlrrr",
     )
 
 
@@ -497,7 +502,7 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
 
     d = _deployment(deployment)
     ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
-    gpus = [g for g in hardware.catalog() if g.bf16_dense_flops_per_s] if gpus is None else list(gpus)
+    gpus = hardware.catalog("bf16") if gpus is None else list(gpus)
     rows = []
     for g in sorted(gpus, key=lambda g: g.memory_bandwidth_bytes_per_s):
         at = d.replace(gpu=g)
@@ -1386,11 +1391,11 @@ def launch_overhead_markdown(deployments: dict, kernels_per_layer: int, timing, 
 def mig_profiles_markdown(gpu_name: str = "H100 SXM") -> str:
     """The MIG profiles of ``gpu_name``: nominal memory, bandwidth and dense BF16 peak per instance, and how many fit."""
     rows = []
-    for name, p in hardware.MIG_PROFILES.items():
-        g = hardware.mig_instance(gpu_name, name)
+    for p in hardware.gpu(gpu_name).mig_profiles:
+        g = hardware.mig_instance(gpu_name, p.name)
         rows.append(
             [
-                name,
+                p.name,
                 f"{p.compute_slices} of {hardware.MIG_COMPUTE_SLICES}",
                 f"{p.memory_slices} of {hardware.MIG_MEMORY_SLICES}",
                 units.fmt_bytes(g.memory_bytes, "GB", 0),

@@ -42,8 +42,51 @@ _A6000_DS = "NVIDIA RTX A6000 datasheet and Ampere GA102 GPU architecture whitep
 _L40S_DS = "NVIDIA L40S datasheet (2023)"
 _PRO6000 = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (2025)"
 _MI300X_DS = "AMD Instinct MI300X data sheet (2023)"
+_MI325X_DS = "AMD Instinct MI325X data sheet (2024)"
+_MI355X_DS = "AMD Instinct MI355X data sheet and product page (2025)"
+_B300_DS = "NVIDIA HGX platform page, HGX B300 column (2025; per 8-GPU baseboard, 'with sparsity' marked)"
+_GB300_DS = "NVIDIA GB300 NVL72 product page, tech-specs table (2025; per rack of 72 GPUs)"
+_BU_BLOG = "NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra' (2025)"
+_TPU_V5E = "Google Cloud TPU documentation, 'TPU v5e' key specifications"
+_TPU_V5P = "Google Cloud TPU documentation, 'TPU v5p' key specifications"
+_TPU_V6E = "Google Cloud TPU documentation, 'TPU v6e' (Trillium) key specifications"
+_TPU_V7 = "Google Cloud TPU documentation, 'TPU7x (Ironwood)' specifications table"
+_IRONWOOD = "Google blog 'Ironwood: the first Google TPU for the age of inference' (April 2025)"
 _PCIE = "PCI-SIG PCI Express Base Specification (x16 link, 128b/130b encoding from Gen3 on)"
 _DGX_H100 = "NVIDIA DGX H100 User Guide, 'Hardware Overview' (2023)"
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """A MIG profile ``<c>g.<m>gb``: ``compute_slices`` of the GPU's 7, ``memory_slices`` of its 8, and how many fit."""
+
+    name: str
+    compute_slices: int
+    memory_slices: int
+    max_instances: int
+
+
+#: Compute and memory slices an H100 (or A100) is cut into by MIG.
+MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES = 7, 8
+
+_MIG_SOURCE = (
+    "NVIDIA Multi-Instance GPU User Guide, H100 80GB profile table; H100 whitepaper V1.04, section 4.5 "
+    "(up to 7 instances, each with its own L2 banks, memory controllers and DRAM bus)"
+)
+
+#: The MIG profiles of an 80 GB H100 (the +me media-extension variant is left out).
+_H100_MIG = (
+    MigProfile("1g.10gb", 1, 1, 7),
+    MigProfile("1g.20gb", 1, 2, 4),
+    MigProfile("2g.20gb", 2, 2, 3),
+    MigProfile("3g.40gb", 3, 4, 2),
+    MigProfile("4g.40gb", 4, 4, 1),
+    MigProfile("7g.80gb", 7, 8, 1),
+)
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
 class SourceMap(dict):
@@ -71,6 +114,17 @@ class GPU:
     ``scaleup_bytes_per_s_per_direction`` is the GPU's total bandwidth to its
     peers over ``scaleup_link``, one direction. ``sources`` maps each field
     name to where the figure comes from.
+
+    The record also carries what the book looks a GPU up by: ``aliases``
+    (short names :func:`gpu` accepts, normalised like names), ``hbm_stacks``
+    (active HBM stacks per package, None where not catalogued),
+    ``datacenter_flagship`` (a vendor's data-center flagship of its
+    generation: the chapter-2 generations table lists these),
+    ``scaleup_domain_chips`` (how many chips one scale-up domain joins: an
+    HGX board, an NVL72 rack, a TPU pod over ICI; None where not catalogued)
+    and ``mig_profiles`` (the Multi-Instance GPU profiles it can be cut into).
+    A TPU is a record of the same kind (vendor "Google"), its ICI as the
+    scale-up link. ``tdp_watts`` is None where the vendor publishes no power.
     """
 
     name: str
@@ -83,11 +137,16 @@ class GPU:
     fp8_dense_flops_per_s: float | None
     scaleup_link: str
     scaleup_bytes_per_s_per_direction: float
-    tdp_watts: float
+    tdp_watts: float | None
     form_factor: str
     memory_type: str = ""
     fp16_dense_flops_per_s: float | None = None
     fp4_dense_flops_per_s: float | None = None
+    aliases: tuple[str, ...] = ()
+    hbm_stacks: int | None = None
+    datacenter_flagship: bool = False
+    scaleup_domain_chips: int | None = None
+    mig_profiles: tuple[MigProfile, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -97,17 +156,34 @@ class GPU:
                 raise ValueError(f"{f} must be a non-empty string, got {value!r}")
         if not isinstance(self.memory_type, str):
             raise ValueError(f"memory_type must be a string, got {self.memory_type!r}")
+        if not isinstance(self.aliases, tuple) or not all(
+            isinstance(a, str) and _norm(a) for a in self.aliases
+        ):
+            raise ValueError(f"aliases must be a tuple of non-empty strings, got {self.aliases!r}")
+        if self.hbm_stacks is not None:
+            object.__setattr__(
+                self, "hbm_stacks", check("hbm_stacks", self.hbm_stacks, "int>=1", scalar=True)
+            )
+        if not isinstance(self.datacenter_flagship, bool):
+            raise ValueError(f"datacenter_flagship must be True or False, got {self.datacenter_flagship!r}")
+        if not isinstance(self.mig_profiles, tuple) or not all(
+            isinstance(m, MigProfile) for m in self.mig_profiles
+        ):
+            raise ValueError(f"mig_profiles must be a tuple of MigProfile, got {self.mig_profiles!r}")
         year = check("year", self.year, "int>=1990", scalar=True)
         if year > 2100:
             raise ValueError(f"year must be a whole number in [1990, 2100], got {self.year!r}")
         object.__setattr__(self, "year", year)
-        for f in (
-            "memory_bytes",
-            "memory_bandwidth_bytes_per_s",
-            "scaleup_bytes_per_s_per_direction",
-            "tdp_watts",
-        ):
+        for f in ("memory_bytes", "memory_bandwidth_bytes_per_s", "scaleup_bytes_per_s_per_direction"):
             object.__setattr__(self, f, _scalar_positive(f, getattr(self, f)))
+        if self.tdp_watts is not None:
+            object.__setattr__(self, "tdp_watts", _scalar_positive("tdp_watts", self.tdp_watts))
+        if self.scaleup_domain_chips is not None:
+            object.__setattr__(
+                self,
+                "scaleup_domain_chips",
+                check("scaleup_domain_chips", self.scaleup_domain_chips, "int>=1", scalar=True),
+            )
         for f in _PEAK_FIELDS:
             value = getattr(self, f)
             if value is not None:
@@ -121,6 +197,18 @@ class GPU:
         if unknown:
             raise ValueError(f"sources keys must be GPU field names, got unknown {sorted(unknown)}")
         object.__setattr__(self, "sources", SourceMap(self.sources))
+
+    def has_peak(self, precision: str = "bf16") -> bool:
+        """True when the catalog gives a dense tensor-core peak for ``precision`` (FP16 falls back to BF16)."""
+        choice("precision", precision, {"bf16", "fp16", "fp8", "fp4"})
+        if precision == "fp16":
+            return self.fp16_dense_flops_per_s is not None or self.bf16_dense_flops_per_s is not None
+        return getattr(self, f"{precision}_dense_flops_per_s") is not None
+
+    def mig_profile(self, profile: str) -> MigProfile:
+        """The MIG profile named ``profile`` ("1g.10gb"); ValueError if this GPU has no such profile."""
+        by_name = {p.name: p for p in self.mig_profiles}
+        return by_name[choice("profile", profile, set(by_name))]
 
     def dense_flops_per_s(self, precision: str = "bf16") -> float:
         """Dense tensor-core peak for ``precision`` ("bf16", "fp16", "fp8" or "fp4").
@@ -180,7 +268,12 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=300,
         form_factor="SXM2",
         fp4_dense_flops_per_s=None,
+        aliases=("V100", "V100 SXM2", "V100 32GB"),
+        hbm_stacks=4,
+        datacenter_flagship=True,
         sources={
+            "scaleup_domain_chips": "not one switched domain: a DGX-1 joins its 8 V100s in an NVLink hybrid cube-mesh",
+            "hbm_stacks": "Volta architecture whitepaper (2017): four HBM2 stacks (4,096-bit bus)",
             "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "year": _V100_DS + "; the 32GB version shipped in 2018 (the 16GB V100 in 2017)",
             "memory_bytes": _V100_DS,
@@ -210,7 +303,13 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=400,
         form_factor="SXM4",
         fp4_dense_flops_per_s=None,
+        aliases=("A100", "A100 80GB", "A100 SXM", "A100 SXM4 80GB"),
+        hbm_stacks=5,
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
         sources={
+            "scaleup_domain_chips": "NVIDIA DGX A100 / HGX A100: 8 GPUs through 6 NVSwitch chips",
+            "hbm_stacks": "NVIDIA A100 Tensor Core GPU architecture whitepaper (2020): 5 of the 6 HBM2e sites active (5,120 bits)",
             "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "memory_bytes": _A100_DS,
             "memory_bandwidth_bytes_per_s": _A100_DS + ": 2,039 GB/s",
@@ -237,6 +336,7 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=300,
         form_factor="PCIe dual-slot",
         fp4_dense_flops_per_s=None,
+        aliases=("A6000",),
         sources={
             "fp4_dense_flops_per_s": "no FP4 tensor cores before Blackwell",
             "memory_bytes": _A6000_DS,
@@ -263,7 +363,14 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=700,
         form_factor="SXM5",
         fp4_dense_flops_per_s=None,
+        aliases=("H100", "H100 SXM5", "H100 SXM 80GB"),
+        hbm_stacks=5,
+        datacenter_flagship=True,
+        mig_profiles=_H100_MIG,
+        scaleup_domain_chips=8,
         sources={
+            "scaleup_domain_chips": _DGX_H100 + ": 8 GPUs through 4 NVSwitch chips",
+            "hbm_stacks": _H100_WP + ": the H100 SXM enables 5 of its 6 HBM3 sites (5,120 bits)",
             "fp4_dense_flops_per_s": "Hopper has no FP4 tensor cores (FP4 weights are upcast to FP8 or BF16)",
             "memory_bytes": _H100_WP + ": 80 GB",
             "memory_bandwidth_bytes_per_s": _H100_WP + ": 3.35 TB/s",
@@ -289,6 +396,7 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=450,
         form_factor="PCIe triple-slot (consumer)",
         fp4_dense_flops_per_s=None,
+        aliases=("4090", "GeForce RTX 4090"),
         sources={
             "fp4_dense_flops_per_s": "Ada has no FP4 tensor cores",
             "memory_bytes": _ADA_WP,
@@ -342,7 +450,12 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=750,
         form_factor="OAM",
         fp4_dense_flops_per_s=None,
+        aliases=("Instinct MI300X", "AMD MI300X"),
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
         sources={
+            "scaleup_domain_chips": _MI300X_DS
+            + ": 8 GPUs per platform, each joined to the other 7 by one link",
             "fp4_dense_flops_per_s": "CDNA 3 has no FP4 matrix cores (CDNA 4, MI355X, adds them)",
             "memory_bytes": _MI300X_DS,
             "memory_bandwidth_bytes_per_s": _MI300X_DS + ": 5.3 TB/s peak",
@@ -368,7 +481,13 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=700,
         form_factor="SXM5",
         fp4_dense_flops_per_s=None,
+        aliases=("H200",),
+        hbm_stacks=6,
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
         sources={
+            "scaleup_domain_chips": _H200_DS + ": HGX H200, 8 GPUs through NVSwitch",
+            "hbm_stacks": _H200_DS + ": all 6 HBM3e sites of the Hopper package (6,144 bits)",
             "fp4_dense_flops_per_s": "Hopper has no FP4 tensor cores (FP4 weights are upcast to FP8 or BF16)",
             "memory_bytes": _H200_DS + ": 141 GB",
             "memory_bandwidth_bytes_per_s": _H200_DS + ": 4.8 TB/s",
@@ -394,7 +513,13 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=1000,
         form_factor="SXM6 (HGX baseboard)",
         fp4_dense_flops_per_s=9000e12,
+        aliases=("HGX B200",),
+        hbm_stacks=8,
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
         sources={
+            "scaleup_domain_chips": _B200_DS + ": 8 GPUs on one NVLink switch baseboard",
+            "hbm_stacks": "NVIDIA Blackwell architecture technical brief: two dies, four HBM3e stacks each",
             "fp4_dense_flops_per_s": _B200_DS
             + ": FP4 tensor 144 PFLOP/s with sparsity per 8 GPUs -> 9 dense per GPU "
             "(NVIDIA Blackwell architecture technical brief: NVFP4 and MXFP4 at the same rate)",
@@ -422,7 +547,11 @@ _CATALOG: tuple[GPU, ...] = (
         scaleup_bytes_per_s_per_direction=900e9,
         tdp_watts=1200,
         form_factor="GB200 superchip (two GPUs and one Grace CPU per board)",
+        fp4_dense_flops_per_s=10e15,
+        aliases=("GB200 GPU",),
+        scaleup_domain_chips=72,
         sources={
+            "scaleup_domain_chips": _GB200_DS + ": 72 GPUs in one NVLink domain",
             "memory_bytes": _GB200_DS + ": up to 13.4 TB HBM3e per rack (372 GB per superchip) "
             "-> 186 GB per GPU, as MLPerf Inference system descriptions list it ('NVIDIA GB200 186GB')",
             "memory_bandwidth_bytes_per_s": _GB200_DS + ": 576 TB/s per rack (16 TB/s per superchip) "
@@ -431,6 +560,8 @@ _CATALOG: tuple[GPU, ...] = (
             "(10 per superchip) -> 5 per GPU sparse, 2.5 dense",
             "fp8_dense_flops_per_s": _GB200_DS + ": FP8/FP6 720 PFLOP/s per rack with sparsity "
             "-> 10 per GPU sparse, 5 dense",
+            "fp4_dense_flops_per_s": _GB200_DS + ": FP4 1,440 PFLOP/s per rack with sparsity "
+            "-> 20 per GPU sparse, 10 dense (NVFP4 and MXFP4 at the same rate)",
             "scaleup_bytes_per_s_per_direction": _GB200_DS
             + ": NVLink 5 1.8 TB/s total per GPU (130 TB/s per rack) -> 900 per direction",
             "tdp_watts": "SemiAnalysis, 'GB300 & B300' (December 2024): about 1,200 W per GPU in a GB200 "
@@ -452,6 +583,12 @@ _CATALOG: tuple[GPU, ...] = (
         tdp_watts=600,
         form_factor="PCIe dual-slot (workstation)",
         fp4_dense_flops_per_s=2015.2e12,
+        aliases=(
+            "RTX PRO 6000",
+            "PRO 6000",
+            "RTX PRO 6000 Blackwell",
+            "RTX PRO 6000 Blackwell Workstation Edition",
+        ),
         sources={
             "fp4_dense_flops_per_s": _PRO6000 + ": 4,000 AI TOPS is FP4 with sparsity -> about 2,000 dense; "
             "twice the dense FP8 rate, 2,015.2 TFLOP/s",
@@ -465,51 +602,294 @@ _CATALOG: tuple[GPU, ...] = (
             "tdp_watts": _PRO6000 + ": 600 W max power",
         },
     ),
+    _gpu(
+        name="MI325X",
+        vendor="AMD",
+        architecture="CDNA 3",
+        year=2024,
+        memory_bytes=256e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=6e12,
+        bf16_dense_flops_per_s=1307.4e12,
+        fp8_dense_flops_per_s=2614.9e12,
+        scaleup_link="Infinity Fabric (7 links)",
+        scaleup_bytes_per_s_per_direction=448e9,
+        tdp_watts=1000,
+        form_factor="OAM",
+        fp4_dense_flops_per_s=None,
+        aliases=("Instinct MI325X", "AMD MI325X"),
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
+        sources={
+            "memory_bytes": _MI325X_DS + ": 256 GB HBM3E",
+            "memory_bandwidth_bytes_per_s": _MI325X_DS + ": 6 TB/s peak",
+            "bf16_dense_flops_per_s": _MI325X_DS
+            + ": BF16 1,307.4 dense / 2,614.9 sparse TFLOP/s (the MI300X's "
+            "compute die)",
+            "fp8_dense_flops_per_s": _MI325X_DS + ": FP8 2,614.9 dense / 5,229.8 sparse TFLOP/s",
+            "fp4_dense_flops_per_s": "CDNA 3 has no FP4 matrix cores",
+            "scaleup_bytes_per_s_per_direction": _MI325X_DS + ": 7 Infinity Fabric links, 128 GB/s each "
+            "bidirectional (896 GB/s aggregate) -> 448 GB/s per direction",
+            "scaleup_domain_chips": _MI325X_DS
+            + ": 8 GPUs per platform, each joined to the other 7 by one link",
+            "tdp_watts": _MI325X_DS + ": 1,000 W total board power",
+        },
+    ),
+    _gpu(
+        name="B300",
+        vendor="NVIDIA",
+        architecture="Blackwell Ultra",
+        year=2025,
+        memory_bytes=288e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2250e12,
+        fp8_dense_flops_per_s=4500e12,
+        scaleup_link="NVLink 5",
+        scaleup_bytes_per_s_per_direction=900e9,
+        tdp_watts=None,
+        form_factor="SXM (HGX B300 baseboard)",
+        fp4_dense_flops_per_s=13125e12,
+        aliases=("HGX B300", "Blackwell Ultra"),
+        hbm_stacks=8,
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
+        sources={
+            "memory_bytes": _B300_DS + ": 2.3 TB per 8 GPUs; " + _BU_BLOG + ": 288 GB HBM3E per GPU",
+            "hbm_stacks": _BU_BLOG
+            + ": 288 GB in 12-high HBM3E stacks of 36 GB, eight of them (four per die, the B200 layout)",
+            "memory_bandwidth_bytes_per_s": _BU_BLOG + ": 8 TB/s per GPU",
+            "bf16_dense_flops_per_s": _B300_DS + ": FP16/BF16 36 PFLOP/s with sparsity per 8 GPUs "
+            "-> 4.5 sparse, 2.25 dense per GPU (the B200's rate)",
+            "fp8_dense_flops_per_s": _B300_DS
+            + ": FP8/FP6 72 PFLOP/s with sparsity per 8 GPUs -> 4.5 dense per GPU",
+            "fp4_dense_flops_per_s": _B300_DS + ": FP4 144 PFLOP/s with sparsity, 105 dense, per 8 GPUs "
+            "-> 13.125 dense per GPU (NVFP4; HGX clocks, below the GB300's 15)",
+            "scaleup_bytes_per_s_per_direction": _B300_DS + ": NVLink 5 1.8 TB/s per GPU (14.4 TB/s per 8) "
+            "-> 900 GB/s per direction",
+            "scaleup_domain_chips": _B300_DS + ": 8 GPUs on one NVLink switch baseboard",
+            "tdp_watts": "not published: NVIDIA's HGX B300 specifications give no per-GPU power",
+        },
+    ),
+    _gpu(
+        name="GB300",
+        vendor="NVIDIA",
+        architecture="Blackwell Ultra",
+        year=2025,
+        memory_bytes=288e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2500e12,
+        fp8_dense_flops_per_s=5000e12,
+        scaleup_link="NVLink 5",
+        scaleup_bytes_per_s_per_direction=900e9,
+        tdp_watts=1400,
+        form_factor="GB300 superchip board (four GPUs and two Grace CPUs) in an NVL72 rack",
+        fp4_dense_flops_per_s=15e15,
+        aliases=("GB300 GPU", "GB300 NVL72"),
+        hbm_stacks=8,
+        scaleup_domain_chips=72,
+        sources={
+            "memory_bytes": _BU_BLOG
+            + ": 288 GB HBM3E per GPU; "
+            + _GB300_DS
+            + ": up to 20 TB per rack of 72",
+            "hbm_stacks": _BU_BLOG
+            + ": 288 GB in 12-high HBM3E stacks of 36 GB, eight of them (four per die, the B200 layout)",
+            "memory_bandwidth_bytes_per_s": _GB300_DS + ": up to 576 TB/s per rack -> 8 TB/s per GPU",
+            "bf16_dense_flops_per_s": _GB300_DS + ": FP16/BF16 360 PFLOP/s per rack with sparsity "
+            "-> 5 sparse, 2.5 dense per GPU",
+            "fp8_dense_flops_per_s": _GB300_DS + ": FP8/FP6 720 PFLOP/s per rack with sparsity "
+            "-> 10 sparse, 5 dense per GPU",
+            "fp4_dense_flops_per_s": _GB300_DS + ": FP4 1,440 PFLOP/s sparse, 1,080 dense per rack "
+            "-> 15 dense per GPU; " + _BU_BLOG + ": 15 PFLOP/s dense NVFP4",
+            "scaleup_bytes_per_s_per_direction": _GB300_DS + ": NVLink 130 TB/s per rack, 1.8 TB/s per GPU "
+            "-> 900 GB/s per direction",
+            "scaleup_domain_chips": _GB300_DS + ": 72 GPUs in one NVLink domain",
+            "tdp_watts": _BU_BLOG + ": up to 1,400 W per GPU (the GB300 configuration)",
+        },
+    ),
+    _gpu(
+        name="MI355X",
+        vendor="AMD",
+        architecture="CDNA 4",
+        year=2025,
+        memory_bytes=288e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=8e12,
+        bf16_dense_flops_per_s=2516.6e12,
+        fp8_dense_flops_per_s=5033.2e12,
+        scaleup_link="Infinity Fabric 4 (7 links)",
+        scaleup_bytes_per_s_per_direction=537.6e9,
+        tdp_watts=1400,
+        form_factor="OAM (liquid-cooled)",
+        fp4_dense_flops_per_s=10066.3e12,
+        aliases=("Instinct MI355X", "AMD MI355X"),
+        datacenter_flagship=True,
+        scaleup_domain_chips=8,
+        sources={
+            "memory_bytes": _MI355X_DS + ": 288 GB HBM3E",
+            "memory_bandwidth_bytes_per_s": _MI355X_DS + ": 8 TB/s peak",
+            "bf16_dense_flops_per_s": _MI355X_DS + ": BF16 2.5 PFLOP/s dense, 5.0 with sparsity "
+            "(256 CUs x 2.4 GHz x 4,096 FLOPs per CU per clock = 2,516.6 TFLOP/s)",
+            "fp8_dense_flops_per_s": _MI355X_DS + ": FP8 5.0 PFLOP/s dense, 10.1 with sparsity "
+            "(8,192 FLOPs per CU per clock, AMD's ISSCC paper on the MI355X)",
+            "fp4_dense_flops_per_s": _MI355X_DS
+            + ": MXFP4 (and MXFP6) 10.1 PFLOP/s dense, 20.1 with sparsity; "
+            "CDNA 4 runs OCP MXFP4, not NVFP4",
+            "scaleup_bytes_per_s_per_direction": _MI355X_DS + ": 7 Infinity Fabric links, 153.6 GB/s each "
+            "bidirectional (1,075.2 GB/s aggregate) -> 537.6 GB/s per direction",
+            "scaleup_domain_chips": _MI355X_DS + ": 8 GPUs per platform, fully connected",
+            "tdp_watts": _MI355X_DS + ": 1,400 W total board power (the air-cooled MI350X: 1,000 W)",
+        },
+    ),
+    _gpu(
+        name="TPU v5e",
+        vendor="Google",
+        architecture="TPU v5e",
+        year=2023,
+        memory_bytes=16e9,
+        memory_type="HBM2",
+        memory_bandwidth_bytes_per_s=819e9,
+        bf16_dense_flops_per_s=197e12,
+        fp8_dense_flops_per_s=None,
+        scaleup_link="ICI (2D torus, 4 ports)",
+        scaleup_bytes_per_s_per_direction=200e9,
+        tdp_watts=None,
+        form_factor="TPU chip (8 per host)",
+        fp4_dense_flops_per_s=None,
+        aliases=("v5e", "TPUv5e"),
+        scaleup_domain_chips=256,
+        sources={
+            "memory_bytes": _TPU_V5E + ": 16 GB HBM2",
+            "memory_bandwidth_bytes_per_s": _TPU_V5E + ": 819 GBps (a later revision of the page prints "
+            "800 GiBps, 859 GB/s)",
+            "bf16_dense_flops_per_s": _TPU_V5E
+            + ": 197 TFLOP/s peak BF16 per chip (TPUs have no 2:4 sparsity "
+            "mode: the figure is dense)",
+            "fp8_dense_flops_per_s": _TPU_V5E + ": no FP8 peak published (INT8 393 TOP/s)",
+            "fp4_dense_flops_per_s": "no FP4 peak published for any TPU",
+            "scaleup_bytes_per_s_per_direction": _TPU_V5E + ": bidirectional ICI bandwidth 400 GBps per chip "
+            "(4 ports; the older page's 1,600 Gbps is the same sum) -> 200 GB/s per direction",
+            "scaleup_domain_chips": _TPU_V5E + ": 256 chips per pod (16 x 16 2D torus)",
+            "tdp_watts": "not published: Google gives no per-chip power for TPU v5e",
+        },
+    ),
+    _gpu(
+        name="TPU v5p",
+        vendor="Google",
+        architecture="TPU v5p",
+        year=2023,
+        memory_bytes=95e9,
+        memory_type="HBM2e",
+        memory_bandwidth_bytes_per_s=2.765e12,
+        bf16_dense_flops_per_s=459e12,
+        fp8_dense_flops_per_s=459e12,
+        scaleup_link="ICI (3D torus, 6 ports)",
+        scaleup_bytes_per_s_per_direction=600e9,
+        tdp_watts=None,
+        form_factor="TPU chip (4 per host)",
+        fp4_dense_flops_per_s=None,
+        aliases=("v5p", "TPUv5p"),
+        datacenter_flagship=True,
+        scaleup_domain_chips=8960,
+        sources={
+            "memory_bytes": _TPU_V5P + ": 95 GB HBM2e (a later revision prints 95 GiB)",
+            "memory_bandwidth_bytes_per_s": _TPU_V5P + ": 2,765 GBps (2,575 GiBps)",
+            "bf16_dense_flops_per_s": _TPU_V5P + ": 459 TFLOP/s peak BF16 per chip (dense)",
+            "fp8_dense_flops_per_s": _TPU_V5P + ": 459 TFLOP/s peak FP8 per chip, the BF16 rate: v5p has no "
+            "faster FP8 path",
+            "fp4_dense_flops_per_s": "no FP4 peak published for any TPU",
+            "scaleup_bytes_per_s_per_direction": _TPU_V5P
+            + ": bidirectional ICI bandwidth 1,200 GBps per chip "
+            "(the older page's 4,800 Gbps is 600 GB/s, one direction) -> 600 GB/s per direction",
+            "scaleup_domain_chips": _TPU_V5P + ": 8,960 chips per pod (3D torus; the largest slice is 6,144)",
+            "tdp_watts": "not published: Google gives no per-chip power for TPU v5p",
+        },
+    ),
+    _gpu(
+        name="TPU v6e (Trillium)",
+        vendor="Google",
+        architecture="TPU v6e",
+        year=2024,
+        memory_bytes=32e9,
+        memory_type="HBM",
+        memory_bandwidth_bytes_per_s=1.638e12,
+        bf16_dense_flops_per_s=918e12,
+        fp8_dense_flops_per_s=918e12,
+        scaleup_link="ICI (2D torus, 4 ports)",
+        scaleup_bytes_per_s_per_direction=400e9,
+        tdp_watts=None,
+        form_factor="TPU chip (8 per host)",
+        fp4_dense_flops_per_s=None,
+        aliases=("v6e", "TPU v6e", "Trillium"),
+        datacenter_flagship=True,
+        scaleup_domain_chips=256,
+        sources={
+            "memory_bytes": _TPU_V6E + ": 32 GB HBM per chip",
+            "memory_bandwidth_bytes_per_s": _TPU_V6E + ": 1,638 GBps",
+            "bf16_dense_flops_per_s": _TPU_V6E + ": 918 TFLOP/s peak BF16 per chip (dense)",
+            "fp8_dense_flops_per_s": _TPU_V7
+            + ": comparison table, 918 TFLOP/s peak FP8 for v6e (the BF16 rate)",
+            "fp4_dense_flops_per_s": "no FP4 peak published for any TPU",
+            "scaleup_bytes_per_s_per_direction": _TPU_V6E + ": bidirectional ICI bandwidth 800 GBps per chip "
+            "(4 ports) -> 400 GB/s per direction",
+            "scaleup_domain_chips": _TPU_V6E + ": 256 chips per pod (2D torus)",
+            "tdp_watts": "not published: Google gives no per-chip power for TPU v6e",
+        },
+    ),
+    _gpu(
+        name="TPU v7 (Ironwood)",
+        vendor="Google",
+        architecture="TPU v7",
+        year=2025,
+        memory_bytes=192e9,
+        memory_type="HBM3e",
+        memory_bandwidth_bytes_per_s=7.37e12,
+        bf16_dense_flops_per_s=2307e12,
+        fp8_dense_flops_per_s=4614e12,
+        scaleup_link="ICI (3D torus)",
+        scaleup_bytes_per_s_per_direction=600e9,
+        tdp_watts=None,
+        form_factor="TPU chip (two dies, 4 per host)",
+        fp4_dense_flops_per_s=None,
+        aliases=("v7", "TPU7x", "Ironwood", "TPU v7"),
+        hbm_stacks=8,
+        datacenter_flagship=True,
+        scaleup_domain_chips=9216,
+        sources={
+            "memory_bytes": _IRONWOOD + ": 192 GB HBM per chip (the Cloud TPU7x page prints 192 GiB)",
+            "hbm_stacks": "Google at Hot Chips 2025: eight HBM3E stacks per Ironwood chip",
+            "memory_bandwidth_bytes_per_s": _IRONWOOD + ": 7.37 TB/s per chip (4.5x Trillium's)",
+            "bf16_dense_flops_per_s": _TPU_V7 + ": 2,307 TFLOP/s peak BF16 per chip (dense)",
+            "fp8_dense_flops_per_s": _TPU_V7 + ": 4,614 TFLOP/s peak FP8 per chip (dense)",
+            "fp4_dense_flops_per_s": "no FP4 peak published for any TPU",
+            "scaleup_bytes_per_s_per_direction": _IRONWOOD + ": ICI 1.2 TB/s bidirectional per chip "
+            "-> 600 GB/s per direction",
+            "scaleup_domain_chips": _IRONWOOD + "; " + _TPU_V7 + ": 9,216 chips per pod",
+            "tdp_watts": "not published: Google gives per-pod and per-watt figures, not a per-chip power",
+        },
+    ),
 )
 
-_ALIASES = {
-    "v100": "V100 SXM2 32GB",
-    "v100sxm2": "V100 SXM2 32GB",
-    "v10032gb": "V100 SXM2 32GB",
-    "a100": "A100 80GB SXM",
-    "a10080gb": "A100 80GB SXM",
-    "a100sxm": "A100 80GB SXM",
-    "a100sxm480gb": "A100 80GB SXM",
-    "a6000": "RTX A6000",
-    "rtxa6000": "RTX A6000",
-    "h100": "H100 SXM",
-    "h100sxm5": "H100 SXM",
-    "h100sxm80gb": "H100 SXM",
-    "4090": "RTX 4090",
-    "rtx4090": "RTX 4090",
-    "geforcertx4090": "RTX 4090",
-    "l40s": "L40S",
-    "mi300x": "MI300X",
-    "instinctmi300x": "MI300X",
-    "amdmi300x": "MI300X",
-    "h200": "H200 SXM",
-    "h200sxm": "H200 SXM",
-    "b200": "B200",
-    "hgxb200": "B200",
-    "gb200gpu": "GB200",
-    "rtxpro6000": "RTX PRO 6000 Blackwell Workstation",
-    "pro6000": "RTX PRO 6000 Blackwell Workstation",
-    "rtxpro6000blackwell": "RTX PRO 6000 Blackwell Workstation",
-    "rtxpro6000blackwellworkstationedition": "RTX PRO 6000 Blackwell Workstation",
-}
+
+def _index(gpus) -> dict[str, GPU]:
+    """Normalised name and alias -> record; two records may not share a key."""
+    index: dict[str, GPU] = {}
+    for g in gpus:
+        for key in {_norm(k) for k in (g.name, *g.aliases)}:
+            if index.setdefault(key, g) is not g:
+                raise ValueError(f"aliases must be unique: {key!r} names both {index[key].name} and {g.name}")
+    return index
 
 
-def _norm(name: str) -> str:
-    return "".join(ch for ch in name.lower() if ch.isalnum())
+_BY_KEY = _index(_CATALOG)
 
 
-_BY_KEY = {_norm(g.name): g for g in _CATALOG}
-_BY_KEY.update({k: _BY_KEY[_norm(v)] for k, v in _ALIASES.items()})
-
-
-def catalog() -> list[GPU]:
-    """Every catalogued GPU, oldest first."""
-    return sorted(_CATALOG, key=lambda g: (g.year, g.name))
+def catalog(precision: str | None = None) -> list[GPU]:
+    """Every catalogued GPU, oldest first; with ``precision`` ("bf16", ...), only those with a dense peak in it."""
+    gpus = sorted(_CATALOG, key=lambda g: (g.year, g.name))
+    return gpus if precision is None else [g for g in gpus if g.has_peak(precision)]
 
 
 def gpu(name) -> GPU:
@@ -569,7 +949,9 @@ class Link:
     ``raw_spec`` is the vendor's figure as printed; ``bidirectional_in_spec``
     is True when that figure added both directions (then the per-direction
     value is half of it). ``full_duplex`` is False for memory buses, whose
-    single figure is shared between reads and writes.
+    single figure is shared between reads and writes. ``joins`` says what the
+    link joins inside the chapter-2 server (a DGX H100); the server's link
+    table lists the links that have it.
     """
 
     name: str
@@ -580,8 +962,11 @@ class Link:
     kind: str
     source: str
     notes: str = ""
+    joins: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.joins, str):
+            raise ValueError(f"joins must be a string, got {self.joins!r}")
         for f in ("name", "raw_spec", "source"):
             if not isinstance(getattr(self, f), str) or not getattr(self, f):
                 raise ValueError(f"{f} must be a non-empty string, got {getattr(self, f)!r}")
@@ -603,6 +988,7 @@ _LINKS: tuple[Link, ...] = (
         "memory",
         _H100_WP,
         "one GPU's HBM3, reads and writes share it; the source texts also quote 3,352 GB/s",
+        joins="GPU to its own memory",
     ),
     Link(
         "NVLink 4 (per GPU, 18 links)",
@@ -613,6 +999,7 @@ _LINKS: tuple[Link, ...] = (
         "scale-up",
         _H100_WP,
         "the blog's 'up to 900 GB/s per link' is this per-GPU total, both directions added",
+        joins="GPU to the other 7 GPUs, through 4 NVSwitch chips",
     ),
     Link(
         "NVLink 4 (one link)",
@@ -624,6 +1011,7 @@ _LINKS: tuple[Link, ...] = (
         _H100_WP,
         "900 GB/s / 18 links = 50 GB/s per link, 25 GB/s each way; each link is two lanes (differential "
         "pairs) per direction",
+        joins="one of a GPU's 18 NVLink links (two lanes each way)",
     ),
     Link("NVLink 5 (per GPU, 18 links)", 900e9, "1.8 TB/s total, 18 links", True, True, "scale-up", _B200_DS),
     Link(
@@ -656,6 +1044,7 @@ _LINKS: tuple[Link, ...] = (
         "host",
         _PCIE,
         "raw signalling rate; 128b/130b encoding is NOT removed (63.0 GB/s after it)",
+        joins="GPU or NIC to the CPU (through PCIe switches)",
     ),
     Link(
         "ConnectX-7 400 Gbit/s",
@@ -666,6 +1055,7 @@ _LINKS: tuple[Link, ...] = (
         "network",
         "NVIDIA ConnectX-7 adapter datasheet; " + _DGX_H100,
         "line rate per direction; Ethernet/IB framing and protocol overhead not removed",
+        joins="one GPU's NIC to the cluster network",
     ),
     Link(
         "ConnectX-8 800 Gbit/s",
@@ -697,6 +1087,7 @@ _LINKS: tuple[Link, ...] = (
         "memory",
         "Intel Xeon Platinum 8480+ product specification (8 DDR5-4800 channels); " + _DGX_H100,
         "8 x 4.8e9 transfers/s x 8 bytes = 307.2 GB/s, shared by reads and writes",
+        joins="CPU socket to its DRAM",
     ),
 )
 
@@ -822,34 +1213,22 @@ def ratio(fast: Link | GPU | str, slow: Link | GPU | str) -> float:
     return rate(fast) / rate(slow)
 
 
-#: Active HBM stacks per package (vendor architecture documents): the H100 SXM enables 5 of its
-#: 6 sites (5,120 bits), the H200 uses all 6 (6,144 bits), the B200 has 4 per die on 2 dies.
-HBM_STACKS = {"V100 SXM2 32GB": 4, "A100 80GB SXM": 5, "H100 SXM": 5, "H200 SXM": 6, "B200": 8}
+def generations(names=None) -> list[GPU]:
+    """The data-center flagships of the catalog (or the GPUs named in ``names``), by year.
 
-#: NVIDIA's data-center flagship of each generation, as named in the catalog.
-GENERATION_GPUS = ("V100 SXM2 32GB", "A100 80GB SXM", "H100 SXM", "H200 SXM", "B200")
-
-
-def generations(names=GENERATION_GPUS) -> list[GPU]:
-    """The catalog GPUs named in ``names``, by year (ties keep the order of ``names``)."""
+    Ties keep catalog order (or the order of ``names``).
+    """
+    if names is None:
+        return [g for g in catalog() if g.datacenter_flagship]
     if isinstance(names, str) or not names:
         raise ValueError(f"names must be a non-empty sequence of GPU names, got {names!r}")
     return sorted((gpu(n) for n in names), key=lambda g: g.year)
 
 
-#: The links a byte can cross inside one DGX H100 (catalog names), with what each one joins.
-SERVER_LINK_ROLES = {
-    "HBM3 (H100 SXM)": "GPU to its own memory",
-    "NVLink 4 (per GPU, 18 links)": "GPU to the other 7 GPUs, through 4 NVSwitch chips",
-    "DDR5-4800, 8 channels (one Xeon 8480C socket)": "CPU socket to its DRAM",
-    "PCIe Gen5 x16": "GPU or NIC to the CPU (through PCIe switches)",
-    "ConnectX-7 400 Gbit/s": "one GPU's NIC to the cluster network",
-    "NVLink 4 (one link)": "one of a GPU's 18 NVLink links (two lanes each way)",
-}
-
-
-def server_links(names=tuple(SERVER_LINK_ROLES)) -> list[Link]:
-    """The catalog :class:`Link` objects named in ``names``, fastest first."""
+def server_links(names=None) -> list[Link]:
+    """The links a byte can cross inside one DGX H100 (those with ``joins``), or those named in ``names``; fastest first."""
+    if names is None:
+        return [x for x in links() if x.joins]
     if isinstance(names, str) or not names:
         raise ValueError(f"names must be a non-empty sequence of link names, got {names!r}")
     return sorted((link(n) for n in names), key=lambda x: -x.bytes_per_s_per_direction)
@@ -919,46 +1298,6 @@ GB200_NVL72 = ScaleUpDomain(
 )
 
 
-# --------------------------------------------------------------------------------------
-# One GPU cut into instances (Multi-Instance GPU)
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MigProfile:
-    """A MIG profile ``<c>g.<m>gb``: ``compute_slices`` of the GPU's 7, ``memory_slices`` of its 8, and how many fit."""
-
-    name: str
-    compute_slices: int
-    memory_slices: int
-    max_instances: int
-
-
-#: Compute and memory slices an H100 (or A100) is cut into by MIG.
-MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES = 7, 8
-
-_MIG_SOURCE = (
-    "NVIDIA Multi-Instance GPU User Guide, H100 80GB profile table; H100 whitepaper V1.04, section 4.5 "
-    "(up to 7 instances, each with its own L2 banks, memory controllers and DRAM bus)"
-)
-
-#: The MIG profiles of an 80 GB H100, by name (the +me media-extension variant is left out).
-MIG_PROFILES = {
-    p.name: p
-    for p in (
-        MigProfile("1g.10gb", 1, 1, 7),
-        MigProfile("1g.20gb", 1, 2, 4),
-        MigProfile("2g.20gb", 2, 2, 3),
-        MigProfile("3g.40gb", 3, 4, 2),
-        MigProfile("4g.40gb", 4, 4, 1),
-        MigProfile("7g.80gb", 7, 8, 1),
-    )
-}
-
-#: GPUs whose MIG profiles the catalog carries.
-MIG_GPUS = ("H100 SXM",)
-
-
 def mig_instance(base: GPU | str, profile: str) -> GPU:
     """One MIG instance of ``base`` as a GPU of its own: nominal shares of its memory, bandwidth and compute.
 
@@ -969,8 +1308,9 @@ def mig_instance(base: GPU | str, profile: str) -> GPU:
     (12 %, not 14 %), and the driver reports a little less memory. Chapter 2.
     """
     g = base if isinstance(base, GPU) else gpu(base)
-    choice("base", g.name, set(MIG_GPUS))
-    p = MIG_PROFILES[choice("profile", profile, set(MIG_PROFILES))]
+    if not g.mig_profiles:
+        choice("base", g.name, {x.name for x in catalog() if x.mig_profiles})
+    p = g.mig_profile(profile)
     mem, comp = p.memory_slices / MIG_MEMORY_SLICES, p.compute_slices / MIG_COMPUTE_SLICES
     peaks = {f: getattr(g, f) * comp for f in _PEAK_FIELDS if getattr(g, f) is not None}
     shares = {
@@ -980,6 +1320,9 @@ def mig_instance(base: GPU | str, profile: str) -> GPU:
     return custom_gpu(
         base=g,
         name=f"{g.name} MIG {p.name}",
+        aliases=(),
+        datacenter_flagship=False,
+        mig_profiles=(),
         sources={k: _MIG_SOURCE for k in (*peaks, *shares)},
         **peaks,
         **shares,
@@ -998,10 +1341,7 @@ __all__ = [
     "links",
     "link",
     "ratio",
-    "HBM_STACKS",
-    "GENERATION_GPUS",
     "generations",
-    "SERVER_LINK_ROLES",
     "server_links",
     "ScaleUpDomain",
     "DGX_H100_DOMAIN",
@@ -1009,7 +1349,5 @@ __all__ = [
     "MigProfile",
     "MIG_COMPUTE_SLICES",
     "MIG_MEMORY_SLICES",
-    "MIG_PROFILES",
-    "MIG_GPUS",
     "mig_instance",
 ]

@@ -451,7 +451,7 @@ def given_2_5(p):
     g = hardware.gpu(p["gpu"])
     return {
         "tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
-        "stacks": hardware.HBM_STACKS[g.name],
+        "stacks": g.hbm_stacks,
         "bits_per_stack": memory.HBM_BITS_PER_STACK,
         "weights_gb": deployment.TEACHING_8B.weight_bytes / units.GB,
         "nic_gb_s": hardware.link("cx7").bytes_per_s_per_direction / units.GB,

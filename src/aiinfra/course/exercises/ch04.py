@@ -78,6 +78,9 @@ def ref_4_1_d(p):
     return decode.memory_bound_tokens_per_s(_read_bytes(p["model"], "int4"), bw)
 
 
+#: The GPUs of the FP8 generation (Hopper and CDNA 3), read from the catalog: a new one joins the variants.
+GPU_CHOICES_4_1 = tuple(g.name for g in hardware.catalog() if g.architecture in ("Hopper", "CDNA 3"))
+
 EX_4_1 = Exercise(
     id="4-1",
     title="The single-stream speed limit",
@@ -91,7 +94,7 @@ EX_4_1 = Exercise(
     ),
     params={
         "model": Param("Qwen3-8B", choices=("Qwen3-8B", "Llama-3.1-8B")),
-        "gpu": Param("H100 SXM", choices=("H100 SXM", "H200 SXM", "MI300X")),
+        "gpu": Param("H100 SXM", choices=GPU_CHOICES_4_1),
         "reply_tokens": Param(1000, choices=(500, 1000, 2000)),
     },
     given=given_4_1,
