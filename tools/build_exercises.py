@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -53,7 +54,7 @@ def build(
     variants: bool,
     chapters: list[str] | None = None,
     key: bytes | None = None,
-    roster: list[str] = (),
+    roster: Sequence[str] = (),
 ) -> dict[Path, str]:
     """Path -> text of every file to generate (with variants: one personal notebook per roster id)."""
     from aiinfra.course.exercises import notebooks, registry

@@ -29,7 +29,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from aiinfra.catalog import models
+from aiinfra.catalog import models  # noqa: E402 -- needs the sys.path entry above (run as a script, no install)
 
 OUT = ROOT / "src" / "aiinfra" / "catalog" / "data" / "oracle.json"
 CONTEXTS = (1, 100, 5000)
@@ -128,7 +128,7 @@ def _bypass_mlps(model) -> None:
                 module.forward = lambda x, *a, **k: torch.zeros_like(x)
 
 
-def cache_bytes(model, tokens: int) -> int | None:
+def cache_bytes(model, tokens: int) -> int | dict[str, str]:
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
     try:
         out = model(input_ids=ids, use_cache=True)

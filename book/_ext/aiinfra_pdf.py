@@ -122,7 +122,7 @@ class SolutionsAppendix(SphinxPostTransform):
 class SvgToPdf(ImageConverter):
     """SVG figures as PDF for LaTeX, through ``rsvg-convert``."""
 
-    conversion_rules = (("image/svg+xml", "application/pdf"),)
+    conversion_rules = [("image/svg+xml", "application/pdf")]
 
     def is_available(self) -> bool:
         return shutil.which("rsvg-convert") is not None

@@ -110,7 +110,7 @@ class Row:
 
     @property
     def abs_ln_error(self) -> float | None:
-        return None if self.predicted is None else abs(math.log(self.ratio))
+        return None if self.predicted is None else abs(math.log(self.measured / self.predicted))
 
 
 def _is_held_out(point_id: str) -> bool:
@@ -240,9 +240,9 @@ def rows(p: predict.Parameters | None = None, points=None) -> list[Row]:
 
 def summary(table: list[Row]) -> dict:
     """Median and worst ``|ln(measured / predicted)|`` of the training and the held-out split."""
-    out = {}
+    out: dict[str, int | float] = {}
     for split, key in (("train", "train"), ("held-out", "held_out")):
-        errs = [r.abs_ln_error for r in table if r.split == split and r.predicted is not None]
+        errs = [e for r in table if r.split == split and (e := r.abs_ln_error) is not None]
         out[f"{key}_points"] = len(errs)
         out[f"{key}_median_abs_ln"] = float(np.median(errs)) if errs else float("nan")
         out[f"{key}_worst_abs_ln"] = float(max(errs)) if errs else float("nan")

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -204,11 +204,13 @@ class Setup:
     ``compute_precision`` the dense peak the matrices run at
     (:data:`COMPUTE_PRECISIONS`; the GPU must have it). ``tp`` must divide the
     model's KV heads (a TP group wider than the KV heads only replicates
-    them). ``graph_capture`` picks the graph or eager fixed cost.
+    them). ``graph_capture`` picks the graph or eager fixed cost. ``model``
+    and ``gpu`` may be given by name; ``__post_init__`` replaces them with
+    their records.
     """
 
-    model: object
-    gpu: object
+    model: models.ModelConfig
+    gpu: hardware.GPU
     tp: int = 1
     replicas: int = 1
     weight_precision: str = "bf16"
@@ -245,28 +247,27 @@ class Setup:
                 f"parallelism), got tp={tp}"
             )
 
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
-        object.__setattr__(
-            self,
-            "_deployment",
-            Deployment(
-                m,
-                self.gpu,
-                n_gpus=tp,
-                weight_precision=self.weight_precision,
-                kv_precision=self.kv_bytes_per_element,
-                compute_precision=self.compute_precision,
-                memory_reserve=0.0,
-            ),
-        )
+        _ = self.deployment  # build it now, so its checks raise here
 
-    def __hash__(self):  # the model record is large: hash it once
+    @cached_property
+    def _hash(self) -> int:  # the model record is large: hash it once
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __hash__(self) -> int:
         return self._hash
 
-    @property
+    @cached_property
     def deployment(self) -> Deployment:
         """One replica as a :class:`~aiinfra.deployment.Deployment` (its bytes, FLOPs and peaks)."""
-        return self._deployment
+        return Deployment(
+            self.model,
+            self.gpu,
+            n_gpus=self.tp,
+            weight_precision=self.weight_precision,
+            kv_precision=self.kv_bytes_per_element,
+            compute_precision=self.compute_precision,
+            memory_reserve=0.0,
+        )
 
     @property
     def switched(self) -> bool:
@@ -319,6 +320,7 @@ class Estimate:
 
 def _layer_costs_s(setup: Setup, p: Parameters, tokens):
     """Fixed cost plus the two all-reduces of every layer of one pass carrying ``tokens`` tokens (one replica)."""
+    comm: float | np.ndarray
     if p.is_roofline:
         comm = 0.0
     elif np.ndim(tokens):

@@ -38,7 +38,7 @@ from aiinfra.course.grading.submissions import content_hash, discover, read_subm
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
-from make_hostile import GOOD_H, SETUP, notebook
+from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 
 pytestmark = pytest.mark.slow
 LIMITS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "40", "--memory-mb", "768"]

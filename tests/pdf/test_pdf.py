@@ -30,7 +30,7 @@ PDF = Path(os.environ.get("AIINFRA_PDF", ROOT / "_build" / "latex" / "book.pdf")
 LOG = PDF.with_suffix(".log")
 HTML = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "tests"))
-from browser.conftest import book_pages, expected_figures
+from browser.conftest import book_pages, expected_figures  # noqa: E402 -- tests/ joins sys.path just above
 
 #: Glued values sampled per page: the longest ones with a digit (short ones such as "8" prove nothing).
 PER_PAGE = 3

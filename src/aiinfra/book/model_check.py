@@ -56,10 +56,18 @@ def optimistic(metric: str, measured: float, model: float) -> bool:
     return model > measured if metric.endswith("tok_s") else model < measured
 
 
+def _known(row: ModelCheckRow, col: str) -> float:
+    """The row's ``bound`` or ``predicted`` value; ``ValueError`` when the row is not expressible (``None``)."""
+    v = getattr(row, col)
+    if v is None:
+        raise ValueError(f"row {row.id!r} has no {col} value (not expressible)")
+    return v
+
+
 def largest_misses(table: list[ModelCheckRow], n: int) -> list[ModelCheckRow]:
     """The ``n`` expressible rows whose prediction is furthest from the measurement, furthest first."""
     ok = [r for r in table if r.predicted is not None]
-    return sorted(ok, key=lambda r: -factor_off(r.measured, r.predicted))[:n]
+    return sorted(ok, key=lambda r: -factor_off(r.measured, _known(r, "predicted")))[:n]
 
 
 def summary(table: list[ModelCheckRow], bands=(1.25, 2.0)) -> dict:
@@ -67,17 +75,16 @@ def summary(table: list[ModelCheckRow], bands=(1.25, 2.0)) -> dict:
     expressible rows and how many are optimistic; the prediction's count within each of ``bands``; per split
     (``train``, ``held_out``) the prediction's median and worst factor, point count and worst point."""
     ok = [r for r in table if r.predicted is not None]
-    out = {"points": len(table), "expressible": len(ok)}
+    out: dict[str, int | float | str | list[int]] = {"points": len(table), "expressible": len(ok)}
     for col in ("bound", "prediction"):
-        f = [factor_off(r.measured, getattr(r, "predicted" if col == "prediction" else col)) for r in ok]
+        attr = "predicted" if col == "prediction" else col
+        f = [factor_off(r.measured, _known(r, attr)) for r in ok]
         out[f"{col}_median"], out[f"{col}_worst"] = float(np.median(f)), max(f)
-        out[f"{col}_optimistic"] = sum(
-            optimistic(r.metric, r.measured, r.bound if col == "bound" else r.predicted) for r in ok
-        )
-    out["within"] = [sum(factor_off(r.measured, r.predicted) <= k for r in ok) for k in bands]
+        out[f"{col}_optimistic"] = sum(optimistic(r.metric, r.measured, _known(r, attr)) for r in ok)
+    out["within"] = [sum(factor_off(r.measured, _known(r, "predicted")) <= k for r in ok) for k in bands]
     for split, key in (("train", "train"), ("held-out", "held_out")):
         part = [r for r in ok if r.split == split]
-        f = [factor_off(r.measured, r.predicted) for r in part]
+        f = [factor_off(r.measured, _known(r, "predicted")) for r in part]
         out[f"{key}_points"], out[f"{key}_median"], out[f"{key}_worst"] = (
             len(part),
             float(np.median(f)),

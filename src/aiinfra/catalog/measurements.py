@@ -87,6 +87,10 @@ def _is_int(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
 def _check_field(point, name: str, v) -> None:
     text = {"id", "source", "engine", "model", "gpu", "notes"}
     minimum = {"tp": 1, "pp": 1, "replicas": 1, "batch": 0, "prompt_tokens": 0, "output_tokens": 1}
@@ -104,9 +108,7 @@ def _check_field(point, name: str, v) -> None:
         _fail(point, name, f"None (not stated) or one of {sorted(KV_PRECISIONS)}", v)
     if name in minimum and not (_is_int(v) and v >= minimum[name]):
         _fail(point, name, f"an integer >= {minimum[name]}", v)
-    if name == "value" and not (
-        isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < float("inf")
-    ):
+    if name == "value" and not (_is_real(v) and 0 < v < float("inf")):
         _fail(point, name, "a finite number > 0 in SI units", v)
     if name == "graph_capture" and v not in (True, False, None):
         _fail(point, name, "True, False or None (not stated)", v)

@@ -267,7 +267,9 @@ class ModelConfig:
     @property
     def sliding_window(self) -> int | None:
         """The window of the sliding layers (None when every layer attends to the whole context)."""
-        windows = {a.window for a in self.attention if a.kind in ("sliding", "chunked")}
+        windows = {
+            a.window for a in self.attention if a.kind in ("sliding", "chunked") and a.window is not None
+        }
         return max(windows) if windows else None
 
     def layer_summary(self) -> str:

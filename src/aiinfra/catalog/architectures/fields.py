@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,8 +27,9 @@ FOREIGN: dict[str, str] = {
 class _Fields:
     """Reads config fields; a missing one takes the family default (recorded) or raises."""
 
-    def __init__(self, cfg: Mapping[str, Any], defaults: Mapping[str, Any]):
-        self.cfg, self.defaults, self.used = cfg, defaults, []
+    def __init__(self, cfg: dict[str, Any], defaults: Mapping[str, Any]):
+        self.cfg, self.defaults = cfg, defaults
+        self.used: list[str] = []
         self.model_type = cfg.get("model_type")
 
     def _raw(self, key: str):
@@ -46,7 +48,7 @@ class _Fields:
             value = default
         return _whole(key, value, minimum)
 
-    def opt_int(self, key: str, minimum: int = 1) -> int | None:
+    def opt_int(self, key: str, minimum: builtins.int = 1) -> builtins.int | None:
         value = self._raw(key)
         return None if value is None else _whole(key, value, minimum)
 

@@ -86,7 +86,8 @@ def _qwen_hybrid(f, *, fused: bool):
     gdn, (conv, recurrent) = _gated_deltanet(f, p, linear, hidden, fused)
     rows += gdn
     experts = f.int("num_experts", minimum=0, default=0)
-    m, moe_layers, spec = f"{p}mlp.", (), {}
+    m, spec = f"{p}mlp.", {}
+    moe_layers: tuple[int, ...] = ()
     if experts:
         k = f.int("num_experts_per_tok")
         _check_topk(experts, k)

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from aiinfra.catalog.architectures.approximate import _approximate
 from aiinfra.catalog.architectures.blocks import _drop_empty
 from aiinfra.catalog.architectures.core import ModelConfig, _BadValue
 from aiinfra.catalog.architectures.family import Family
@@ -94,7 +95,7 @@ _WRAPPED_TEXT_TYPES = {
 def _unwrap(cfg: Mapping[str, Any]) -> dict:
     text = dict(cfg["text_config"])
     if not text.get("model_type"):
-        wrapped = _WRAPPED_TEXT_TYPES.get(cfg.get("model_type"))
+        wrapped = _WRAPPED_TEXT_TYPES.get(cfg.get("model_type", ""))
         if wrapped is None:
             raise ValueError(
                 f"text_config of model_type {cfg.get('model_type')!r} does not name its model_type"
@@ -139,6 +140,3 @@ def _build_exact(cfg: Mapping[str, Any], family: Family, label: str) -> ModelCon
         quant_method=quant.get("quant_method") if isinstance(quant, Mapping) else None,
         **spec,
     )
-
-
-from aiinfra.catalog.architectures.approximate import _approximate

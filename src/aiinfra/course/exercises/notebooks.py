@@ -63,8 +63,11 @@ def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def personal_params(chapter: str, student: str, key: bytes) -> dict:
-    """One student's parameters for a chapter, as a personal notebook carries them (plain JSON values)."""
+def personal_params(chapter: str, student: str, key: bytes | None) -> dict:
+    """One student's parameters for a chapter, as a personal notebook carries them (plain JSON values).
+
+    A ``key`` that is not the instructor's 32 bytes (``None`` included) raises ``ValueError``
+    (:func:`~aiinfra.course.exercises.variants.params_for` checks it)."""
     return {
         ex.id: {k: encode_value(v) for k, v in params_for(ex, student, True, key).items()}
         for ex in registry.chapter(chapter)
@@ -152,21 +155,21 @@ def student_notebook(
         ),
     ]
     for ex in exercises:
-        key = (chapter, "student", ex.id)
+        ids = (chapter, "student", ex.id)
         if variants:
             cells.append(
                 _md(
-                    _cell_id(*key, "title"),
+                    _cell_id(*ids, "title"),
                     f"## Exercise {render.title_text(ex)}\n\n"
                     "Run the next cell to see your version of the statement.",
                 )
             )
-            cells.append(_code(_cell_id(*key, "prompt"), f'prompt("{ex.id}")'))
+            cells.append(_code(_cell_id(*ids, "prompt"), f'prompt("{ex.id}")'))
         else:
             ns = namespace(ex, params_for(ex, None, False))
             cells.append(
                 _md(
-                    _cell_id(*key, "statement"),
+                    _cell_id(*ids, "statement"),
                     render.statement_markdown(ex, ns, heading=f"## Exercise {render.title_text(ex)}"),
                 )
             )
@@ -174,12 +177,12 @@ def student_notebook(
         for p in ex.parts:
             cells.append(
                 _code(
-                    _cell_id(*key, p.part),
+                    _cell_id(*ids, p.part),
                     f"# ({p.part}) {render.answer_format(p, p.part in lists)}\n"
                     f'answer("{ex.id}", "{p.part}", ...)',
                 )
             )
-        cells.append(_code(_cell_id(*key, "check"), f'check("{ex.id}")'))
+        cells.append(_code(_cell_id(*ids, "check"), f'check("{ex.id}")'))
     cells.append(_md(_cell_id(chapter, "student", "end"), "## All exercises of the chapter"))
     cells.append(_code(_cell_id(chapter, "student", "check-all"), f'check("{chapter}")'))
     return _notebook(cells, chapter, "student", variants)

@@ -28,6 +28,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
+from typing import TypedDict
 
 from ..exercises.variants import read_key
 from . import bounded, export
@@ -36,6 +37,19 @@ from .gradebook import Gradebook, Lock
 from .sandbox import SYSTEM_DIRS, UID_BASE, Limits, make_plan
 from .score import Assignment, score_submission
 from .submissions import content_hash, discover, read_submission
+
+
+class _Counts(TypedDict):
+    graded: int
+    skipped: int
+    failed: int
+
+
+class Counts(_Counts, total=False):
+    """What a grading run did: submissions graded, skipped unchanged, failed; hand grades it dropped."""
+
+    hand_grades_lost: list[str]
+
 
 RUN_DIR = ".aiinfra-run"
 
@@ -155,7 +169,7 @@ def grade(
     progress: Progress,
     force: bool = False,
     fallback_root: str | None = None,
-) -> dict:
+) -> Counts:
     """Grade every submission that is new or changed; returns counts. One submission's failure is its own."""
     fp = assignment.fingerprint()
     todo: deque = deque()
@@ -175,7 +189,7 @@ def grade(
             continue
         todo.append(sub)
 
-    counts = {"graded": 0, "skipped": skipped, "failed": 0, "hand_grades_lost": []}
+    counts: Counts = {"graded": 0, "skipped": skipped, "failed": 0, "hand_grades_lost": []}
 
     def finish(sub, extracted):
         try:
@@ -395,7 +409,7 @@ def main(argv=None) -> int:
 
 def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path) -> int:
     t0 = time.monotonic()
-    counts = {"graded": 0, "skipped": 0, "failed": 0}
+    counts: Counts = {"graded": 0, "skipped": 0, "failed": 0}
     plan = None
     grading = not args.export_only and not args.manual
     with Gradebook(gb_path) as gb:

@@ -16,6 +16,7 @@ import json
 import re
 import unicodedata
 from pathlib import Path
+from typing import TypedDict
 
 from .bounded import clean_text
 from .gradebook import Gradebook
@@ -150,10 +151,20 @@ def write_feedback(gb: Gradebook, assignment: str, folder: Path) -> list[Path]:
     return out
 
 
+class GradescopeTest(TypedDict):
+    """One entry of the ``tests`` list of Gradescope's ``results.json``."""
+
+    name: str
+    score: float
+    max_score: float
+    output: str
+    visibility: str
+
+
 def gradescope_results(sub: dict) -> dict:
     """Gradescope autograder ``results.json``: one test per part; free-response parts carry 0 points here
     (they are graded by hand in Gradescope)."""
-    tests = []
+    tests: list[GradescopeTest] = []
     for p in sub["parts"]:
         if p["kind"] == "free":
             text = p["answer"] if isinstance(p["answer"], str) else ""

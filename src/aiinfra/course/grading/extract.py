@@ -651,6 +651,8 @@ class Extraction:
     ):
         self.sub, self.student, self.variants, self.sheet = sub, student, variants, sheet
         self.plan, self.slot = plan, slot
+        if fallback_root is None:
+            raise ValueError("fallback_root is required: the private root of the kernels' sockets")
         self.stage = os.path.join(run_dir, f"{slot}-{seq}")
         # the grader binds the kernel's sockets here: a folder only the grader may write, which (without
         # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess, in a
@@ -724,7 +726,9 @@ class Extraction:
         if self.plan.cgroups:
             self.plan.cgroups.slots[self.slot].kill()
         if self.plan.drop_uid and self.plan.mode == "none":
-            kill_uid(self.plan.uid(self.slot))
+            uid = self.plan.uid(self.slot)
+            assert uid is not None  # drop_uid gives every slot its own uid
+            kill_uid(uid)
         if self.conn is not None:
             self.conn.close()
         for path in (self.stage, self.ipc, self.work):

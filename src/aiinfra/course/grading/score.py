@@ -51,7 +51,12 @@ class Assignment:
         h = hashlib.sha256()
         h.update(
             json.dumps(
-                [GRADER_VERSION, self.chapter, self.variants, key_id(self.key) if self.variants else None]
+                [
+                    GRADER_VERSION,
+                    self.chapter,
+                    self.variants,
+                    key_id(self.key) if self.variants and self.key is not None else None,
+                ]
             ).encode()
         )
         h.update(inspect.getsource(module).encode())

@@ -143,8 +143,9 @@ def discover(folder: Path, chapter: str) -> tuple[list[dict], list[str]]:
     taken = set(seen)
     for sub in subs:
         if sub["student"] is None:
-            sub["student"] = _key_for_bad_name(sub["raw_name"], sub.pop("hint"), taken)
-            taken.add(sub["student"])
+            key = _key_for_bad_name(sub["raw_name"], sub.pop("hint"), taken)
+            sub["student"] = key
+            taken.add(key)
         sub.pop("hint", None)
     return subs, passed
 
