@@ -212,7 +212,9 @@ def test_2_a_widget_flood_does_not_grow_the_worker(run):
         json.loads(flood["sandbox"])["worker_max_rss_bytes"]
         - json.loads(good["sandbox"])["worker_max_rss_bytes"]
     )
-    assert grew < 64 * 2**20  # 150 MB of widget state went by
+    # 150 MB of widget state went by: stored, it would grow the worker by at least that much. What a
+    # worker grows by without storing it (message buffers under load) was measured at up to 78 MB.
+    assert grew < 110 * 2**20
 
 
 def test_2_each_worker_has_a_memory_cap(tmp_path):
