@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JB := $(VENV)/bin/jupyter-book
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: book test lint venv vendor notebooks clean bench nbval library-stamp oracle pdf test-pdf
+.PHONY: book test lint venv vendor notebooks clean bench nbval library-stamp oracle pdf test-pdf test-colab
 
 venv: $(STAMP)
 
@@ -98,6 +98,12 @@ pdf: $(STAMP) vendor library-stamp
 	rm -f $(PDF)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder pdflatex -W -n --keep-going
 	test -s $(PDF)
+
+# Every chapter notebook and handout run top to bottom in a Colab-pinned environment (Python 3.12,
+# ipywidgets 7.7.1, ...) and on the project's pins (tests/test_every_notebook_runs.py; its venv is
+# cached under _build/). Outside `make test` for now: about 10 minutes of CPU per environment.
+test-colab: book
+	$(PY) -m pytest -p no:cacheprovider -o addopts="-ra --strict-markers" tests/test_every_notebook_runs.py
 
 test-pdf: pdf
 	AIINFRA_PDF=$(PDF) $(PY) -m pytest -q -p no:cacheprovider tests/pdf
