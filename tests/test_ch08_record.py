@@ -47,7 +47,7 @@ def test_every_ch08_page_quotes_the_one_record():
     assert read in measured("index") and read in measured("02-ceilings")
     assert ridge in measured("02-ceilings") and knee in measured("02-ceilings")
     assert knee in measured("03-toy-decode")
-    table = page_text("05-pitfalls-and-numbers")
+    table = page_text("06-pitfalls-and-numbers")
     assert f"ridge point {ridge} FLOP/B" in table
     assert f"knee of a float32 decode step {knee}" in table
     assert f"one tiny call {tiny}" in table

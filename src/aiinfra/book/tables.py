@@ -81,7 +81,7 @@ __all__ = [
 DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
 
 
-def plain_dollars(text: str) -> str:
+def _plain_dollars(text: str) -> str:
     """``text`` with each escaped dollar (``\\$``, a price) as :data:`DOLLAR`; ``$...$`` stays mathematics."""
     return text.replace("\\$", DOLLAR)
 
@@ -105,14 +105,14 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str 
         raise ValueError(f"align must be a string of {n} characters from 'l', 'r', 'c', got {align!r}")
     marks = {"l": ":--", "r": "--:", "c": ":-:"}
     lines = [
-        "| " + " | ".join(map(plain_dollars, headers)) + " |",
+        "| " + " | ".join(map(_plain_dollars, headers)) + " |",
         "|" + "|".join(marks[a] for a in align) + "|",
     ]
     for i, row in enumerate(rows):
         cells = [str(c) for c in row]
         if len(cells) != n:
             raise ValueError(f"rows[{i}] must have {n} cells, got {len(cells)}")
-        lines.append("| " + " | ".join(plain_dollars(c.replace("|", "\\|")) for c in cells) + " |")
+        lines.append("| " + " | ".join(_plain_dollars(c.replace("|", "\\|")) for c in cells) + " |")
     return "\n".join(lines)
 
 
