@@ -40,6 +40,17 @@ def previews(figure_page: str) -> list[Image.Image]:
     return out
 
 
+def measured_figures(figure_page: str) -> int:
+    rel = figure_page.removeprefix("book/").removesuffix(".html") + ".ipynb"
+    nb = json.loads((NOTEBOOKS / rel).read_text(encoding="utf-8"))
+    return sum(
+        1
+        for cell in nb["cells"]
+        if "volatile" in cell.get("metadata", {}).get("tags", [])
+        and "interactive_figure(" in "".join(cell.get("source", ""))
+    )
+
+
 def grey(img: Image.Image, size) -> np.ndarray:
     return np.asarray(img.convert("L").resize(size, Image.Resampling.LANCZOS), dtype=int)
 
@@ -50,7 +61,11 @@ def mismatch(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_preview_is_the_books_first_frame(figure_page, built_book, visit, artifacts):
     assert figure_page != MISSING, "no page of the built book shows an interactive figure"
-    expected = expected_figures((BUILD / figure_page).read_text(encoding="utf-8"))
+    # a figure drawn from this machine's measurements (a volatile cell) keeps no output in the committed
+    # notebook, so that the notebook is the same on every machine: it has no preview to compare
+    expected = expected_figures((BUILD / figure_page).read_text(encoding="utf-8")) - measured_figures(
+        figure_page
+    )
     saved = previews(figure_page)
     assert len(saved) == expected, f"{figure_page}: {len(saved)} previews in its notebook, {expected} figures"
     page = visit.goto(figure_page)
