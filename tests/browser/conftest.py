@@ -32,6 +32,20 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 MISSING = "<no built book>"
 # generous: the test machine may be shared; a healthy page settles in ~3 s
 LOAD_TIMEOUT_MS = 90_000
+# true once the page has settled: MathJax (when present) has typeset, web fonts are
+# loaded, and the widget manager has made an area for every embedded widget view
+SETTLED_JS = """() => {
+  if (document.readyState !== 'complete' || document.fonts.status !== 'loaded') return false;
+  const mj = window.MathJax;
+  if (mj && mj.startup && mj.startup.promise && !window.__aiinfraTypeset) {
+    window.__aiinfraTypeset = 'waiting';
+    mj.startup.promise.then(() => { window.__aiinfraTypeset = 'done'; });
+  }
+  if (mj && mj.startup && window.__aiinfraTypeset !== 'done') return false;
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+  return [...views].every(v => v.previousElementSibling
+    && v.previousElementSibling.classList.contains('widget-subarea'));
+}"""
 
 
 def book_pages() -> list[str]:
@@ -129,8 +143,11 @@ class Visit:
 
     def goto(self, rel: str):
         self.page.goto(f"{self.base}/{rel}", wait_until="load", timeout=LOAD_TIMEOUT_MS)
-        # let deferred scripts (MathJax, widget manager) finish their first pass
-        self.page.wait_for_load_state("networkidle", timeout=LOAD_TIMEOUT_MS)
+        # Wait for what the page itself does after "load" (MathJax's first typeset, web
+        # fonts, one widget area per embedded view), not for "networkidle": that waits for
+        # 500 ms without a request, which a loaded CI machine may never give (it timed out
+        # once at 90 s on a page that settles in 2 s here).
+        self.page.wait_for_function(SETTLED_JS, timeout=LOAD_TIMEOUT_MS, polling=100)
         return self.page
 
 
