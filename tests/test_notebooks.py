@@ -192,6 +192,35 @@ def test_there_is_a_notebook_for_every_chapter_page():
     assert {f"ch0{i}" for i in range(1, 9)} <= chapters
 
 
+GENERATED = sorted(
+    [
+        *(ROOT / "notebooks").rglob("*.ipynb"),
+        *(ROOT / "exercises").glob("*.ipynb"),
+        *(ROOT / "solutions").glob("*.ipynb"),
+    ]
+)
+
+
+@pytest.mark.parametrize("path", GENERATED, ids=rel)
+def test_a_notebook_is_saved_as_jupyter_saves_it(path, tmp_path):
+    """Opening a notebook and saving it (JupyterLab's Ctrl+S: the contents manager's nbformat.write)
+    rewrites the committed bytes, and the kernel metadata JupyterLab fills in on open is there,
+    all but the reader's own Python version."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    saved = tmp_path / "saved.ipynb"
+    nbformat.write(nb, saved, version=nbformat.NO_CONVERT)
+    assert saved.read_bytes() == path.read_bytes(), f"{rel(path)}: saving it would rewrite the file"
+    assert nb.metadata.kernelspec == {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
+    assert nb.metadata.language_info.pygments_lexer == "ipython3"
+    assert "version" not in nb.metadata.language_info, "the reader's Python version is not ours to write"
+
+
 # --- code cells ----------------------------------------------------------------------
 
 

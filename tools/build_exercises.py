@@ -57,20 +57,21 @@ def build(
     roster: Sequence[str] = (),
 ) -> dict[Path, str]:
     """Path -> text of every file to generate (with variants: one personal notebook per roster id)."""
+    from aiinfra.book import colab
     from aiinfra.course.exercises import notebooks, registry
     from aiinfra.course.grading.export import safe_name
 
     source = pip_source()  # repository.url and .branch from _config.yml, typed once
     files = {}
     for ch in chapters or registry.chapters():
-        files[out / "exercises" / f"{ch}.ipynb"] = notebooks.dumps(
+        files[out / "exercises" / f"{ch}.ipynb"] = colab.notebook_text(
             plain(notebooks.student_notebook(ch, variants, source))
         )
-        files[out / "solutions" / f"{ch}.ipynb"] = notebooks.dumps(
+        files[out / "solutions" / f"{ch}.ipynb"] = colab.notebook_text(
             plain(notebooks.solution_notebook(ch, variants, source))
         )
         for sid in roster:
-            files[out / "students" / safe_name(sid) / f"{ch}.ipynb"] = notebooks.dumps(
+            files[out / "students" / safe_name(sid) / f"{ch}.ipynb"] = colab.notebook_text(
                 plain(notebooks.student_notebook(ch, True, source, student=sid, key=key))
             )
     return files

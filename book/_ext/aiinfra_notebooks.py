@@ -470,11 +470,6 @@ def figure_number(app, docname: str, node: nodes.Element) -> str | None:
     return None
 
 
-def dumps(nb) -> str:
-    """The exact text written: sorted keys, one-space indent, trailing newline (stable diffs)."""
-    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-
-
 # --- Sphinx events -------------------------------------------------------------------
 
 
@@ -491,9 +486,11 @@ def write_notebook(app, doctree, docname):
         nbformat.validate(nb)
     except nbformat.ValidationError as exc:
         logger.warning(f"notebook: {docname} is not a valid notebook: {exc.message}", location=docname)
+    from aiinfra.book import colab
+
     path = out_dir(app) / notebook_rel(docname)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(nb), encoding="utf-8")
+    path.write_text(colab.notebook_text(nb), encoding="utf-8")
 
 
 def outdated(app, env, added, changed, removed):

@@ -3,7 +3,8 @@
 JupyterLab is started from the project's venv (headless, no token, on a free localhost
 port) over a scratch copy of one generated chapter notebook, and driven in Debian's
 chromium through Playwright, with every non-local request aborted. The test checks what a
-reader meets, in order: the notebook opens unmodified; the prose is rendered Markdown that shows the page's glued numbers
+reader meets, in order: the notebook opens unmodified (not dirty, and saving it rewrites the
+committed bytes); the prose is rendered Markdown that shows the page's glued numbers
 (among them the 8-bit size of the 70B model's weights) and no MyST; the set-up cell and
 the other cells the book hides are folded; Run All finishes without an error; and moving
 a slider of the live figure changes its image.
@@ -14,8 +15,8 @@ from __future__ import annotations
 import html
 import json
 import os
+import platform
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +25,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from aiinfra.book import colab
 
 from .conftest import ARTIFACTS, ROOT
 
@@ -86,7 +89,13 @@ def jupyterlab(tmp_path_factory):
     root = base / "root"
     copy = root / "notebooks" / f"{PAGE}.ipynb"
     copy.parent.mkdir(parents=True)
-    shutil.copy2(NOTEBOOK, copy)
+    # The reader's kernel here is this venv's Python. JupyterLab records the kernel's Python
+    # version in language_info on open, the one piece of metadata a committed notebook cannot
+    # know (colab.NOTEBOOK_METADATA leaves it out); the copy carries this reader's, as a notebook
+    # saved once by the same reader would, and must then open clean.
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    nb["metadata"]["language_info"]["version"] = platform.python_version()
+    copy.write_text(colab.notebook_text(nb), encoding="utf-8")
     settings, config = base / "settings", base / "config"
     for name, value in SETTINGS.items():
         path = settings / name
@@ -220,9 +229,21 @@ def test_chapter_notebook_in_jupyterlab(lab_page):
     )
     _screenshot(page, "opened")
 
-    # 0. The kernel is up and idle. (Whether the document opens clean, with nothing dirty before the
-    # reader edits, is issue 28's open item: JupyterLab 4.6 still marks it modified on open.)
+    # 0. Opening changes nothing: once the kernel is up and idle (its kernel_info reply is in, which
+    # is when JupyterLab fills in language metadata), the document is not dirty, and saving it
+    # writes back the committed bytes: the metadata JupyterLab writes on open was already there.
+    committed = copy.read_bytes()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=UI_TIMEOUT_MS)
+    page.wait_for_timeout(2000)
+    assert page.locator(".jp-NotebookPanel.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").count() == 0, (
+        "the notebook is modified right after opening"
+    )
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-NotebookPanel.jp-mod-dirty')", timeout=UI_TIMEOUT_MS
+    )
+    page.wait_for_timeout(1000)
+    assert copy.read_bytes() == committed, "saving the just-opened notebook changed the file"
 
     # 1. The prose is rendered Markdown with the page's numbers and no MyST.
     prose = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown")

@@ -27,6 +27,16 @@ NOTEBOOK_METADATA = {
 }
 
 
+def notebook_text(nb: dict) -> str:
+    """A notebook's file text exactly as Jupyter saves it (the contents manager calls
+    ``nbformat.write``): sorted keys, one-space indent, each source and text output split into
+    lines, a trailing newline. Every generated notebook is written this way, so that saving one
+    just after opening it (Ctrl+S in JupyterLab) rewrites the same bytes."""
+    import nbformat
+
+    return nbformat.writes(nbformat.from_dict(nb), version=4) + "\n"
+
+
 def pip_source(repo_url: str, branch: str) -> str:
     """pip requirement for the library at ``branch`` of ``repo_url`` (a GitHub URL)."""
     if not repo_url.startswith("https://") or not branch:

@@ -58,11 +58,6 @@ def _notebook(cells: list, chapter: str, kind: str, variants: bool) -> dict:
     }
 
 
-def dumps(nb: dict) -> str:
-    """The exact text written to disk: sorted keys, one-space indent, trailing newline."""
-    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-
-
 def personal_params(chapter: str, student: str, key: bytes | None) -> dict:
     """One student's parameters for a chapter, as a personal notebook carries them (plain JSON values).
 
