@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
+import math
 import numbers
 import re
 from collections.abc import Callable
@@ -134,6 +135,27 @@ def _as_array(name: str, value) -> np.ndarray:
     return arr
 
 
+def _scalar_in(name: str, value: float, dom: Domain) -> float:
+    """A plain Python number as a float inside ``dom``, or ``ValueError`` (the scalar path: no numpy)."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    bad = False
+    if dom.low is not None:
+        bad |= x <= dom.low if dom.low_open else x < dom.low
+    if dom.high is not None:
+        bad |= x >= dom.high if dom.high_open else x > dom.high
+    if dom.kind == "int":
+        bad |= x != round(x)
+    if bad:
+        raise ValueError(f"{name} must {dom.describe()}, got {value!r}")
+    return x
+
+
+def _is_plain_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _validated(name: str, value, dom: Domain) -> np.ndarray:
     """``value`` as a float array (0-d for scalars) inside ``dom``, or ``ValueError``."""
     arr = _as_array(name, value)
@@ -164,6 +186,9 @@ def check(name: str, value, spec: str, *, scalar: bool = False):
         return bool(value)
     if dom.kind == "label":
         return value
+    if _is_plain_number(value):
+        x = _scalar_in(name, value, dom)
+        return int(x) if dom.kind == "int" else x
     arr = _validated(name, value, dom)
     if arr.ndim:
         if scalar:
@@ -378,6 +403,8 @@ class Formula:
         for name, dom in self._checks:
             if dom.kind == "bool":
                 values[name] = check(name, values[name], "bool")
+            elif _is_plain_number(values[name]):
+                values[name] = _scalar_in(name, values[name], dom)
             else:
                 arr = _validated(name, values[name], dom)
                 values[name] = float(arr) if arr.ndim == 0 else arr
