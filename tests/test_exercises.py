@@ -100,6 +100,33 @@ def test_part_fields_are_validated():
         Free("A", "p", sample="s")
 
 
+def test_rubrics_are_validated_and_award_the_parts_points():
+    with pytest.raises(ValueError, match="rubric"):
+        Free("a", "p", sample="s", rubric=(("one", "criterion"),))
+    with pytest.raises(ValueError, match="rubric"):
+        Free("a", "p", sample="s", rubric=((1, "  "),))
+    with pytest.raises(ValueError, match="rubric of part 'a' must award the part's 2 points"):
+        Free("a", "p", sample="s", rubric=((1, "half of it"),))
+    assert Free("a", "p", sample="s", rubric=((1.5, "x"), (0.5, "y"))).rubric[1] == (0.5, "y")
+
+
+def test_design_exercises_from_chapter_4_on_have_variants_and_a_rubric(book_build):
+    """Issue 30, item 6: one deployment design per chapter 4-8, numeric parts, variants, a graded rubric."""
+    for ex_id in ("4-5",):
+        ex = registry.get(ex_id)
+        assert ex.title.startswith("Design:") and ex.varies, ex_id
+        assert any(p.kind == "numeric" for p in ex.parts), ex_id
+        free = [p for p in ex.parts if p.kind == "free"]
+        assert free and all(p.rubric for p in free), ex_id
+        ns, refs = _default(ex)
+        text = render.solution_markdown(ex, ns, refs)
+        assert f"*Rubric for ({free[0].part}), 2 points:*" in text and "- 1 point: " in text, ex_id
+        assert "Rubric" not in render.statement_markdown(ex, ns), ex_id
+    nb = json.dumps(notebooks.solution_notebook("ch04", False, SOURCE))
+    assert "Rubric for (f)" in nb and "import functools" in nb and "@functools.cache" in nb
+    assert "Rubric" not in json.dumps(notebooks.student_notebook("ch04", False, SOURCE))
+
+
 def test_param_default_must_be_a_choice_and_plain():
     with pytest.raises(ValueError, match="one of Param.choices"):
         Param(3, choices=(1, 2))
