@@ -112,7 +112,7 @@ def test_rubrics_are_validated_and_award_the_parts_points():
 
 def test_design_exercises_from_chapter_4_on_have_variants_and_a_rubric(book_build):
     """Issue 30, item 6: one deployment design per chapter 4-8, numeric parts, variants, a graded rubric."""
-    for ex_id in ("4-5", "5-6", "6-5", "7-6"):
+    for ex_id in ("4-5", "5-6", "6-5", "7-6", "8-6"):
         ex = registry.get(ex_id)
         assert ex.title.startswith("Design:") and ex.varies, ex_id
         assert any(p.kind == "numeric" for p in ex.parts), ex_id
