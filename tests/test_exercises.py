@@ -127,6 +127,27 @@ def test_design_exercises_from_chapter_4_on_have_variants_and_a_rubric(book_buil
     assert "Rubric" not in json.dumps(notebooks.student_notebook("ch04", False, SOURCE))
 
 
+def test_design_precision_counts_the_scales_of_each_format():
+    """5-6: Llama-3.1-70B's block matrices counted by hand (80 layers of 8,192, 8 KV heads of 128, MLP 28,672)."""
+    _, r = _default(registry.get("5-6"))
+    per_layer = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    linear = 80 * per_layer
+    rest = 70_553_706_496 - linear  # embedding, LM head and norms stay BF16
+    assert r["a"] == pytest.approx((linear + 4 * linear / (128 * 128) + 2 * rest) / 1e9, rel=1e-12)
+    assert r["b"] == pytest.approx((linear * (0.5 + 1 / 16) + 2 * rest) / 1e9, rel=1e-12)
+    kv_per_token = 2 * 80 * 8 * 128 * 2
+    assert r["c"] == pytest.approx(40 * 8192 * kv_per_token / 1e9)
+    assert r["d"] == "FP8 weights, FP8 KV"  # 72.7 + 107.4 GB misses 162 GB; with the FP8 cache, 126.4 GB fits
+    assert r["e"] == 66  # (162 - 72.67) GB over 8,192 tokens x 160 KiB
+
+
+def test_design_split_counts_the_decode_occupancy_by_littles_law():
+    """7-6, chat mix: 10 requests/s, each 511 decode steps at 50 ms, 1,024 prompt tokens of 320 KiB."""
+    _, r = _default(registry.get("7-6"))
+    assert r["c"] == math.ceil(10 * 511 * 0.05)
+    assert r["e"] == pytest.approx(10 * 1024 * 327680 / 1e9)
+
+
 def test_param_default_must_be_a_choice_and_plain():
     with pytest.raises(ValueError, match="one of Param.choices"):
         Param(3, choices=(1, 2))

@@ -593,7 +593,7 @@ EX_4_5 = Exercise(
         Free(
             "f",
             "The bound of part (a) is cheaper than the prediction of part (b). Why would a fleet sized by the "
-            "bound miss the target, and name two costs that neither plan counts.",
+            "bound miss the target? Name two costs that neither plan counts.",
             sample=(
                 "The bound needs {a:.0f} GPUs and the prediction {b:.0f}: the bound reads memory at 100 % of its "
                 "peak, pays no fixed cost per layer and fills all of memory with caches, so each GPU would carry "

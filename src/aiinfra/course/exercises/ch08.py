@@ -754,7 +754,8 @@ EX_8_6 = Exercise(
             "What would stop admission at that point?",
             ref_8_6_d,
             options=("memory", "bandwidth", "compute", "fixed cost"),
-            hint="the plan names the ceiling that binds first",
+            hint="the plan names what binds first; 'fixed cost' means the step's fixed cost per layer meets the "
+            "TPOT target before memory or the roofline ceilings do",
         ),
         Free(
             "e",
@@ -764,8 +765,9 @@ EX_8_6 = Exercise(
                 "`nvidia-smi`'s utilization is the share of time at least one kernel was running, not the share "
                 "of the GPU's bandwidth or arithmetic in use: a memory-bound decode step keeps a kernel running "
                 "all the time while it uses {a:.0%} of the bandwidth and {b:.1%} of the dense peak. The GPU "
-                "can hold {c:.0f} users within {tpot_ms} ms, not {batch}; admission should follow the TPOT "
-                "target and the KV memory ({d} binds first), measured as TPOT percentiles and cache use."
+                "can hold {c:.0f} users within {tpot_ms} ms, not {batch}, and the plan names what binds first "
+                "({d}). Admission should follow the TPOT target and the memory left for caches, watched as "
+                "measured TPOT percentiles and cache use."
             ),
             rubric=(
                 (
@@ -783,8 +785,8 @@ EX_8_6 = Exercise(
     ),
     discussion=(
         "A busy GPU is not a full one: at {batch} users the step reaches an MBU of {a:.2f} and an MFU of {b:.3f}, "
-        "and the plan admits {c:.0f} users before {d} binds. Utilization as `nvidia-smi` reports it saturates "
-        "at the first user."
+        "and the plan admits {c:.0f} users before {d} binds. Utilization as `nvidia-smi` reports it can read "
+        "100 % from the first few users on, so it says nothing about the room left."
     ),
 )
 
