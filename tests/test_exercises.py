@@ -100,6 +100,54 @@ def test_part_fields_are_validated():
         Free("A", "p", sample="s")
 
 
+def test_rubrics_are_validated_and_award_the_parts_points():
+    with pytest.raises(ValueError, match="rubric"):
+        Free("a", "p", sample="s", rubric=(("one", "criterion"),))
+    with pytest.raises(ValueError, match="rubric"):
+        Free("a", "p", sample="s", rubric=((1, "  "),))
+    with pytest.raises(ValueError, match="rubric of part 'a' must award the part's 2 points"):
+        Free("a", "p", sample="s", rubric=((1, "half of it"),))
+    assert Free("a", "p", sample="s", rubric=((1.5, "x"), (0.5, "y"))).rubric[1] == (0.5, "y")
+
+
+def test_design_exercises_from_chapter_4_on_have_variants_and_a_rubric(book_build):
+    """Issue 30, item 6: one deployment design per chapter 4-8, numeric parts, variants, a graded rubric."""
+    for ex_id in ("4-5", "5-6", "6-5", "7-6", "8-6"):
+        ex = registry.get(ex_id)
+        assert ex.title.startswith("Design:") and ex.varies, ex_id
+        assert any(p.kind == "numeric" for p in ex.parts), ex_id
+        free = [p for p in ex.parts if p.kind == "free"]
+        assert free and all(p.rubric for p in free), ex_id
+        ns, refs = _default(ex)
+        text = render.solution_markdown(ex, ns, refs)
+        assert f"*Rubric for ({free[0].part}), 2 points:*" in text and "- 1 point: " in text, ex_id
+        assert "Rubric" not in render.statement_markdown(ex, ns), ex_id
+    nb = json.dumps(notebooks.solution_notebook("ch04", False, SOURCE))
+    assert "Rubric for (f)" in nb and "import functools" in nb and "@functools.cache" in nb
+    assert "Rubric" not in json.dumps(notebooks.student_notebook("ch04", False, SOURCE))
+
+
+def test_design_precision_counts_the_scales_of_each_format():
+    """5-6: Llama-3.1-70B's block matrices counted by hand (80 layers of 8,192, 8 KV heads of 128, MLP 28,672)."""
+    _, r = _default(registry.get("5-6"))
+    per_layer = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    linear = 80 * per_layer
+    rest = 70_553_706_496 - linear  # embedding, LM head and norms stay BF16
+    assert r["a"] == pytest.approx((linear + 4 * linear / (128 * 128) + 2 * rest) / 1e9, rel=1e-12)
+    assert r["b"] == pytest.approx((linear * (0.5 + 1 / 16) + 2 * rest) / 1e9, rel=1e-12)
+    kv_per_token = 2 * 80 * 8 * 128 * 2
+    assert r["c"] == pytest.approx(40 * 8192 * kv_per_token / 1e9)
+    assert r["d"] == "FP8 weights, FP8 KV"  # 72.7 + 107.4 GB misses 162 GB; with the FP8 cache, 126.4 GB fits
+    assert r["e"] == 66  # (162 - 72.67) GB over 8,192 tokens x 160 KiB
+
+
+def test_design_split_counts_the_decode_occupancy_by_littles_law():
+    """7-6, chat mix: 10 requests/s, each 511 decode steps at 50 ms, 1,024 prompt tokens of 320 KiB."""
+    _, r = _default(registry.get("7-6"))
+    assert r["c"] == math.ceil(10 * 511 * 0.05)
+    assert r["e"] == pytest.approx(10 * 1024 * 327680 / 1e9)
+
+
 def test_param_default_must_be_a_choice_and_plain():
     with pytest.raises(ValueError, match="one of Param.choices"):
         Param(3, choices=(1, 2))

@@ -24,7 +24,8 @@ registry, ``tools/build_exercises.py`` and ``aiinfra-grade`` find every
                         hint="a byte is 8 bits"),
                 Choice("b", "Is that faster than 25 GB/s?", ref_2_1_b, options=(True, False),
                        hint="compare in one unit"),
-                Free("c", "Why do vendors quote bits?", sample="Model answer for the solution."),
+                Free("c", "Why do vendors quote bits?", sample="Model answer for the solution.",
+                     rubric=((1, "Names the line rate's unit."), (1, "Converts it."))),
             ),
             discussion="Shown after the answers; may use {a}, {b} (the references).",
         ),
@@ -46,6 +47,11 @@ Using them
   unnumbered (the id is in the title), so link them with explicit text:
   ``{ref}`Exercise 1-2 <ex-1-2>```. In a live kernel (Colab, JupyterLab) the
   same call shows plain Markdown, each solution folded in ``<details>``.
+* Rubrics: a free part's ``rubric`` lists ``(points, criterion)`` pairs that add up to its
+  points; the book's solutions and the reference notebooks print it under the model answer,
+  the student notebooks never.
+* Slow references: a helper decorated with ``functools.cache`` (keyed by plain values, not by
+  ``p``) computes a capacity plan once per variant; the worked solution carries it as it is.
 * Prices: write a literal dollar as ``\\$`` (``$...$`` is mathematics).
 * Slips: a numeric part may declare the mistakes worth naming
   (``slips=("per-direction-vs-both", node_slip(8), Slip(...))``); the unit

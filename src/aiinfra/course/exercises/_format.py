@@ -198,12 +198,16 @@ class Free:
     grading". ``sample`` is the model answer shown in the book's solution and
     written into the reference notebook; it may use ``{name}`` fields of the
     exercise namespace and of the numeric references (``{a}``, ``{b}``, ...).
+    ``rubric`` is what the hand grader awards: ``(points, criterion)`` pairs
+    whose points add up to the part's ``points`` (criteria may use the same
+    fields); the solutions print it under the model answer.
     """
 
     part: str
     prompt: str
     sample: str
     points: float = 2.0
+    rubric: tuple = ()
 
     kind = "free"
     unit = ""
@@ -213,6 +217,24 @@ class Free:
         _check_part_common(self)
         if not self.sample.strip():
             raise ValueError(f"Free part {self.part!r} needs a sample answer")
+        if not isinstance(self.rubric, tuple) or not all(
+            isinstance(c, tuple)
+            and len(c) == 2
+            and type(c[0]) in (int, float)
+            and c[0] > 0
+            and isinstance(c[1], str)
+            and c[1].strip()
+            for c in self.rubric
+        ):
+            raise ValueError(
+                f"rubric of part {self.part!r} must be a tuple of (points > 0, criterion text) pairs, "
+                f"got {self.rubric!r}"[:300]
+            )
+        if self.rubric and abs(sum(c[0] for c in self.rubric) - self.points) > 1e-9:
+            raise ValueError(
+                f"rubric of part {self.part!r} must award the part's {self.points:g} points, "
+                f"its criteria add up to {sum(c[0] for c in self.rubric):g}"
+            )
 
 
 Part = Numeric | Choice | Free
@@ -302,4 +324,6 @@ class Exercise:
             names |= _template_fields(p.prompt)
             if p.kind == "free":
                 names |= _template_fields(p.sample)
+                for _, criterion in p.rubric:
+                    names |= _template_fields(criterion)
         return names

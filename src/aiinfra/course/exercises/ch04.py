@@ -1,4 +1,4 @@
-"""Exercises 4-1 to 4-4: latency, throughput and tokens per second.
+"""Exercises 4-1 to 4-5: latency, throughput and tokens per second, and a first deployment design.
 
 Every reference answer is a short function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
@@ -7,9 +7,12 @@ shows these functions as the worked solutions.
 
 from __future__ import annotations
 
-from aiinfra import decode, deployment, memory, units
+import functools
+
+from aiinfra import decode, deployment, memory, predict, units
 from aiinfra.catalog import hardware, models, reference
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip
+from aiinfra.serving import capacity
 
 # ---------------------------------------------------------------------------
 # 4-1  The single-stream speed limit
@@ -464,4 +467,159 @@ EX_4_4 = Exercise(
     "1 / T_step, whatever the step time.",
 )
 
-EXERCISES = (EX_4_1, EX_4_2, EX_4_3, EX_4_4)
+# ---------------------------------------------------------------------------
+# 4-5  Design: the cheaper GPU for a TPOT target
+# ---------------------------------------------------------------------------
+
+MODEL_4_5 = "Llama-3.1-8B"
+OFFERS_4_5 = ("H100 SXM", "H200 SXM")
+
+
+@functools.cache
+def _plan_4_5(gpu, users, tpot_ms, context, calibrated):
+    """One-GPU replicas for the users at the target: the calibrated prediction, or the roofline bound."""
+    d = deployment.Deployment(MODEL_4_5, gpu)
+    make = predict.plan if calibrated else predict.bound_plan
+    return make(d, users, tpot_ms * units.ms, context, replica_sizes=(1,))
+
+
+def _usd_per_million_4_5(p, gpu, usd_per_gpu_hour):
+    plan = _plan_4_5(gpu, p["users"], p["tpot_ms"], p["context"], True)
+    tok_s = decode.tokens_per_s_aggregate(plan.users_per_replica, plan.step_time_s) * plan.replicas
+    return capacity.cost_per_million_tokens(usd_per_gpu_hour, tok_s / plan.gpus_total)
+
+
+def given_4_5(p):
+    h100, h200 = (hardware.gpu(g) for g in OFFERS_4_5)
+    return {
+        "model": MODEL_4_5,
+        "gpu_a": h100.name,
+        "gpu_b": h200.name,
+        "mem_a": h100.memory_bytes / units.GB,
+        "mem_b": h200.memory_bytes / units.GB,
+        "bw_a": h100.memory_bandwidth_bytes_per_s / units.TB,
+        "bw_b": h200.memory_bandwidth_bytes_per_s / units.TB,
+    }
+
+
+def ref_4_5_a(p):
+    return float(_plan_4_5(p["gpu_a"], p["users"], p["tpot_ms"], p["context"], False).gpus_total)
+
+
+def ref_4_5_b(p):
+    return float(_plan_4_5(p["gpu_a"], p["users"], p["tpot_ms"], p["context"], True).gpus_total)
+
+
+def ref_4_5_c(p):
+    return float(_plan_4_5(p["gpu_b"], p["users"], p["tpot_ms"], p["context"], True).gpus_total)
+
+
+def ref_4_5_d(p):
+    return _usd_per_million_4_5(p, p["gpu_a"], p["usd_a"])
+
+
+def ref_4_5_e(p):
+    cheaper_b = _usd_per_million_4_5(p, p["gpu_b"], p["usd_b"]) < ref_4_5_d(p)
+    return p["gpu_b"] if cheaper_b else p["gpu_a"]
+
+
+EX_4_5 = Exercise(
+    id="4-5",
+    title="Design: the cheaper GPU for a TPOT target",
+    level="core",
+    intro=(
+        "A chat service must hold {users:,} concurrent users of {model} (BF16), each with {context:,} tokens of "
+        "context, at a TPOT of at most {tpot_ms} ms. Two clouds offer GPUs: the {gpu_a} ({mem_a:.0f} GB, "
+        "{bw_a:.2f} TB/s) at \\${usd_a:.2f} per GPU-hour and the {gpu_b} ({mem_b:.0f} GB, {bw_b:.2f} TB/s) at "
+        "\\${usd_b:.2f} (assumed rental prices). Every replica is one GPU. Size the fleet with the library's "
+        "capacity plan for one-GPU replicas: `aiinfra.predict.bound_plan` gives the roofline bound (every "
+        "efficiency 1, no fixed cost, no memory reserve) and `aiinfra.predict.plan` the calibrated prediction "
+        "(fitted efficiencies, a fixed cost per layer, 90 % of memory); both check memory first, then the "
+        "TPOT, and leave prefill out. Decide with the prediction: a bound promises a TPOT no real engine "
+        "reaches."
+    ),
+    params={
+        "users": Param(2000),
+        "context": Param(4096, choices=(4096, 8192)),
+        "tpot_ms": Param(25, choices=(25, 50)),
+        "usd_a": Param(2.0),
+        "usd_b": Param(2.9, choices=(2.9, 3.6)),
+    },
+    given=given_4_5,
+    parts=(
+        Numeric(
+            "a",
+            "By the roofline bound, how many {gpu_a} GPUs does the service need?",
+            ref_4_5_a,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="users per GPU: the fewest of the memory, bandwidth and compute ceilings; GPUs = ceil(users / that)",
+        ),
+        Numeric(
+            "b",
+            "By the calibrated prediction, how many {gpu_a} GPUs?",
+            ref_4_5_b,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="the same plan with the fitted efficiencies, the fixed cost per layer and 90 % of memory",
+        ),
+        Numeric(
+            "c",
+            "By the calibrated prediction, how many {gpu_b} GPUs?",
+            ref_4_5_c,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="more memory holds more caches per GPU, more bandwidth reads them faster",
+        ),
+        Numeric(
+            "d",
+            "What does a million output tokens cost on the predicted {gpu_a} fleet?",
+            ref_4_5_d,
+            unit="$",
+            rel_tol=0.02,
+            hint="fleet tokens per second = replicas x users per replica / predicted step time; then price per "
+            "GPU-second over tokens per second per GPU, times a million",
+        ),
+        Choice(
+            "e",
+            "Which offer gives the lower cost per million output tokens, by the prediction?",
+            ref_4_5_e,
+            options=OFFERS_4_5,
+            hint="price each fleet the way part (d) prices the first",
+        ),
+        Free(
+            "f",
+            "The bound of part (a) is cheaper than the prediction of part (b). Why would a fleet sized by the "
+            "bound miss the target? Name two costs that neither plan counts.",
+            sample=(
+                "The bound needs {a:.0f} GPUs and the prediction {b:.0f}: the bound reads memory at 100 % of its "
+                "peak, pays no fixed cost per layer and fills all of memory with caches, so each GPU would carry "
+                "more users than it can serve within {tpot_ms} ms and every user would see a slower TPOT than "
+                "promised. Neither plan counts the prefills that share the GPUs with decode (each new prompt "
+                "stalls the batch), nor the headroom for bursts and queueing, nor failed or draining GPUs."
+            ),
+            rubric=(
+                (
+                    1,
+                    "Says that the bound assumes peak bandwidth, no fixed cost and all memory, so it packs too "
+                    "many users per GPU and the real TPOT exceeds the target; sizing uses the prediction.",
+                ),
+                (
+                    1,
+                    "Names two real costs outside both plans, such as prefill interference, bursts and "
+                    "queueing headroom, failures or maintenance, or tensor-parallel communication.",
+                ),
+            ),
+        ),
+    ),
+    discussion=(
+        "With the prediction, {gpu_a} needs {b:.0f} GPUs and {gpu_b} {c:.0f}. The dearer GPU can win: its larger "
+        "memory holds more caches and its bandwidth reads them faster, so each GPU-hour carries more users. "
+        "Price per million tokens, not per GPU-hour, decides."
+    ),
+)
+
+EXERCISES = (EX_4_1, EX_4_2, EX_4_3, EX_4_4, EX_4_5)

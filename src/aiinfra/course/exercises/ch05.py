@@ -1,4 +1,4 @@
-"""Exercises 5-1 to 5-5: the KV cache and batching.
+"""Exercises 5-1 to 5-6: the KV cache and batching, and a precision chosen to fit.
 
 Every reference answer is a short function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiinfra import compute, decode, memory, units
 from aiinfra.catalog import hardware, models
-from aiinfra.course.exercises import Exercise, Free, Numeric, Param, node_slip
+from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, node_slip
 from aiinfra.serving import batching, capacity, paging
 
 MODEL_70B = "Llama-3.1-70B"
@@ -593,4 +593,169 @@ EX_5_5 = Exercise(
     "the batch shrinks as 1 / context: the price per token grows about in proportion to the context.",
 )
 
-EXERCISES = (EX_5_1, EX_5_2, EX_5_3, EX_5_4, EX_5_5)
+# ---------------------------------------------------------------------------
+# 5-6  Design: a precision that fits, and what it risks
+# ---------------------------------------------------------------------------
+
+#: NVFP4: E2M1 values with one FP8 (E4M3) scale per 16 consecutive weights (NVIDIA's format; its single
+#: FP32 scale per tensor is negligible and left out). Pass as ``**NVFP4_16`` to the memory functions.
+NVFP4_16 = {"bits": 4, "group_size": 16, "scale_bytes": 1}
+#: The options, from least to most accuracy risk (the statement's policy): label, weight format, KV format.
+OPTIONS_5_6 = (
+    ("BF16 weights, BF16 KV", "BF16", "bf16"),
+    ("FP8 weights, BF16 KV", "FP8", "bf16"),
+    ("FP8 weights, FP8 KV", "FP8", "fp8"),
+    ("NVFP4 weights, FP8 KV", "NVFP4", "fp8"),
+)
+NONE_FITS_5_6 = "none fits: add a GPU"
+
+
+def _weights_5_6(fmt):
+    m = models.load(MODEL_70B)
+    if fmt == "BF16":
+        return memory.weight_bytes(m, "bf16")
+    scheme = memory.FP8_BLOCK_128 if fmt == "FP8" else NVFP4_16
+    return memory.grouped_quant_weight_bytes(m, **scheme)
+
+
+def _kv_5_6(p, kv_bytes_per_element):
+    return p["users"] * memory.kv_bytes_per_request(
+        models.load(MODEL_70B), p["context"], kv_bytes_per_element
+    )
+
+
+def _cap_5_6(p):
+    return hardware.gpu(p["gpu"]).memory_bytes
+
+
+def given_5_6(p):
+    return {
+        "model": MODEL_70B,
+        "n_params": models.total_params(models.load(MODEL_70B)),
+        "mem_gb": _cap_5_6(p) / units.GB,
+        "kv_kib": memory.kv_bytes_per_token(models.load(MODEL_70B)) / units.KiB,
+        "ladder": "; ".join(label for label, _, _ in OPTIONS_5_6),
+    }
+
+
+def ref_5_6_a(p):
+    return _weights_5_6("FP8") / units.GB
+
+
+def ref_5_6_b(p):
+    return _weights_5_6("NVFP4") / units.GB
+
+
+def ref_5_6_c(p):
+    return _kv_5_6(p, units.PRECISION_BYTES["bf16"]) / units.GB
+
+
+def ref_5_6_d(p):
+    for label, weights, kv in OPTIONS_5_6:
+        kv_bytes = _kv_5_6(p, units.PRECISION_BYTES[kv])
+        if memory.fits(_weights_5_6(weights), kv_bytes, p["reserve"] * _cap_5_6(p), _cap_5_6(p)):
+            return label
+    return NONE_FITS_5_6
+
+
+def ref_5_6_e(p):
+    free = memory.free_bytes(_weights_5_6("FP8"), 0.0, p["reserve"] * _cap_5_6(p), _cap_5_6(p))
+    one = memory.kv_bytes_per_request(models.load(MODEL_70B), p["context"], units.PRECISION_BYTES["fp8"])
+    return float(decode.max_batch_from_kv_budget(max(free, 0.0), one))
+
+
+EX_5_6 = Exercise(
+    id="5-6",
+    title="Design: a precision that fits, and what it risks",
+    level="core",
+    intro=(
+        "One {gpu} ({mem_gb:.0f} GB) must serve {model} ({n_params:,} parameters) to {users} concurrent users, "
+        "each holding {context:,} tokens of context; {reserve:.0%} of memory stays reserved for activations "
+        "and workspace. A token's KV cache takes {kv_kib:.0f} KiB in BF16 and half that in FP8. The formats: "
+        "FP8 weights are e4m3 with one 4-byte scale per 128 x 128 block (DeepSeek-V3's layout, "
+        "`aiinfra.memory.FP8_BLOCK_128`); NVFP4 weights are 4-bit with one 1-byte scale per 16 consecutive "
+        "weights. Only the matrices inside the blocks are quantized; the embedding table, the LM head and "
+        "the norms stay BF16 (`aiinfra.memory.grouped_quant_weight_bytes`). Your team ranks the options from "
+        "least to most accuracy risk as: {ladder}."
+    ),
+    params={
+        "gpu": Param("B200", choices=("B200", "B300")),
+        "users": Param(40, choices=(24, 40, 64)),
+        "context": Param(8192, choices=(8192, 16384)),
+        "reserve": Param(0.1),
+    },
+    given=given_5_6,
+    parts=(
+        Numeric(
+            "a",
+            "How many bytes do the FP8 weights take, scales included?",
+            ref_5_6_a,
+            unit="GB",
+            hint="quantized matrices at 1 byte a weight plus 4 bytes per 128 x 128 tile; the rest at 2 bytes",
+        ),
+        Numeric(
+            "b",
+            "And the NVFP4 weights, scales included?",
+            ref_5_6_b,
+            unit="GB",
+            hint="half a byte a weight plus one byte per 16 weights; the embedding, LM head and norms in BF16",
+        ),
+        Numeric(
+            "c",
+            "How large are the users' KV caches together in BF16?",
+            ref_5_6_c,
+            unit="GB",
+            hint="users x context x KV bytes per token",
+        ),
+        Choice(
+            "d",
+            "Which option carries the least accuracy risk and still fits (weights + caches + reserve within "
+            "the GPU's memory)?",
+            ref_5_6_d,
+            options=tuple(label for label, _, _ in OPTIONS_5_6) + (NONE_FITS_5_6,),
+            hint="walk down the ranking and check capacity at each step: weights + users x KV + reserve",
+        ),
+        Numeric(
+            "e",
+            "With FP8 weights and FP8 KV, how many users of this context could the GPU hold at most?",
+            ref_5_6_e,
+            unit="users",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="(memory - reserve - FP8 weights) / one user's FP8 cache, rounded down",
+        ),
+        Free(
+            "f",
+            "Say what your choice of part (d) risks in accuracy, and how you would check it before it serves "
+            "users.",
+            sample=(
+                "The choice is {d}. FP8 weights with fine-grained (block) scales are usually close to BF16 on "
+                "standard benchmarks, but a model's own tasks may still shift; an FP8 cache rounds every key "
+                "and value and its error adds up over long contexts; 4-bit weights carry the most risk "
+                "(outlier channels, long reasoning, code and maths). Before serving, run the task's own "
+                "evaluation and a long-context test against the BF16 model, with a pass threshold agreed in "
+                "advance; if it fails, spend memory instead (a second GPU, fewer users, a shorter context)."
+            ),
+            rubric=(
+                (
+                    1,
+                    "Names the accuracy risk of the chosen formats specifically: small but real for block-scaled "
+                    "FP8 weights, accumulating with context for an FP8 cache, largest for 4-bit weights (or, "
+                    "if nothing fits, what adding a GPU costs instead).",
+                ),
+                (
+                    1,
+                    "Gives a check before launch: the workload's own evaluation (and a long-context test) "
+                    "against the BF16 reference with a threshold, and a fallback that spends memory instead.",
+                ),
+            ),
+        ),
+    ),
+    discussion=(
+        "Capacity comes first: at {c:.1f} GB of BF16 caches, the weights' format is the lever with the largest "
+        "effect ({a:.1f} GB in FP8, {b:.1f} GB in NVFP4), and the cache's format halves the other tenant. Take "
+        "the least risky option that fits, and treat each step down the ranking as a change to test."
+    ),
+)
+
+EXERCISES = (EX_5_1, EX_5_2, EX_5_3, EX_5_4, EX_5_5, EX_5_6)

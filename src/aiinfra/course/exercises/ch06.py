@@ -1,4 +1,4 @@
-"""Exercises 6-1 to 6-4: the data-center cluster.
+"""Exercises 6-1 to 6-5: the data-center cluster, and a tensor-parallel deployment designed for a TPOT target.
 
 Every reference answer is a small function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
@@ -7,13 +7,15 @@ shows these functions as the worked solution.
 
 from __future__ import annotations
 
+import functools
 import inspect
 
-from aiinfra import deployment, roofline, units
+from aiinfra import decode, deployment, predict, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy, network, parallelism
 from aiinfra.cluster import scale as cluster
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param, Slip, node_slip
+from aiinfra.serving import capacity
 
 # ---------------------------------------------------------------------------
 # 6-1  One tensor-parallel all-reduce, over NVLink and over InfiniBand
@@ -547,4 +549,148 @@ EX_6_4 = Exercise(
     ),
 )
 
-EXERCISES = (EX_6_1, EX_6_2, EX_6_3, EX_6_4)
+# ---------------------------------------------------------------------------
+# 6-5  Design: a tensor-parallel degree and a batch for a TPOT target
+# ---------------------------------------------------------------------------
+
+MODEL_6_5 = "Llama-3.1-70B"
+TP_SIZES_6_5 = (1, 2, 4, 8)
+
+
+@functools.cache
+def _plan_6_5(gpu, users, tpot_ms, context):
+    """The calibrated capacity plan over the TP sizes: FP8 weights and arithmetic, all-reduces included."""
+    d = deployment.Deployment(MODEL_6_5, gpu, weight_precision="fp8", compute_precision="fp8")
+    return predict.plan(d, users, tpot_ms * units.ms, context, replica_sizes=TP_SIZES_6_5)
+
+
+def _p65(p):
+    return _plan_6_5(p["gpu"], p["users"], p["tpot_ms"], p["context"])
+
+
+def given_6_5(p):
+    g = hardware.gpu(p["gpu"])
+    m = models.load(MODEL_6_5)
+    return {
+        "model": MODEL_6_5,
+        "mem_gb": g.memory_bytes / units.GB,
+        "link": g.scaleup_link,
+        "link_gb_s": g.scaleup_bytes_per_s_per_direction / units.GB,
+        "kv_heads": m.n_kv_heads,
+        "sizes": ", ".join(str(t) for t in TP_SIZES_6_5),
+    }
+
+
+def ref_6_5_a(p):
+    return str(_p65(p).gpus_per_replica)
+
+
+def ref_6_5_b(p):
+    return float(_p65(p).users_per_replica)
+
+
+def ref_6_5_c(p):
+    return float(_p65(p).gpus_total)
+
+
+def ref_6_5_d(p):
+    plan = _p65(p)
+    tok_s = decode.tokens_per_s_aggregate(plan.users_per_replica, plan.step_time_s) * plan.replicas
+    return capacity.cost_per_million_tokens(p["usd_per_gpu_hour"], tok_s / plan.gpus_total)
+
+
+EX_6_5 = Exercise(
+    id="6-5",
+    title="Design: a tensor-parallel degree and a batch for a TPOT target",
+    level="core",
+    intro=(
+        "You serve {model} with FP8 weights and FP8 arithmetic on {gpu} GPUs ({mem_gb:.0f} GB each, joined by "
+        "{link} at {link_gb_s:.0f} GB/s per direction) to {users:,} concurrent users, each holding "
+        "{context:,} tokens of context, at a TPOT of at most {tpot_ms} ms. A GPU-hour costs "
+        "\\${usd_per_gpu_hour:.2f} (an assumed price). Each replica is one tensor-parallel group of {sizes} "
+        "GPUs (the model has {kv_heads} KV heads); the replicas share the users evenly. Use the calibrated "
+        "capacity plan, `aiinfra.predict.plan`, over those sizes: it checks memory first (90 % of it for "
+        "weights and caches), then adds to every decode step a fixed cost per layer and the two all-reduces "
+        "per layer of the group, timed as engines run them, and keeps the fewest GPUs. It leaves prefill "
+        "out. This is the prediction, not the roofline bound, because the decision is whether users get "
+        "their TPOT."
+    ),
+    params={
+        "gpu": Param("H100 SXM", choices=("H100 SXM", "H200 SXM")),
+        "users": Param(1000),
+        "context": Param(8192),
+        "tpot_ms": Param(30, choices=(30, 50)),
+        "usd_per_gpu_hour": Param(2.5, choices=(2.5, 3.5)),
+    },
+    given=given_6_5,
+    parts=(
+        Choice(
+            "a",
+            "Which tensor-parallel degree gives the cheapest fleet?",
+            ref_6_5_a,
+            options=tuple(str(t) for t in TP_SIZES_6_5),
+            hint="for each size: users per replica (memory, bandwidth, compute, fixed cost and all-reduces), "
+            "then replicas = ceil(users / that); compare GPUs in total",
+        ),
+        Numeric(
+            "b",
+            "How many users (the decode batch) does each replica of that size carry?",
+            ref_6_5_b,
+            unit="users",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="the users spread evenly over the replicas the plan needs",
+        ),
+        Numeric(
+            "c",
+            "How many GPUs does the fleet need?",
+            ref_6_5_c,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="replicas times the group size",
+        ),
+        Numeric(
+            "d",
+            "What does a million output tokens cost on that fleet?",
+            ref_6_5_d,
+            unit="$",
+            rel_tol=0.02,
+            hint="fleet tokens per second = replicas x users per replica / predicted step time; price per "
+            "GPU-second over tokens per second per GPU, times a million",
+        ),
+        Free(
+            "e",
+            "Explain the choice: why does the plan not take one GPU per replica, and what stops ever wider "
+            "groups from always winning?",
+            sample=(
+                "Every replica holds a full copy of the weights, so narrow replicas spend most of their memory "
+                "on weights and keep little room for caches: few users fit, and many replicas are needed. "
+                "A wider group divides the weights, so more memory holds caches and its summed bandwidth reads "
+                "them faster. Against that, every layer pays two all-reduces whose time grows with the group "
+                "and does not shrink with the step, and the KV heads ({kv_heads}) cap useful tensor "
+                "parallelism. Here TP {a} with {b:.0f} users per replica needs {c:.0f} GPUs."
+            ),
+            rubric=(
+                (
+                    1,
+                    "Memory: each replica stores the weights once, so a wider group frees memory for caches "
+                    "and holds more users per GPU; narrow groups are capacity-bound.",
+                ),
+                (
+                    1,
+                    "Communication: two all-reduces per layer per step add latency that does not shrink with "
+                    "the group, and the KV heads cap the degree, so past some width the TPOT target bites "
+                    "(or the gain per GPU vanishes).",
+                ),
+            ),
+        ),
+    ),
+    discussion=(
+        "The cost of a token is the price of a GPU-hour over the tokens it produces, so the cheapest degree is "
+        "the one that puts the most users on each GPU within the target. Wider groups buy cache memory; their "
+        "all-reduces spend part of the TPOT budget."
+    ),
+)
+
+EXERCISES = (EX_6_1, EX_6_2, EX_6_3, EX_6_4, EX_6_5)

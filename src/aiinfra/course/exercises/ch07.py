@@ -1,4 +1,4 @@
-"""Exercises 7-1 to 7-5: serving at scale.
+"""Exercises 7-1 to 7-6: serving at scale, and a prefill/decode split sized for a traffic mix.
 
 Every reference answer is a small function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the reference notebook
@@ -7,7 +7,10 @@ shows these functions as the worked solution.
 
 from __future__ import annotations
 
-from aiinfra import decode, deployment, memory, roofline, units
+import functools
+import math
+
+from aiinfra import decode, deployment, memory, predict, roofline, units
 from aiinfra.catalog import hardware, models
 from aiinfra.cluster import hierarchy
 from aiinfra.cluster import scale as cluster
@@ -639,4 +642,170 @@ EX_7_5 = Exercise(
     "{e:.0f} times faster than recomputing it.",
 )
 
-EXERCISES = (EX_7_1, EX_7_2, EX_7_3, EX_7_4, EX_7_5)
+# ---------------------------------------------------------------------------
+# 7-6  Design: a prefill/decode split for a traffic mix
+# ---------------------------------------------------------------------------
+
+MODEL_7_6 = "Llama-3.1-70B"
+GPU_7_6 = "H100 SXM"
+SERVER_GPUS_7_6 = 8
+#: Traffic mixes: (prompt tokens, output tokens) of the typical request.
+MIXES_7_6 = {"chat": (1024, 512), "retrieval": (8192, 256), "agent": (4096, 1024)}
+
+
+def _deployment_7_6():
+    return deployment.Deployment(MODEL_7_6, GPU_7_6, weight_precision="fp8", compute_precision="fp8")
+
+
+def given_7_6(p):
+    prompt, output = MIXES_7_6[p["mix"]]
+    return {
+        "model": MODEL_7_6,
+        "gpu": GPU_7_6,
+        "server_gpus": SERVER_GPUS_7_6,
+        "prompt": prompt,
+        "output": output,
+        "kv_kib": _deployment_7_6().kv_bytes_per_token / units.KiB,
+    }
+
+
+@functools.cache
+def _prefill_estimate_7_6(prompt):
+    setup = predict.Setup(
+        MODEL_7_6, GPU_7_6, tp=SERVER_GPUS_7_6, weight_precision="fp8", compute_precision="fp8"
+    )
+    return predict.estimate(setup, 1, prompt, 1)
+
+
+@functools.cache
+def _decode_plan_7_6(users, tpot_ms, context):
+    return predict.plan(
+        _deployment_7_6(), users, tpot_ms * units.ms, context, replica_sizes=(SERVER_GPUS_7_6,)
+    )
+
+
+def ref_7_6_a(p):
+    return _prefill_estimate_7_6(p["prompt"]).prediction.ttft_s / units.ms
+
+
+def ref_7_6_b(p):
+    busy = disaggregation.prefill_busy_fraction(p["rate"], ref_7_6_a(p) * units.ms)
+    return float(math.ceil(busy / p["max_busy"]) * SERVER_GPUS_7_6)
+
+
+def ref_7_6_c(p):
+    return float(math.ceil(p["rate"] * decode.decode_time_s(p["tpot_ms"] * units.ms, p["output"] - 1)))
+
+
+def ref_7_6_d(p):
+    return float(_decode_plan_7_6(int(ref_7_6_c(p)), p["tpot_ms"], p["prompt"] + p["output"]).gpus_total)
+
+
+def ref_7_6_e(p):
+    kv = _deployment_7_6().kv_bytes_per_token
+    return disaggregation.kv_handoff_bandwidth_bytes_per_s(p["rate"], p["prompt"], kv) / units.GB
+
+
+EX_7_6 = Exercise(
+    id="7-6",
+    title="Design: a prefill/decode split for a traffic mix",
+    level="core",
+    intro=(
+        "A disaggregated service runs {model} with FP8 weights and FP8 arithmetic (BF16 KV cache, {kv_kib:.0f} "
+        "KiB per token) on {server_gpus}-GPU {gpu} servers, each server one tensor-parallel replica. The "
+        "traffic is the *{mix}* mix: {rate} requests per second, each a {prompt:,}-token prompt and a "
+        "{output:,}-token answer. The prefill pool runs one prompt at a time per server and is kept at most "
+        "{max_busy:.0%} busy so that prompts rarely queue; the decode pool must meet a TPOT of {tpot_ms} ms. "
+        "Use the calibrated prediction throughout: `aiinfra.predict.estimate` (batch 1, one output token) "
+        "for a prompt's prefill on one server, and `aiinfra.predict.plan` with replicas of {server_gpus} GPUs "
+        "for the decode pool, each user holding the full {prompt:,} + {output:,} tokens of context."
+    ),
+    params={
+        "mix": Param("chat", choices=tuple(MIXES_7_6)),
+        "rate": Param(10, choices=(10, 20)),
+        "max_busy": Param(0.7),
+        "tpot_ms": Param(50),
+    },
+    given=given_7_6,
+    parts=(
+        Numeric(
+            "a",
+            "What is the predicted prefill time of one prompt on one server?",
+            ref_7_6_a,
+            unit="ms",
+            rel_tol=0.02,
+            hint="the TTFT of a batch of one on a TP-8 setup: prefill arithmetic at the fitted efficiency, "
+            "plus the fixed cost and the two all-reduces of every layer",
+        ),
+        Numeric(
+            "b",
+            "How many GPUs does the prefill pool need?",
+            ref_7_6_b,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="busy servers = rate x prefill time; servers = ceil(busy / the allowed share); GPUs = 8 x servers",
+            slips=(node_slip("server_gpus"),),
+        ),
+        Numeric(
+            "c",
+            "How many requests are decoding at once? Each spends its answer's decode steps in the pool at the "
+            "target TPOT (the slowest the target allows, so the count is an upper bound); round up.",
+            ref_7_6_c,
+            unit="users",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="Little's law: concurrency = arrival rate x time in the system, here (output - 1) x TPOT",
+        ),
+        Numeric(
+            "d",
+            "How many GPUs does the decode pool need?",
+            ref_7_6_d,
+            unit="GPUs",
+            rel_tol=0.0,
+            abs_tol=0.5,
+            hint="the calibrated plan for that many users at the TPOT target, context = prompt + answer",
+            slips=(node_slip("server_gpus"),),
+        ),
+        Numeric(
+            "e",
+            "How much KV cache per second must cross from the prefill pool to the decode pool?",
+            ref_7_6_e,
+            unit="GB/s",
+            hint="rate x prompt tokens x KV bytes per token",
+        ),
+        Free(
+            "f",
+            "Which pool dominates for this mix, and how would the split change if the traffic moved to the "
+            "other mixes? Name one thing this sizing leaves out.",
+            sample=(
+                "For the {mix} mix the prefill pool needs {b:.0f} GPUs and the decode pool {d:.0f}. Prefill "
+                "work grows with the prompt (faster than linearly, through attention) and decode occupancy "
+                "with the answer length, so long-prompt, short-answer traffic (retrieval) shifts GPUs to "
+                "prefill and long answers (agents, chat) shift them to decode; a fixed ratio fits only one "
+                "mix, which is why disaggregated fleets resize their pools. Left out: queueing and bursts "
+                "beyond the busy cap, the TTFT target itself, the KV transfer's own latency and NIC limits "
+                "({e:.1f} GB/s here), and batching several prompts per prefill pass."
+            ),
+            rubric=(
+                (
+                    1,
+                    "Reads the two pool sizes correctly and explains the dependence: prefill scales with prompt "
+                    "length and rate, decode with answer length, rate and TPOT, so the ratio moves with the mix.",
+                ),
+                (
+                    1,
+                    "Names a real omission: bursts and queueing (TTFT), the KV transfer's latency or network "
+                    "limit, prefill batching, or failures and headroom.",
+                ),
+            ),
+        ),
+    ),
+    discussion=(
+        "The split is two different sizings: the prefill pool by work (rate x prefill time, with headroom), the "
+        "decode pool by occupancy (Little's law) under a latency target. The KV stream of {e:.1f} GB/s is the "
+        "price of separating them."
+    ),
+)
+
+EXERCISES = (EX_7_1, EX_7_2, EX_7_3, EX_7_4, EX_7_5, EX_7_6)

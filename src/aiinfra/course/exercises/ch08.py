@@ -1,4 +1,4 @@
-"""Exercises 8-1 to 8-5: measuring a machine against its limits.
+"""Exercises 8-1 to 8-6: measuring a machine against its limits, and admitting users by them.
 
 Every reference answer is a short function of the exercise namespace ``p``
 (parameters plus ``given``) that calls :mod:`aiinfra`; the "measured" times
@@ -8,7 +8,9 @@ parameters, never typed results.
 
 from __future__ import annotations
 
-from aiinfra import decode, deployment, measure, memory, roofline, units
+import functools
+
+from aiinfra import decode, deployment, measure, memory, predict, roofline, units
 from aiinfra.catalog import hardware, models, reference
 from aiinfra.course.exercises import Choice, Exercise, Free, Numeric, Param
 
@@ -653,4 +655,139 @@ EX_8_5 = Exercise(
     ),
 )
 
-EXERCISES = (EX_8_1, EX_8_2, EX_8_3, EX_8_4, EX_8_5)
+# ---------------------------------------------------------------------------
+# 8-6  Design: admission on a GPU that nvidia-smi calls full
+# ---------------------------------------------------------------------------
+
+GPU_8_6 = "H100 SXM"
+CONTEXT_8_6 = 4096
+
+
+def _deployment_8_6(p):
+    return deployment.Deployment(p["model"], GPU_8_6)
+
+
+@functools.cache
+def _plan_8_6(model, batch, tpot_ms):
+    """The calibrated plan of one GPU at the target: its step at ``batch`` users and the most it admits."""
+    d = deployment.Deployment(model, GPU_8_6)
+    return predict.plan(d, batch, tpot_ms * units.ms, CONTEXT_8_6, replica_sizes=(1,))
+
+
+def given_8_6(p):
+    g = hardware.gpu(GPU_8_6)
+    return {
+        "gpu": GPU_8_6,
+        "context": CONTEXT_8_6,
+        "peak_tflops": g.bf16_dense_flops_per_s / units.TERA,
+        "bw_tb_s": g.memory_bandwidth_bytes_per_s / units.TB,
+        "step_ms": _plan_8_6(p["model"], p["batch"], p["tpot_ms"]).step_time_s / units.ms,
+    }
+
+
+def ref_8_6_a(p):
+    d = _deployment_8_6(p)
+    step = d.step(p["batch"], p["context"])
+    return roofline.mbu(step.bytes_moved, d.bandwidth_bytes_per_s, p["step_ms"] * units.ms)
+
+
+def ref_8_6_b(p):
+    d = _deployment_8_6(p)
+    step = d.step(p["batch"], p["context"])
+    return roofline.mfu(step.flops, d.peak_flops_per_s, p["step_ms"] * units.ms)
+
+
+def ref_8_6_c(p):
+    return float(_plan_8_6(p["model"], p["batch"], p["tpot_ms"]).max_users_per_replica)
+
+
+def ref_8_6_d(p):
+    return _plan_8_6(p["model"], p["batch"], p["tpot_ms"]).limiting
+
+
+EX_8_6 = Exercise(
+    id="8-6",
+    title="Design: admission on a GPU that nvidia-smi calls full",
+    level="core",
+    intro=(
+        "One {gpu} ({peak_tflops:.1f} TFLOP/s dense BF16, {bw_tb_s:.2f} TB/s) serves {model} in BF16 to "
+        "{batch} users, each holding {context:,} tokens of context. The profile shows a decode step of "
+        "{step_ms:.2f} ms, which is what the calibrated prediction gives (take it as measured), and "
+        "`nvidia-smi` reports 100 % GPU utilization. A colleague wants to stop admitting users. The service "
+        "promises a TPOT of at most {tpot_ms} ms. A step reads every weight except the embedding table (one "
+        "row of it) plus every user's KV cache, and does the batch's FLOPs "
+        '(`aiinfra.deployment.Deployment("{model}", "{gpu}").step(batch, context)`).'
+    ),
+    params={
+        "model": Param("Llama-3.1-8B", choices=("Llama-3.1-8B", "Qwen3-8B")),
+        "batch": Param(8, choices=(8, 32)),
+        "tpot_ms": Param(25, choices=(25, 40)),
+    },
+    given=given_8_6,
+    parts=(
+        Numeric(
+            "a",
+            "What memory-bandwidth utilization (MBU) does the measured step reach?",
+            ref_8_6_a,
+            unit="",
+            hint="bytes the step must read / (peak bandwidth x step time)",
+        ),
+        Numeric(
+            "b",
+            "And what model FLOPs utilization (MFU)?",
+            ref_8_6_b,
+            unit="",
+            hint="the batch's FLOPs / (dense BF16 peak x step time)",
+        ),
+        Numeric(
+            "c",
+            "By the calibrated capacity plan for one GPU (`aiinfra.predict.plan` with `replica_sizes=(1,)`), "
+            "how many users could it hold within the TPOT target?",
+            ref_8_6_c,
+            unit="users",
+            rel_tol=0.0,
+            abs_tol=1.0,
+            hint="memory, bandwidth and compute ceilings, then the fixed cost per layer against the target",
+        ),
+        Choice(
+            "d",
+            "What would stop admission at that point?",
+            ref_8_6_d,
+            options=("memory", "bandwidth", "compute", "fixed cost"),
+            hint="the plan names what binds first; 'fixed cost' means the step's fixed cost per layer meets the "
+            "TPOT target before memory or the roofline ceilings do",
+        ),
+        Free(
+            "e",
+            "Answer the colleague: what does 100 % in `nvidia-smi` measure, and what should admission be "
+            "based on instead?",
+            sample=(
+                "`nvidia-smi`'s utilization is the share of time at least one kernel was running, not the share "
+                "of the GPU's bandwidth or arithmetic in use: a memory-bound decode step keeps a kernel running "
+                "all the time while it uses {a:.0%} of the bandwidth and {b:.1%} of the dense peak. The GPU "
+                "can hold {c:.0f} users within {tpot_ms} ms, not {batch}, and the plan names what binds first "
+                "({d}). Admission should follow the TPOT target and the memory left for caches, watched as "
+                "measured TPOT percentiles and cache use."
+            ),
+            rubric=(
+                (
+                    1,
+                    "Explains that the metric counts time with any kernel active, so a bandwidth-bound step "
+                    "reads 100 % while MBU and MFU are far lower.",
+                ),
+                (
+                    1,
+                    "Bases admission on the TPOT target and the memory for caches (the plan's users and its "
+                    "binding ceiling, checked against measured TPOT percentiles), not on that metric.",
+                ),
+            ),
+        ),
+    ),
+    discussion=(
+        "A busy GPU is not a full one: at {batch} users the step reaches an MBU of {a:.2f} and an MFU of {b:.3f}, "
+        "and the plan admits {c:.0f} users before {d} binds. Utilization as `nvidia-smi` reports it can read "
+        "100 % from the first few users on, so it says nothing about the room left."
+    ),
+)
+
+EXERCISES = (EX_8_1, EX_8_2, EX_8_3, EX_8_4, EX_8_5, EX_8_6)

@@ -229,6 +229,8 @@ def solution_notebook(chapter: str, variants: bool, pip_source: str) -> dict:
                     f"# ({part.part}) free response, graded by hand; a model answer:\n"
                     f'answer("{ex.id}", "{part.part}", {text!r})'
                 )
+                if part.rubric:
+                    cells.append(_md(_cell_id(*key, part.part, "rubric"), render.rubric_markdown(part, full)))
             else:
                 fn_src = textwrap.dedent(inspect.getsource(part.ref)).rstrip()
                 is_list = type(refs[part.part]) is list

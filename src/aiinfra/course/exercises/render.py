@@ -210,6 +210,8 @@ def solution_markdown(
     for p in ex.parts:
         if p.kind == "free":
             lines.append(f"**({p.part})** {fill(p.sample, full).strip()}")
+            if p.rubric:
+                lines.append(rubric_markdown(p, full))
         else:
             lines.append(f"**({p.part})** {answer_text(p, refs[p.part])}")
     if ex.discussion:
@@ -222,6 +224,19 @@ def solution_markdown(
         )
         lines.append(f"```python\n{code}\n```")
     return "\n\n".join(lines) + "\n"
+
+
+def _points_text(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
+def rubric_markdown(part, full: Mapping[str, Any]) -> str:
+    """A free part's rubric as a Markdown list: what the hand grader awards, criterion by criterion.
+
+    ``full`` is the namespace with the references (the criteria may quote them, as the sample does).
+    """
+    items = [f"- {_points_text(pts)}: {fill(text, full).strip()}" for pts, text in part.rubric]
+    return f"*Rubric for ({part.part}), {_points_text(part.points)}:*\n\n" + "\n".join(items)
 
 
 def title_text(ex: Exercise) -> str:

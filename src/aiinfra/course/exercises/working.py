@@ -23,9 +23,16 @@ def _code_objects(code: types.CodeType):
             yield from _code_objects(const)
 
 
+def _cached_function(obj) -> bool:
+    """A function of the chapter module wrapped by ``functools.cache`` (a helper that memoises a slow plan)."""
+    return (
+        callable(obj) and inspect.isfunction(getattr(obj, "__wrapped__", None)) and hasattr(obj, "cache_info")
+    )
+
+
 def _global_names(fn) -> set[str]:
     names = set()
-    for code in _code_objects(fn.__code__):
+    for code in _code_objects(inspect.unwrap(fn).__code__):
         names.update(code.co_names)
     return names
 
@@ -54,10 +61,12 @@ def dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
             obj = getattr(module, name)
             if isinstance(obj, types.ModuleType):
                 mods.add((name, obj.__name__))
-            elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            elif (inspect.isfunction(obj) or _cached_function(obj)) and obj.__module__ == module.__name__:
                 if obj not in fns:
                     helpers[name] = obj
                     todo.append(obj)
+                if _cached_function(obj):
+                    mods.add(("functools", "functools"))
             elif _is_literal(obj):
                 consts[name] = obj
     imports: list = []
@@ -68,7 +77,10 @@ def dependencies(module, fns) -> tuple[list[str], list[str], list[str]]:
             grouped.setdefault(pkg, []).append(leaf)
         else:
             imports.append(f"from {pkg} import {leaf} as {alias}")
-    imports = [f"from {pkg} import {', '.join(names)}" for pkg, names in sorted(grouped.items())] + imports
+    top = [f"import {', '.join(grouped.pop(''))}"] if "" in grouped else []
+    imports = (
+        top + [f"from {pkg} import {', '.join(names)}" for pkg, names in sorted(grouped.items())] + imports
+    )
     const_lines = [f"{k} = {v!r}" for k, v in sorted(consts.items())]
     helper_src = [textwrap.dedent(inspect.getsource(helpers[k])).rstrip() for k in sorted(helpers)]
     return imports, const_lines, helper_src
