@@ -501,3 +501,22 @@ def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):
         "runtime.py imports render",
         "runtime.py imports sheet",
     ]
+
+
+def test_the_kernel_loads_jupyter_client_lean_and_a_notebook_still_sees_all_of_it():
+    """The sandboxed kernel registers jupyter_client without its package body (its managers,
+    provisioners and their entry points) before ipykernel starts; a notebook's own
+    ``from jupyter_client import KernelManager`` then runs that body and gets the real class."""
+    code = (
+        "import sys\n"
+        "from aiinfra.course.grading import kernel\n"
+        "kernel._lean_imports()\n"
+        "from ipykernel.kernelapp import IPKernelApp\n"
+        "before = sorted(m for m in ('jupyter_client.manager', 'jupyter_client.provisioning',"
+        " 'jupyter_client.kernelspec', 'debugpy') if sys.modules.get(m) is not None)\n"
+        "from jupyter_client import KernelManager\n"
+        "import jupyter_client.manager\n"
+        "print(before, KernelManager is jupyter_client.manager.KernelManager)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=True)
+    assert done.stdout.split("\n")[-2] == "[] True"

@@ -601,7 +601,10 @@ def test_9_ctrl_c_at_any_moment_leaves_nothing_behind_and_the_re_run_completes(t
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode in (0, 130, -signal.SIGINT), stderr  # done, stopped, or stopped while starting
+        # done, stopped, or stopped while starting; on a loaded machine the signal can even come before the
+        # interpreter has loaded runpy, which CPython reports with exit status 1 (no grader code ran yet)
+        unstarted = proc.returncode == 1 and stderr.startswith("Could not import runpy module")
+        assert proc.returncode in (0, 130, -signal.SIGINT) or unstarted, stderr
         assert not (out / ".aiinfra-run").exists(), (delay, stderr)
         assert os.listdir(private_tmp) == [], delay
         left = subprocess.run(["pgrep", "-f", str(subs)], capture_output=True, text=True).stdout.split()

@@ -164,8 +164,11 @@ def _lean_imports() -> None:
     * jupyter_client's package body, which imports its kernel managers, provisioners (and their
       entry points) and clients: the kernel needs only its session and connection modules. The
       package is registered without running its ``__init__``; the first use of any other
-      name runs it then, so ``import jupyter_client`` in a notebook still sees all of it.
+      name runs it then, so ``import jupyter_client`` in a notebook still sees all of it. The two
+      submodules it needs are imported by their full names: ``from jupyter_client import _version``
+      would look the name up on the package first, and that lookup would run the whole body.
     """
+    import importlib
     import importlib.util
 
     sys.modules.setdefault("debugpy", None)
@@ -187,8 +190,8 @@ def _lean_imports() -> None:
 
     pkg.__getattr__ = __getattr__
     sys.modules["jupyter_client"] = pkg
-    from jupyter_client import _version, connect
-
+    _version = importlib.import_module("jupyter_client._version")
+    connect = importlib.import_module("jupyter_client.connect")
     pkg.__version__, pkg.version_info = _version.__version__, _version.version_info
     pkg.protocol_version, pkg.protocol_version_info = (
         _version.protocol_version,
