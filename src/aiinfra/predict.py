@@ -68,6 +68,7 @@ __all__ = [
     "decode_step_s",
     "prefill_s",
     "reply_s",
+    "calibrated_step_s",
     "min_gpus",
     "WEIGHT_PRECISIONS",
     "COMPUTE_PRECISIONS",
@@ -578,6 +579,21 @@ def reply_s(setup: Setup, p: Parameters, batch, prompt_tokens, output_tokens) ->
     f1 = np.asarray(compute.decode_flops(setup.model, ctx), dtype=float)
     steps = _step_of_counts(setup, p, b, d.peak_flops_per_s, d.bandwidth_bytes_per_s, kv, f1)
     return ttft, float(np.mean(steps)), ttft + float(np.sum(steps))
+
+
+def calibrated_step_s(deployment, batch=1, context_tokens=0, graph_capture=True) -> float:
+    """The calibrated prediction of ``deployment.step(batch, context_tokens).time_s``, the bound's own step.
+
+    :func:`decode_step_s` under :func:`fitted` on :func:`setup_of_deployment`.
+    ``context_tokens=0`` matches :meth:`~aiinfra.deployment.Deployment.ceiling_tokens_per_s`
+    (weights only). Raises ``ValueError`` for a TPU (every stored run is on a
+    GPU, so no fitted value speaks for it) and for ``n_gpus`` that do not
+    divide the KV heads. Chapters 1, 4 and 5: the prediction beside each quoted bound.
+    """
+    if deployment.gpu.name.startswith("TPU"):
+        raise ValueError(f"gpu must be a GPU: no stored run calibrates {deployment.gpu.name}")
+    setup = setup_of_deployment(deployment, graph_capture=graph_capture)
+    return decode_step_s(setup, fitted(), batch, context_tokens)
 
 
 def min_gpus(deployment, p: Parameters, batch, prompt_tokens, output_tokens, limit=1024) -> int:
