@@ -9,7 +9,6 @@ prediction names it ("predict...") and every one quoting its bound says "bound",
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

@@ -210,6 +210,8 @@ def test_setup_of_deployment_carries_model_gpu_and_precisions():
     assert (s.weight_precision, s.kv_bytes_per_element, s.graph_capture) == ("fp8", 1.0, False)
     with pytest.raises(ValueError, match="tp"):  # 8 KV heads
         predict.setup_of_deployment(d.replace(n_gpus=3))
+    with pytest.raises(ValueError, match="kv_heads"):  # chapter 5's hypothetical full-MHA cache
+        predict.setup_of_deployment(d.replace(kv_heads=64))
 
 
 def test_decode_step_bound_is_the_roofline_by_hand():

@@ -516,9 +516,13 @@ def setup_of_deployment(deployment, graph_capture=True, replicas=1) -> Setup:
     per element); the deployment's ``eta_f``, ``eta_b`` and flat
     ``memory_reserve`` do not, since a prediction takes those from its
     :class:`Parameters`. Raises ``ValueError`` when ``n_gpus`` does not
-    divide the model's KV heads. Chapters 1, 2, 4 and 5 (a bound beside its prediction).
+    divide the model's KV heads, and for a deployment that caches other
+    ``kv_heads`` than the model's own (a hypothetical layout no stored run
+    calibrates). Chapters 1, 2, 4 and 5 (a bound beside its prediction).
     """
     d = deployment
+    if d.kv_heads is not None:
+        raise ValueError(f"kv_heads must be the model's own for a prediction, got kv_heads={d.kv_heads}")
     return Setup(
         d.model,
         d.gpu,
