@@ -218,7 +218,12 @@ def test_chapter_5_tables():
     assert tenants[0][1:3] == ["141.11 GB", f"{N70 * 2 / 640e9:.1%}"]
     assert tenants[1][0].startswith(f"KV cache, {node.max_batch(8192):,} requests")
     cost = _rows(tables.context_cost_markdown(node, (8192,), 2.5))
-    assert cost[0][1] == f"{node.max_batch(8192):,}" and cost[0][2].endswith("(memory-bound)")
+    assert cost[0][1] == f"{node.max_batch(8192):,}" and "(memory-bound) / " in cost[0][2]
+    # the predicted price is the floor scaled by predicted over bound step time
+    b = node.max_batch(8192)
+    pred = float(cost[0][4].split(" / ")[1].removeprefix(tables.DOLLAR))
+    ratio = predict.calibrated_step_s(node, b, 8192) / node.step(b, 8192).time_s
+    assert pred == pytest.approx(node.cost_per_million_tokens(2.5, b, 8192) * ratio, abs=0.005) and ratio > 1
     with pytest.raises(ValueError, match="contexts"):
         tables.context_cost_markdown(node, (10**9,), 2.5)
     with pytest.raises(ValueError, match="context_tokens"):

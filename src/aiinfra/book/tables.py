@@ -749,7 +749,9 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
     Columns: the batch (:meth:`~aiinfra.deployment.Deployment.max_batch`), the
     step time and its bound (:meth:`~aiinfra.deployment.Deployment.step`),
     tokens/s per GPU and the floor price per million output tokens
-    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`).
+    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`), each
+    followed by the calibrated prediction at the same batch
+    (:func:`aiinfra.predict.calibrated_step_s`).
     """
     d = _deployment(deployment)
     rows = []
@@ -758,22 +760,25 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
         if b < 1:
             raise ValueError(f"contexts must each leave room for one request's KV cache, got {c:,} tokens")
         s = d.step(b, c)
+        pred = _predicted_tokens_per_s(d, b, c)
+        floor = d.cost_per_million_tokens(usd_per_gpu_hour, b, c)
         rows.append(
             [
                 f"{c:,}",
                 f"{b:,}",
-                f"{units.fmt_time(s.time_s)} ({s.bound})",
-                f"{s.tokens_per_s / d.n_gpus:,.0f}",
-                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, c):,.2f}",
+                f"{units.fmt_time(s.time_s)} ({s.bound})"
+                + ("" if pred is None else f" / {units.fmt_time(b / pred)}"),
+                f"{s.tokens_per_s / d.n_gpus:,.0f} / {_rate_text(pred and pred / d.n_gpus, ',.0f')}",
+                f"\\${floor:,.2f} / " + ("-" if pred is None else f"\\${floor * s.tokens_per_s / pred:,.2f}"),
             ]
         )
     return markdown_table(
         [
             "Context (tokens)",
             "Batch that fits",
-            "Step time (bound)",
-            "Tokens/s per GPU",
-            "\\$ per million output tokens",
+            "Step time (bound / prediction)",
+            "Tokens/s per GPU (bound / prediction)",
+            "\\$ per million output tokens (floor / prediction)",
         ],
         rows,
     )
