@@ -25,7 +25,11 @@ Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
 describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
 and the same peak rule everywhere). ``predict`` gives the roofline bound and
 the calibrated prediction of a run side by side (:mod:`aiinfra.predict`, with
-the stored calibration of :mod:`aiinfra.calibration`).
+the stored calibration of :mod:`aiinfra.calibration`); ``decode`` and
+``memory`` print the same prediction beside each speed and capacity they
+give, every value labelled bound or prediction, and their JSON holds it under
+``"prediction"`` (``null`` with a ``"prediction_error"`` where none applies,
+such as a GPU count that does not divide the KV heads).
 """
 
 from __future__ import annotations
@@ -171,14 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(p)
 
     p = sub.add_parser(
-        "memory", help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch"
+        "memory",
+        help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch (bound and prediction)",
     )
     _model_options(p)
     _gpu_option(p)
     _workload_options(p)
     _json_option(p)
 
-    p = sub.add_parser("decode", help="roofline bounds on prefill, decode step, TTFT, TPOT and tokens/s")
+    p = sub.add_parser(
+        "decode",
+        help="prefill, decode step, TTFT, TPOT and tokens/s: the roofline bound and the calibrated prediction",
+    )
     _model_options(p)
     _gpu_option(p, default="H100 SXM")
     _workload_options(p)
