@@ -68,6 +68,9 @@ def test_unexpressible_points_are_listed_with_their_reason_never_fitted(table):
     assert dropped and all(r.why_not for r in dropped)
     stored = calibration.load().provenance
     assert set(stored["unexpressible"]) == {r.id for r in dropped}
+    # the stored list is the records' own: every point marked inexpressible, with its reason word for word
+    records = {m.id: m.why_not for m in measurements.points() if not m.expressible}
+    assert stored["unexpressible"] == records and len(records) == 6
     assert not set(stored["unexpressible"]) & set(stored["training_ids"] + stored["held_out_ids"])
 
 

@@ -479,3 +479,114 @@ def test_plan_includes_prefill_and_prints_the_prediction_beside_the_bound(capsys
     assert reused["gpus_total"] < d["gpus_total"]
     code, _, err = run(capsys, *argv, "--prefix-reuse", "1.5")
     assert code == cli.EXIT_USAGE and "--prefix-reuse" in err
+
+
+# --- decode and memory give the calibrated prediction beside every speed and capacity, labelled ---
+
+_DECODE_TIMES = ("step_time_s", "ttft_s", "mean_tpot_s", "end_to_end_latency_s")
+_DECODE_RATES = ("tokens_per_s_per_user", "tokens_per_s_aggregate")
+
+
+def test_decode_json_has_a_prediction_slower_than_the_bound_for_every_speed(capsys):
+    argv = [
+        "decode",
+        "--model",
+        "Llama-3.1-8B",
+        "--batch",
+        "32",
+        "--prompt",
+        "2000",
+        "--output-tokens",
+        "500",
+    ]
+    _, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert d["speeds_are"] == "bound" and d["calibration"] == calibration.load().name
+    assert set(d["prediction"]) == set(_DECODE_TIMES + _DECODE_RATES)
+    assert all(d["prediction"][k] > d[k] for k in _DECODE_TIMES)
+    assert all(d["prediction"][k] < d[k] for k in _DECODE_RATES)
+    assert d["prediction"]["tokens_per_s_aggregate"] == pytest.approx(
+        32 * d["prediction"]["tokens_per_s_per_user"]
+    )
+
+
+def test_decode_step_prediction_is_predicts_step_at_the_same_context(capsys):
+    # `predict` times its step at the mean context P + G/2 = 2,048 + 128; `decode --context 2176` times that step.
+    _, out, _ = run(
+        capsys, "decode", "--model", "Llama-3.1-8B", "--batch", "8", "--context", "2176", "--json"
+    )
+    _, out2, _ = run(
+        capsys,
+        "predict",
+        "--model",
+        "Llama-3.1-8B",
+        "--gpu",
+        "h100",
+        "--batch",
+        "8",
+        "--prompt",
+        "2048",
+        "--output",
+        "256",
+        "--json",
+    )
+    decode, pred = json.loads(out), json.loads(out2)
+    assert decode["prediction"]["step_time_s"] == pytest.approx(pred["prediction"]["step_s"], rel=1e-12)
+    assert decode["step_time_s"] == pytest.approx(pred["bound"]["step_s"], rel=1e-12)
+
+
+def test_decode_labels_efficiency_scaled_rooflines_and_missing_predictions(capsys):
+    _, out, _ = run(capsys, "decode", "--model", "Llama-3.1-8B", "--n-gpus", "3", "--eta-b", "0.7", "--json")
+    d = json.loads(out)
+    assert d["speeds_are"] == "roofline at eta_f 1, eta_b 0.7"
+    assert d["prediction"] is None and "tp must divide" in d["prediction_error"]
+    code, table, _ = run(capsys, "decode", "--model", "Llama-3.1-8B", "--n-gpus", "3")
+    assert code == 0 and "none  [prediction]" in table and "none: tp must divide" in table
+
+
+def test_decode_table_labels_every_speed_bound_and_prediction(capsys):
+    _, out, _ = run(capsys, "decode", "--model", "Qwen3-8B", "--batch", "4")
+    speed_rows = [
+        line
+        for line in out.splitlines()
+        if line.startswith(("decode step", "tokens/s", "TTFT", "mean TPOT", "end-to-end"))
+    ]
+    assert len(speed_rows) == 6
+    assert all("[bound]" in line and "[prediction]" in line for line in speed_rows)
+
+
+def test_memory_gives_bound_flat_reserve_and_prediction_capacities(capsys):
+    # Llama-3.1-70B, 16 requests of 8,192 tokens: 141.1 GB of weights + 16 x 8,192 x 327,680 B = 184.1 GB.
+    # Bound: all of 80 GB per card, any split: 3 cards. Prediction: 90 % usable and activations, and a TP width
+    # dividing the 8 KV heads: 2 cards hold 144 GB, 3 is not allowed, so 4.
+    _, out, _ = run(
+        capsys,
+        "memory",
+        "--model",
+        "Llama-3.1-70B",
+        "--gpu",
+        "h100",
+        "--batch",
+        "16",
+        "--context",
+        "8192",
+        "--json",
+    )
+    d = json.loads(out)
+    assert d["total_bytes"] == pytest.approx(141.1e9 + 16 * 8192 * 327_680, rel=1e-3)
+    assert d["bound"]["min_gpus"] == 3 and d["prediction"]["min_gpus"] == 4
+    assert d["bound"]["max_batch_on_one_gpu"] == d["prediction"]["max_batch_on_one_gpu"] == 0
+
+
+def test_memory_prediction_holds_fewer_requests_than_the_bound(capsys):
+    # Qwen3-8B on one H100 at 2,048 tokens: the bound fills all 80 GB with KV, floor((80e9 - W) / KV).
+    _, out, _ = run(capsys, "memory", "--model", "Qwen3-8B", "--gpu", "h100", "--context", "2048", "--json")
+    d = json.loads(out)
+    assert d["bound"]["max_batch_on_one_gpu"] == int((80e9 - d["weight_bytes"]) // d["kv_bytes_per_request"])
+    assert (
+        d["prediction"]["max_batch_on_one_gpu"]
+        < d["max_batch_on_one_gpu"]
+        < d["bound"]["max_batch_on_one_gpu"]
+    )
+    _, table, _ = run(capsys, "memory", "--model", "Qwen3-8B", "--gpu", "h100", "--context", "2048")
+    assert "bound (all memory, ideal split)" in table and "prediction (calibrated" in table

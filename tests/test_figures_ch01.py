@@ -3,10 +3,11 @@
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, memory, units
+from aiinfra import decode, memory, predict, units
 from aiinfra.book.figures import ch01
 from aiinfra.book.interactive import Slider, interactive_figure
 from aiinfra.catalog import hardware, models
+from aiinfra.deployment import Deployment
 
 
 def _texts(fig):
@@ -147,16 +148,22 @@ def test_capacity_explorer_rejects_bad_input(kw, name):
 
 def test_measurement_check_labels_only_two_measured_points():
     fig, r = ch01.measurement_check()
+    d = Deployment("Qwen3-8B", "RTX PRO 6000 Blackwell Workstation")
     assert r == {
-        "B=1 predicted": "8.62 ms",
+        "B=1 bound": "8.62 ms",
+        "B=1 prediction": units.fmt_time(predict.calibrated_step_s(d, 1, 2048, graph_capture=False)),
         "B=1 measured": "26.50 ms",
-        "B=64 predicted": "19.23 ms",
+        "B=64 bound": "19.23 ms",
+        "B=64 prediction": units.fmt_time(predict.calibrated_step_s(d, 64, 2048, graph_capture=False)),
         "B=64 measured": "40.50 ms",
     }
     ax1, ax2 = fig.axes
     measured = [line for line in ax1.lines if line.get_label() == "measured TPOT"]
     assert len(measured) == 1 and len(measured[0].get_xdata()) == 2
-    assert any("prediction" in line.get_label() for line in ax1.lines)
+    labels = [line.get_label() for line in ax1.lines]
+    assert "bound (100% of peak)" in labels and "calibrated prediction" in labels
+    bound, pred = (next(line for line in ax1.lines if line.get_label() == lab) for lab in labels[:2])
+    assert min(pred.get_ydata()) > min(bound.get_ydata())  # the prediction never beats the bound
     with pytest.raises(ValueError, match="max_batch"):
         ch01.measurement_check(max_batch=1)
 

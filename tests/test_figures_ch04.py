@@ -3,7 +3,7 @@
 import pytest
 from matplotlib.figure import Figure
 
-from aiinfra import decode, units
+from aiinfra import decode, predict, units
 from aiinfra.book.figures import ch04
 from aiinfra.book.interactive import interactive_figure
 from aiinfra.catalog import hardware
@@ -21,6 +21,11 @@ def test_throughput_latency_readouts_follow_the_library():
     assert r["per-user speed, B = 1"] == f"{3.35e12 / (15_136_819_200 + kv):,.0f} tok/s"
     full = Deployment("Qwen3-8B", "H100 SXM").step(bmax, 4096)
     assert r["aggregate, B max"] == f"{full.tokens_per_s:,.0f} tok/s"
+    # the dashed curve: the calibrated prediction at the same batch, below the bound
+    predicted = bmax / predict.calibrated_step_s(Deployment("Qwen3-8B", "H100 SXM"), bmax, 4096)
+    assert r["aggregate, B max (prediction)"] == f"{predicted:,.0f} tok/s" and predicted < full.tokens_per_s
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert "bound (100% of peak)" in labels and "calibrated prediction" in labels
 
 
 def test_longer_context_means_smaller_batch_and_quantization_faster_single_stream():

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from aiinfra import predict
 from aiinfra.book import tables
 from aiinfra.book.glue import equation_md
 from aiinfra.catalog import hardware, reference
@@ -143,8 +144,14 @@ def test_flops_breakdown_and_recompute_tables(qwen):
 def test_decode_ceiling_table_checks_capacity_first():
     rows = {r[0]: r[1:] for r in _rows(tables.decode_ceiling_markdown(("Llama-3.1-8B", "Llama-3.1-70B")))}
     assert rows["Llama-3.1-70B"][0] == "70.55"
-    assert rows["Llama-3.1-70B"][1] == f"does not fit: 2 GPUs, {2 * H100_BW / READ70:,.1f}"
-    assert rows["Llama-3.1-70B"][2] == f"{H100_BW / (READ70 / 2):,.1f}"  # 8-bit fits on one
+    bound70, pred70 = rows["Llama-3.1-70B"][1].removeprefix("does not fit: 2 GPUs, ").split(" / ")
+    assert bound70 == f"{2 * H100_BW / READ70:,.1f}" and rows["Llama-3.1-70B"][1].startswith("does not fit")
+    assert rows["Llama-3.1-70B"][2].split(" / ")[0] == f"{H100_BW / (READ70 / 2):,.1f}"  # 8-bit fits on one
+    # every cell: bound / calibrated prediction, the prediction below the bound
+    for cells in rows.values():
+        for cell in cells[1:]:
+            bound, pred = (float(x.replace(",", "")) for x in cell.split(", ")[-1].split(" / "))
+            assert 0 < pred < bound
     assert "does not fit" not in " ".join(rows["Llama-3.1-8B"])
     with pytest.raises(ValueError, match="model_names"):
         tables.decode_ceiling_markdown(())
@@ -172,7 +179,11 @@ def test_ttft_and_batch_tables(qwen):
     cost = _rows(tables.cost_sweep_markdown(qwen, 4096, (1,), 2.5))
     t1 = qwen.step(1, 4096).time_s
     # a price is a dollar no notebook client pairs into mathematics, then the amount
-    assert cost[0][3] == f"{tables.DOLLAR}{2.5 / 3600 * t1 * 1e6:,.2f}"
+    floor, pred = cost[0][3].split(" / ")
+    assert floor == f"{tables.DOLLAR}{2.5 / 3600 * t1 * 1e6:,.2f}"
+    # the predicted price is the floor times predicted over bound step time
+    t_pred = predict.calibrated_step_s(qwen, 1, 4096)
+    assert pred == f"{tables.DOLLAR}{2.5 / 3600 * t_pred * 1e6:,.2f}" and t_pred > t1
     with pytest.raises(ValueError, match="prompt_tokens"):
         tables.ttft_markdown(qwen, ())
     with pytest.raises(ValueError, match="batches"):
@@ -187,6 +198,13 @@ def test_gpu_table_sorted_by_bandwidth_and_narrow(qwen):
     assert len(rows[0]) == 7
     h100 = next(r for r in rows if r[0] == "H100 SXM")
     assert h100[2] == f"{H100_BF16 / H100_BW:.0f}"
+    for r in rows:  # bound / prediction; no prediction for a TPU, which no stored run calibrates
+        bound, pred = r[6].split(" / ")
+        assert (
+            pred == "-"
+            if r[0].startswith("TPU")
+            else 0 < float(pred.replace(",", "")) < float(bound.replace(",", ""))
+        )
     with pytest.raises(ValueError, match="gpus"):
         tables.gpu_decode_markdown(Deployment("Llama-3.1-70B", "H100 SXM"), 4096, [hardware.gpu("H100 SXM")])
 
@@ -200,7 +218,12 @@ def test_chapter_5_tables():
     assert tenants[0][1:3] == ["141.11 GB", f"{N70 * 2 / 640e9:.1%}"]
     assert tenants[1][0].startswith(f"KV cache, {node.max_batch(8192):,} requests")
     cost = _rows(tables.context_cost_markdown(node, (8192,), 2.5))
-    assert cost[0][1] == f"{node.max_batch(8192):,}" and cost[0][2].endswith("(memory-bound)")
+    assert cost[0][1] == f"{node.max_batch(8192):,}" and "(memory-bound) / " in cost[0][2]
+    # the predicted price is the floor scaled by predicted over bound step time
+    b = node.max_batch(8192)
+    pred = float(cost[0][4].split(" / ")[1].removeprefix(tables.DOLLAR))
+    ratio = predict.calibrated_step_s(node, b, 8192) / node.step(b, 8192).time_s
+    assert pred == pytest.approx(node.cost_per_million_tokens(2.5, b, 8192) * ratio, abs=0.005) and ratio > 1
     with pytest.raises(ValueError, match="contexts"):
         tables.context_cost_markdown(node, (10**9,), 2.5)
     with pytest.raises(ValueError, match="context_tokens"):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiinfra import calibration, compute, memory, predict
+from aiinfra import calibration, compute, deployment, memory, predict
 from aiinfra.catalog import hardware, models
 
 H100 = hardware.gpu("H100 SXM")
@@ -196,3 +196,76 @@ def test_prediction_is_never_faster_than_the_bound(
     for rate in ("throughput_tok_s", "user_tok_s"):
         assert getattr(pred, rate) <= getattr(bound, rate) * (1 + 1e-12)
     assert pred.max_batch <= bound.max_batch
+
+
+# --- the helpers the book's pages and the CLI use to set a prediction beside a Deployment's bound ---
+
+
+def test_setup_of_deployment_carries_model_gpu_and_precisions():
+    d = deployment.Deployment(
+        "Llama-3.1-70B", "H200 SXM", n_gpus=4, weight_precision="fp8", kv_precision="fp8"
+    )
+    s = predict.setup_of_deployment(d, graph_capture=False)
+    assert (s.model.name, s.gpu.name, s.tp, s.replicas) == ("Llama-3.1-70B", "H200 SXM", 4, 1)
+    assert (s.weight_precision, s.kv_bytes_per_element, s.graph_capture) == ("fp8", 1.0, False)
+    with pytest.raises(ValueError, match="tp"):  # 8 KV heads
+        predict.setup_of_deployment(d.replace(n_gpus=3))
+    with pytest.raises(ValueError, match="kv_heads"):  # chapter 5's hypothetical full-MHA cache
+        predict.setup_of_deployment(d.replace(kv_heads=64))
+
+
+def test_decode_step_bound_is_the_roofline_by_hand():
+    # Llama-3.1-8B, BF16, batch 1 at 4,096 cached tokens: weights read plus 131,072 B of KV per token, at 3.35 TB/s.
+    m = models.load("Llama-3.1-8B")
+    by_hand = (2.0 * models.decode_read_params(m) + 32 * 8 * 128 * 2 * 2 * 4096) / 3.35e12
+    assert predict.decode_step_s(_setup(), predict.IDEAL, 1, 4096) == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.parametrize("model, gpu, n", [("Qwen3-8B", "H100 SXM", 1), ("Llama-3.1-70B", "H100 SXM", 2)])
+@pytest.mark.parametrize("batch, ctx", [(1, 2048), (64, 8192), (256, 0)])
+def test_decode_step_and_prefill_bounds_agree_with_deployment(model, gpu, n, batch, ctx):
+    d = deployment.Deployment(model, gpu, n_gpus=n)
+    s = predict.setup_of_deployment(d)
+    assert predict.decode_step_s(s, predict.IDEAL, batch, ctx) == pytest.approx(
+        d.step(batch, ctx).time_s, rel=1e-12
+    )
+    assert predict.prefill_s(s, predict.IDEAL, 2048) == pytest.approx(d.prefill(2048).time_s, rel=1e-12)
+    assert predict.decode_step_s(s, predict.fitted(), batch, ctx) > d.step(batch, ctx).time_s
+    assert predict.prefill_s(s, predict.fitted(), 2048) > d.prefill(2048).time_s
+    r = d.request(2048, 300, batch)
+    bound = predict.reply_s(s, predict.IDEAL, batch, 2048, 300)
+    assert bound == pytest.approx((r.ttft_s, r.tpot_s, r.end_to_end_s), rel=1e-12)
+    assert all(pred > b for pred, b in zip(predict.reply_s(s, predict.fitted(), batch, 2048, 300), bound))
+
+
+def test_fitted_is_the_stored_calibration():
+    assert predict.fitted() == calibration.load().parameters
+
+
+def test_min_gpus_bound_counts_all_memory_and_prediction_less():
+    # Llama-3.1-70B in BF16 is 141.1 GB: 2 x 80 GB hold it at the bound; at 90 % usable plus one request's
+    # KV and activations, 2 x 72 GB = 144 GB leaves 2.9 GB, short of 64 requests of 2,304 tokens at 320 KiB
+    # per token (47 GB); 3 does not divide the 8 KV heads, so the prediction needs 4.
+    d = deployment.Deployment("Llama-3.1-70B", "H100 SXM")
+    assert predict.min_gpus(d, predict.IDEAL, 1, 2048, 256) == 2
+    assert predict.min_gpus(d, predict.fitted(), 64, 2048, 256) == 4
+    assert predict.min_gpus(d, predict.fitted(), 64, 2048, 256) >= predict.min_gpus(
+        d, predict.IDEAL, 64, 2048, 256
+    )
+    with pytest.raises(ValueError, match="limit"):
+        predict.min_gpus(d, predict.IDEAL, 10**7, 2048, 256, limit=8)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda s: predict.decode_step_s(s, predict.IDEAL, 0, 10), "batch"),
+        (lambda s: predict.decode_step_s(s, predict.IDEAL, 1, -1), "context_tokens"),
+        (lambda s: predict.prefill_s(s, predict.IDEAL, 0), "prompt_tokens"),
+        (lambda s: predict.prefill_s(s, predict.IDEAL, 10, batch=0), "batch"),
+        (lambda s: predict.reply_s(s, predict.IDEAL, 1, 10, 0), "output_tokens"),
+    ],
+)
+def test_helpers_reject_nonsense(call, name):
+    with pytest.raises(ValueError, match=name):
+        call(_setup())

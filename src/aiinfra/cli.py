@@ -25,7 +25,11 @@ Also runnable as ``python -m aiinfra``. ``memory``, ``decode`` and ``plan``
 describe one :class:`aiinfra.deployment.Deployment` (the same memory reserve
 and the same peak rule everywhere). ``predict`` gives the roofline bound and
 the calibrated prediction of a run side by side (:mod:`aiinfra.predict`, with
-the stored calibration of :mod:`aiinfra.calibration`).
+the stored calibration of :mod:`aiinfra.calibration`); ``decode`` and
+``memory`` print the same prediction beside each speed and capacity they
+give, every value labelled bound or prediction, and their JSON holds it under
+``"prediction"`` (``null`` with a ``"prediction_error"`` where none applies,
+such as a GPU count that does not divide the KV heads).
 """
 
 from __future__ import annotations
@@ -171,14 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(p)
 
     p = sub.add_parser(
-        "memory", help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch"
+        "memory",
+        help="weights and KV cache bytes; with --gpu, how many GPUs and how big a batch (bound and prediction)",
     )
     _model_options(p)
     _gpu_option(p)
     _workload_options(p)
     _json_option(p)
 
-    p = sub.add_parser("decode", help="roofline bounds on prefill, decode step, TTFT, TPOT and tokens/s")
+    p = sub.add_parser(
+        "decode",
+        help="prefill, decode step, TTFT, TPOT and tokens/s: the roofline bound and the calibrated prediction",
+    )
     _model_options(p)
     _gpu_option(p, default="H100 SXM")
     _workload_options(p)
@@ -442,8 +450,42 @@ def _cmd_check(args):
     return 0 if report.exact else 1
 
 
+def _capacity_text(n) -> str:
+    return "none" if n is None else ("weights do not fit" if n == 0 else f"{n:,}")
+
+
+def _memory_bound_and_prediction(d, batch, prompt, ctx, total_bytes):
+    """``memory``'s two capacities at the bound and as calibrated predictions: ``(bound, prediction, why)``.
+
+    The bound holds weights, KV and state in all the memory, nothing back,
+    split ideally over any number of GPUs. The prediction
+    (:func:`aiinfra.predict.min_gpus` and :func:`~aiinfra.predict.max_batch`)
+    keeps the calibrated usable share, adds activations growing with the
+    tokens in flight, and needs a TP width that divides the KV heads; its
+    requests hold ``ctx`` tokens, read as a ``P``-token prompt (capped below
+    ``ctx``) plus ``ctx - P`` generated ones. ``prediction`` is None and
+    ``why`` the reason when it cannot be made.
+    """
+    from aiinfra import memory, predict
+
+    full = d.replace(memory_reserve=0.0)
+    bound = {
+        "min_gpus": memory.min_cards(total_bytes, d.gpu.memory_bytes, 0.0),
+        "max_batch_on_one_gpu": int(full.max_batch(ctx)) if full.request_bytes(ctx) > 0 else 0,
+    }
+    p_tokens = max(1, min(prompt, ctx - 1))
+    g_tokens = max(1, ctx - p_tokens)
+    try:
+        p = predict.fitted()
+        one = predict.max_batch(predict.setup_of_deployment(d), p, p_tokens, g_tokens)
+        most = predict.min_gpus(d, p, batch, p_tokens, g_tokens)
+    except ValueError as exc:
+        return bound, None, str(exc)
+    return bound, {"min_gpus": most, "max_batch_on_one_gpu": one}, None
+
+
 def _cmd_memory(args):
-    from aiinfra import memory, units
+    from aiinfra import calibration, memory, units
     from aiinfra.catalog import hardware, models
 
     m = _load_model(args)
@@ -493,14 +535,37 @@ def _cmd_memory(args):
             min_gpus_for_weights_and_kv=cards,
             max_batch_on_one_gpu=max_batch_one,
         )
+        bound, pred, why = _memory_bound_and_prediction(d, batch, prompt, ctx, total)
+        data.update(bound=bound, prediction=pred, calibration=calibration.load().name)
+        if why:
+            data["prediction_error"] = why
+        flat = f"{d.memory_reserve:.0%} flat reserve"
         rows += [
             (f"GPU {g.name}", f"{units.fmt_bytes(g.memory_bytes)}, {d.memory_reserve:.0%} held back"),
-            ("GPUs to hold weights + KV (ideal split)", str(cards)),
             (
-                "largest batch on one GPU (KV budget)",
-                str(max_batch_one) if d.free_bytes > 0 else "weights do not fit",
+                "",
+                f"bound (all memory, ideal split)  |  {flat}  |  prediction (calibrated; TP divides the KV heads)",
+            ),
+            (
+                "GPUs to hold weights + KV",
+                "  |  ".join(
+                    _capacity_text(x) for x in (bound["min_gpus"], cards, pred and pred["min_gpus"])
+                ),
+            ),
+            (
+                "largest batch on one GPU",
+                "  |  ".join(
+                    _capacity_text(x)
+                    for x in (
+                        bound["max_batch_on_one_gpu"],
+                        max_batch_one if d.free_bytes > 0 else 0,
+                        pred and pred["max_batch_on_one_gpu"],
+                    )
+                ),
             ),
         ]
+        if why:
+            rows.append(("prediction", f"none: {why}"))
     _count_label(m, data, rows)
     _emit(args, f"memory: {m.name}", rows, data)
 
@@ -576,7 +641,7 @@ def _cmd_decode(args):
         ("state read per request per step (fixed)", units.fmt_bytes(data["state_bytes_per_request"])),
         (f"compute time (batch {batch})", units.fmt_time(data["compute_time_s"], 4)),
         (f"memory time (batch {batch})", units.fmt_time(data["memory_time_s"])),
-        ("decode step = TPOT (lower bound)", f"{units.fmt_time(data['step_time_s'])}  ({data['bound']})"),
+        (f"decode step = TPOT @ {ctx:,} ctx", f"{units.fmt_time(data['step_time_s'])}  ({data['bound']})"),
         ("tokens/s per user", f"{data['tokens_per_s_per_user']:,.1f}"),
         (f"tokens/s aggregate (batch {batch})", f"{data['tokens_per_s_aggregate']:,.1f}"),
         ("critical batch B* (weights only)", f"{data['critical_batch_size']:,.1f}"),
@@ -585,7 +650,8 @@ def _cmd_decode(args):
             f"prefill FLOPs @ {prompt:,} tokens (causal)",
             f"{units.fmt_flops(data['prefill_flops'])}  ({prefill.bound})",
         ),
-        ("TTFT (lower bound, no queueing)", units.fmt_time(data["ttft_s"])),
+        ("TTFT (no queueing)", units.fmt_time(data["ttft_s"])),
+        ("mean TPOT over the reply", units.fmt_time(data["mean_tpot_s"])),
         (f"end-to-end, {out_tokens:,} output tokens", units.fmt_time(data["end_to_end_latency_s"])),
         (
             "weights + KV + state at the end of the reply",
@@ -594,8 +660,64 @@ def _cmd_decode(args):
     ]
     if models.active_params(m) != models.total_params(m):
         rows.append(("note", "MoE: reads count the active experts only (optimistic once batch > 1)"))
+    _beside_prediction(rows, data, _speed_kind(d), _decode_prediction(d, batch, ctx, prompt, out_tokens))
     _count_label(m, data, rows)
     _emit(args, f"decode: {m.name} on {d.gpu.name}", rows, data)
+
+
+#: The speeds ``decode`` prints, by JSON key: the row they go with and how to print them.
+_DECODE_SPEEDS = {
+    "step_time_s": ("decode step", "time"),
+    "tokens_per_s_per_user": ("tokens/s per user", "rate"),
+    "tokens_per_s_aggregate": ("tokens/s aggregate", "rate"),
+    "ttft_s": ("TTFT", "time"),
+    "mean_tpot_s": ("mean TPOT", "time"),
+    "end_to_end_latency_s": ("end-to-end", "time"),
+}
+
+
+def _decode_prediction(d, batch, ctx, prompt, out_tokens):
+    """The calibrated prediction of ``decode``'s speeds (:mod:`aiinfra.predict`), or the reason there is none."""
+    from aiinfra import predict
+
+    try:
+        setup = predict.setup_of_deployment(d)
+    except ValueError as exc:
+        return None, str(exc)
+    p = predict.fitted()
+    step = predict.decode_step_s(setup, p, batch, ctx)
+    ttft, tpot, e2e = predict.reply_s(setup, p, batch, prompt, out_tokens)
+    speeds = {
+        "step_time_s": step,
+        "tokens_per_s_per_user": 1.0 / step,
+        "tokens_per_s_aggregate": batch / step,
+        "ttft_s": ttft,
+        "mean_tpot_s": tpot if out_tokens > 1 else step,
+        "end_to_end_latency_s": e2e,
+    }
+    return speeds, None
+
+
+def _speed_kind(d) -> str:
+    """What a Deployment's own speeds are: the bound at 100 % of peak, or a roofline at the efficiencies given."""
+    return "bound" if d.eta_f == d.eta_b == 1.0 else f"roofline at eta_f {d.eta_f:g}, eta_b {d.eta_b:g}"
+
+
+def _beside_prediction(rows, data, kind, prediction):
+    """Label ``decode``'s speed rows with ``kind`` (bound, or a roofline at given efficiencies) and add the prediction."""
+    from aiinfra import calibration
+
+    speeds, why = prediction
+    data.update(speeds_are=kind, prediction=speeds, calibration=calibration.load().name)
+    if why:
+        data["prediction_error"] = why
+    for i, (label, text) in enumerate(rows):
+        key = next((k for k, (start, _) in _DECODE_SPEEDS.items() if label.startswith(start)), None)
+        if key is None:
+            continue
+        pred = "none" if speeds is None else _speed_text(speeds[key], _DECODE_SPEEDS[key][1])
+        rows[i] = (label, f"{text}  [{kind}]  |  {pred}  [prediction]")
+    rows.append(("prediction", f"calibrated: {data['calibration']}" + (f"; none: {why}" if why else "")))
 
 
 def _cmd_roofline(args):

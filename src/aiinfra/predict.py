@@ -63,6 +63,13 @@ __all__ = [
     "max_batch",
     "plan",
     "bound_plan",
+    "fitted",
+    "setup_of_deployment",
+    "decode_step_s",
+    "prefill_s",
+    "reply_s",
+    "calibrated_step_s",
+    "min_gpus",
     "WEIGHT_PRECISIONS",
     "COMPUTE_PRECISIONS",
 ]
@@ -361,10 +368,15 @@ def _weight_read_bytes(setup: Setup, tokens: int) -> float:
 
 def _decode_step_s(setup: Setup, p: Parameters, batch, prompt_tokens, context_tokens):
     peak, bw, kv, f1, _ = _counts(setup, prompt_tokens, context_tokens)
+    return float(_step_of_counts(setup, p, batch, peak, bw, kv, f1))
+
+
+def _step_of_counts(setup: Setup, p: Parameters, batch, peak, bw, kv, f1):
+    """One decode step from its counts; ``kv`` and ``f1`` (one request's KV bytes and FLOPs) may be arrays."""
     w = _weight_read_bytes(setup, batch)
     reads = w / (p.eta_b_decode * bw) + batch * kv / (p.eta_b_kv * bw)
-    roof = max(batch * f1 / (p.eta_f_decode * peak), reads)
-    return float(roof + _layer_costs_s(setup, p, batch))
+    roof = np.maximum(batch * f1 / (p.eta_f_decode * peak), reads)
+    return roof + _layer_costs_s(setup, p, batch)
 
 
 def _prefill_passes_s(setup: Setup, p: Parameters, batch, prompt_tokens, context_tokens):
@@ -488,6 +500,128 @@ def estimate(setup: Setup, batch, prompt_tokens, output_tokens, calibration=None
         )
     b = most if check("batch", batch, "int>=0", scalar=True) == 0 else batch
     return Estimate(b, speeds(setup, IDEAL, b, prompt, g), speeds(setup, p, b, prompt, g), p, c.name)
+
+
+def fitted() -> Parameters:
+    """The stored calibration's parameters (:func:`aiinfra.calibration.load`): what every book prediction uses."""
+    from aiinfra import calibration as cal
+
+    return cal.load().parameters
+
+
+def setup_of_deployment(deployment, graph_capture=True, replicas=1) -> Setup:
+    """The :class:`Setup` of a :class:`~aiinfra.deployment.Deployment`: its ``n_gpus`` as one TP group.
+
+    The model, GPU and precisions carry over (the KV format becomes its bytes
+    per element); the deployment's ``eta_f``, ``eta_b`` and flat
+    ``memory_reserve`` do not, since a prediction takes those from its
+    :class:`Parameters`. Raises ``ValueError`` when ``n_gpus`` does not
+    divide the model's KV heads, and for a deployment that caches other
+    ``kv_heads`` than the model's own (a hypothetical layout no stored run
+    calibrates). Chapters 1, 2, 4 and 5 (a bound beside its prediction).
+    """
+    d = deployment
+    if d.kv_heads is not None:
+        raise ValueError(f"kv_heads must be the model's own for a prediction, got kv_heads={d.kv_heads}")
+    return Setup(
+        d.model,
+        d.gpu,
+        tp=d.n_gpus,
+        replicas=replicas,
+        weight_precision=d.weight_precision,
+        kv_bytes_per_element=d.kv_bytes_per_element,
+        compute_precision=d.compute_precision,
+        graph_capture=graph_capture,
+    )
+
+
+def decode_step_s(setup: Setup, p: Parameters, batch, context_tokens) -> float:
+    """One decode step of ``batch`` requests on one replica, each with ``context_tokens`` tokens cached.
+
+    ``max(B F_1 / (eta_f Pi), R_W / (eta_b beta) + B R_KV / (eta_kv beta))
+    + L (t_layer + 2 t_allreduce)``: :data:`IDEAL` gives the roofline bound
+    (the same step as :meth:`aiinfra.deployment.Deployment.step` for a dense
+    model), the fitted :class:`Parameters` the prediction. A per-user speed is
+    its inverse, an aggregate one ``batch`` over it. Chapters 1, 4 and 5.
+    """
+    b = check("batch", batch, "int>=1", scalar=True)
+    ctx = check("context_tokens", context_tokens, "int>=0", scalar=True)
+    return _decode_step_s(setup, p, b, max(ctx, 1), ctx)
+
+
+def prefill_s(setup: Setup, p: Parameters, prompt_tokens, batch=1) -> float:
+    """Time to prefill ``batch`` prompts of ``prompt_tokens`` together on one replica: the end of the last pass.
+
+    Chunked, batched passes of at most ``p.prefill_chunk_tokens`` tokens
+    (module docstring); with ``batch=1`` and :data:`IDEAL` it is the
+    roofline bound on TTFT without queueing. Chapters 1, 2 and 4.
+    """
+    prompt = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
+    b = check("batch", batch, "int>=1", scalar=True)
+    ends, _ = _prefill_passes_s(setup, p, b, prompt, prompt)
+    return float(ends[-1])
+
+
+def reply_s(setup: Setup, p: Parameters, batch, prompt_tokens, output_tokens) -> tuple[float, float, float]:
+    """TTFT, mean TPOT and end-to-end time of ``batch`` replies decoded together, as :meth:`Deployment.request` counts them.
+
+    TTFT is one prompt's prefill (:func:`prefill_s`, no queueing); the
+    ``G - 1`` decode steps run at contexts ``P + 1 ... P + G - 1``
+    (:func:`decode_step_s` each), TPOT is their mean (0 when ``G = 1``) and
+    the end-to-end time ``TTFT + (G - 1) TPOT``. :data:`IDEAL` gives the
+    bound. Chapter 4, and ``aiinfra decode``.
+    """
+    b = check("batch", batch, "int>=1", scalar=True)
+    prompt = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
+    g = check("output_tokens", output_tokens, "int>=1", scalar=True)
+    ttft = prefill_s(setup, p, prompt)
+    if g == 1:
+        return ttft, 0.0, ttft
+    ctx = np.arange(prompt + 1, prompt + g)
+    d = setup.deployment
+    kv = np.asarray(d.kv_bytes(ctx), dtype=float)
+    f1 = np.asarray(compute.decode_flops(setup.model, ctx), dtype=float)
+    steps = _step_of_counts(setup, p, b, d.peak_flops_per_s, d.bandwidth_bytes_per_s, kv, f1)
+    return ttft, float(np.mean(steps)), ttft + float(np.sum(steps))
+
+
+def calibrated_step_s(deployment, batch=1, context_tokens=0, graph_capture=True) -> float:
+    """The calibrated prediction of ``deployment.step(batch, context_tokens).time_s``, the bound's own step.
+
+    :func:`decode_step_s` under :func:`fitted` on :func:`setup_of_deployment`.
+    ``context_tokens=0`` matches :meth:`~aiinfra.deployment.Deployment.ceiling_tokens_per_s`
+    (weights only). Raises ``ValueError`` for a TPU (every stored run is on a
+    GPU, so no fitted value speaks for it) and for ``n_gpus`` that do not
+    divide the KV heads. Chapters 1, 4 and 5: the prediction beside each quoted bound.
+    """
+    if deployment.gpu.name.startswith("TPU"):
+        raise ValueError(f"gpu must be a GPU: no stored run calibrates {deployment.gpu.name}")
+    setup = setup_of_deployment(deployment, graph_capture=graph_capture)
+    return decode_step_s(setup, fitted(), batch, context_tokens)
+
+
+def min_gpus(deployment, p: Parameters, batch, prompt_tokens, output_tokens, limit=1024) -> int:
+    """Fewest GPUs of ``deployment.gpu`` in one TP group that hold ``batch`` requests of ``P + G`` tokens under ``p``.
+
+    Tries every TP width up to ``limit`` that the model's KV heads allow
+    (:class:`Setup`) and returns the first whose :func:`max_batch` reaches
+    ``batch``: :data:`IDEAL` counts all memory and no activations (the
+    bound), the fitted parameters a usable share and activations (the
+    prediction). Raises ``ValueError`` when none up to ``limit`` does. Chapter 5.
+    """
+    b = check("batch", batch, "int>=1", scalar=True)
+    prompt = check("prompt_tokens", prompt_tokens, "int>=1", scalar=True)
+    g = check("output_tokens", output_tokens, "int>=1", scalar=True)
+    for n in range(1, check("limit", limit, "int>=1", scalar=True) + 1):
+        try:
+            setup = setup_of_deployment(deployment.replace(n_gpus=n))
+        except ValueError:  # n does not divide the KV heads
+            continue
+        if _max_batch(setup, p, prompt, g) >= b:
+            return n
+    raise ValueError(
+        f"limit must allow enough GPUs: {b} requests do not fit on {limit} x {deployment.gpu.name}"
+    )
 
 
 def _plan_overhead(deployment, p: Parameters):

@@ -368,6 +368,9 @@ def decode_ceiling_markdown(model_names, gpu="H100 SXM", precisions=("bf16", "in
     a step reads, KV left out) on the fewest GPUs whose memory, less the 10 %
     reserve, holds the weights: on one GPU the bare number, on more
     "does not fit: N GPUs, X" (the GPUs' bandwidths add; communication ignored).
+    Each cell is "bound / prediction": the prediction
+    (:func:`aiinfra.predict.calibrated_step_s`) adds the fitted efficiencies,
+    the fixed cost per layer and, on several GPUs, the all-reduces.
     """
     from aiinfra.catalog import models
     from aiinfra.deployment import Deployment
@@ -384,12 +387,32 @@ def decode_ceiling_markdown(model_names, gpu="H100 SXM", precisions=("bf16", "in
         for p in precisions:
             d = Deployment(name, gpu, weight_precision=p)
             need = d.min_gpus
-            rate = d.replace(n_gpus=need).ceiling_tokens_per_s()
-            row.append(f"{rate:,.1f}" if need == 1 else f"does not fit: {need} GPUs, {rate:,.1f}")
+            on = d.replace(n_gpus=need)
+            both = f"{on.ceiling_tokens_per_s():,.1f} / {_predicted_rate(on, 1, 0)}"
+            row.append(both if need == 1 else f"does not fit: {need} GPUs, {both}")
         rows.append(row)
     return markdown_table(
-        ["Model", "Parameters (billions)"] + [f"{p.upper()} (tok/s)" for p in precisions], rows
+        ["Model", "Parameters (billions)"] + [f"{p.upper()} (tok/s, bound / prediction)" for p in precisions],
+        rows,
     )
+
+
+def _predicted_tokens_per_s(d, batch, context_tokens) -> float | None:
+    """Aggregate tokens/s of the calibrated prediction of ``d.step(batch, context_tokens)``; None where none applies."""
+    from aiinfra import predict
+
+    try:
+        return batch / predict.calibrated_step_s(d, batch, context_tokens)
+    except ValueError:  # a TPU, or a GPU count that does not divide the KV heads
+        return None
+
+
+def _rate_text(rate: float | None, fmt: str) -> str:
+    return "-" if rate is None else format(rate, fmt)
+
+
+def _predicted_rate(d, batch, context_tokens) -> str:
+    return _rate_text(_predicted_tokens_per_s(d, batch, context_tokens), ",.1f")
 
 
 def kv_share_markdown(cases) -> str:
@@ -469,23 +492,37 @@ def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -
     """Per-user and per-GPU rate and the floor price per million output tokens, one row per batch (chapter 4).
 
     The price is :meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`:
-    the replica's aggregate bound divided by its GPU count.
+    the replica's aggregate bound divided by its GPU count; beside each bound
+    the calibrated prediction (:func:`aiinfra.predict.calibrated_step_s`).
     """
+    from aiinfra.serving import capacity
+
     d = _deployment(deployment)
     ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
     rows = []
     for b in _whole_numbers("batches", batches):
         s = d.step(b, ctx)
+        pred = _predicted_tokens_per_s(d, b, ctx)
+        pred_usd = (
+            None if pred is None else capacity.cost_per_million_tokens(usd_per_gpu_hour, pred / d.n_gpus)
+        )
         rows.append(
             [
                 f"{b:,}",
-                f"{s.tokens_per_s_per_user:,.0f}",
-                f"{s.tokens_per_s / d.n_gpus:,.0f}",
-                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f}",
+                f"{s.tokens_per_s_per_user:,.0f} / {_rate_text(pred and pred / b, ',.0f')}",
+                f"{s.tokens_per_s / d.n_gpus:,.0f} / {_rate_text(pred and pred / d.n_gpus, ',.0f')}",
+                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f} / "
+                + ("-" if pred_usd is None else f"\\${pred_usd:,.2f}"),
             ]
         )
     return markdown_table(
-        ["Batch", "Per user (tok/s)", "Per GPU (tok/s)", "\\$ per million output tokens"], rows
+        [
+            "Batch",
+            "Per user (tok/s, bound / prediction)",
+            "Per GPU (tok/s, bound / prediction)",
+            "\\$ per million output tokens (floor / prediction)",
+        ],
+        rows,
     )
 
 
@@ -496,7 +533,8 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
     sorted by memory bandwidth. Columns: HBM bandwidth (TB/s), ridge point,
     the batch whose caches fill the memory left after the weights and the
     reserve, the decode step's intensity at that batch, per-user and
-    aggregate rate (bounds).
+    aggregate rate, each bound / calibrated prediction at the same batch
+    ("-" for a TPU: no stored run calibrates one).
     """
     from aiinfra.catalog import hardware
 
@@ -510,6 +548,7 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
         if bmax < 1:
             continue
         full = at.step(bmax, ctx)
+        pred = _predicted_tokens_per_s(at, bmax, ctx)
         rows.append(
             [
                 g.name,
@@ -517,8 +556,8 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
                 f"{at.ridge_flops_per_byte:,.0f}",
                 f"{bmax:,}",
                 f"{full.intensity_flops_per_byte:.1f}",
-                f"{full.tokens_per_s_per_user:,.0f}",
-                f"{full.tokens_per_s:,.0f}",
+                f"{full.tokens_per_s_per_user:,.0f} / {_rate_text(pred and pred / bmax, ',.0f')}",
+                f"{full.tokens_per_s:,.0f} / {_rate_text(pred, ',.0f')}",
             ]
         )
     if not rows:
@@ -530,8 +569,8 @@ def gpu_decode_markdown(deployment, context_tokens, gpus=None) -> str:
             "Ridge (FLOP/B)",
             "Batch that fits",
             "Intensity (FLOP/B)",
-            "Per user (tok/s)",
-            "Aggregate (tok/s)",
+            "Per user (tok/s, bound / prediction)",
+            "Aggregate (tok/s, bound / prediction)",
         ],
         rows,
     )
@@ -710,7 +749,9 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
     Columns: the batch (:meth:`~aiinfra.deployment.Deployment.max_batch`), the
     step time and its bound (:meth:`~aiinfra.deployment.Deployment.step`),
     tokens/s per GPU and the floor price per million output tokens
-    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`).
+    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`), each
+    followed by the calibrated prediction at the same batch
+    (:func:`aiinfra.predict.calibrated_step_s`).
     """
     d = _deployment(deployment)
     rows = []
@@ -719,22 +760,25 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
         if b < 1:
             raise ValueError(f"contexts must each leave room for one request's KV cache, got {c:,} tokens")
         s = d.step(b, c)
+        pred = _predicted_tokens_per_s(d, b, c)
+        floor = d.cost_per_million_tokens(usd_per_gpu_hour, b, c)
         rows.append(
             [
                 f"{c:,}",
                 f"{b:,}",
-                f"{units.fmt_time(s.time_s)} ({s.bound})",
-                f"{s.tokens_per_s / d.n_gpus:,.0f}",
-                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, c):,.2f}",
+                f"{units.fmt_time(s.time_s)} ({s.bound})"
+                + ("" if pred is None else f" / {units.fmt_time(b / pred)}"),
+                f"{s.tokens_per_s / d.n_gpus:,.0f} / {_rate_text(pred and pred / d.n_gpus, ',.0f')}",
+                f"\\${floor:,.2f} / " + ("-" if pred is None else f"\\${floor * s.tokens_per_s / pred:,.2f}"),
             ]
         )
     return markdown_table(
         [
             "Context (tokens)",
             "Batch that fits",
-            "Step time (bound)",
-            "Tokens/s per GPU",
-            "\\$ per million output tokens",
+            "Step time (bound / prediction)",
+            "Tokens/s per GPU (bound / prediction)",
+            "\\$ per million output tokens (floor / prediction)",
         ],
         rows,
     )

@@ -607,13 +607,16 @@ def capacity_explorer_sliders():
 def measurement_check(record=None, context_tokens=None, max_batch=128):
     """Predicted TPOT and throughput of the step model, with the measured points on top.
 
-    Lines are the model ``max(B F_1/Pi, (R_W + B R_state)/beta)`` at the GPU's
-    peaks for the record's model (weights read once per step, each request's
-    KV at ``context_tokens``, default the prompt length): a **prediction**,
-    drawn as lines and labelled so. Markers are the record's measured points
-    only. Returns ``(Figure, readouts)`` with the predicted and measured
-    values at each measured batch.
+    Solid lines are the **bound** ``max(B F_1/Pi, (R_W + B R_state)/beta)`` at
+    the GPU's peaks for the record's model (weights read once per step, each
+    request's KV at ``context_tokens``, default the prompt length); dashed
+    lines the calibrated **prediction** of the same step for an eager engine,
+    as the record ran (:func:`aiinfra.predict.calibrated_step_s`). Markers are
+    the record's measured points only. Returns ``(Figure, readouts)`` with the
+    bound, the prediction and the measurement at each measured batch.
     """
+    from aiinfra import predict
+
     rec = QWEN3_8B_RTX_PRO_6000 if record is None else record
     d = Deployment(rec.model, rec.gpu, weight_precision=rec.precision)
     g = d.gpu
@@ -626,10 +629,17 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
     grid = np.unique(np.concatenate([np.geomspace(1, top, 40), rec.measured_batches()]))
     curve = d.step(grid, ctx)
     t1 = d.step(1, ctx).time_s
+    ints = np.unique(np.round(grid).astype(int))
+
+    def pred(b):
+        return predict.calibrated_step_s(d, int(b), ctx, graph_capture=False)
+
+    pred_s = np.array([pred(b) for b in ints])
 
     fig = _new_figure(7.2, 3.6)
     ax1, ax2 = fig.subplots(1, 2)
-    ax1.plot(curve.batch, curve.time_s / units.ms, color=_BLUE, label="model prediction (lower bound)")
+    ax1.plot(curve.batch, curve.time_s / units.ms, color=_BLUE, label="bound (100% of peak)")
+    ax1.plot(ints, pred_s / units.ms, color=_BLUE, linestyle="--", label="calibrated prediction")
     mb = rec.measured_batches()
     ax1.plot(mb, [rec.tpot(b) / units.ms for b in mb], "s", color=_RED, markersize=7, label="measured TPOT")
     ax1.set_xscale("log", base=2)
@@ -637,7 +647,8 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
     ax1.set_ylabel("time per output token (ms)")
     ax1.set_ylim(0, max(rec.tpot(b) for b in mb) / units.ms * 1.3)
     ax1.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
-    ax2.plot(curve.batch, curve.tokens_per_s / (1.0 / t1), color=_BLUE, label="model")
+    ax2.plot(curve.batch, curve.tokens_per_s / (1.0 / t1), color=_BLUE, label="bound")
+    ax2.plot(ints, ints * pred_s[0] / pred_s, color=_BLUE, linestyle="--", label="prediction")
     ax2.plot(curve.batch, curve.batch, color=_GREY, linestyle=":", label="weight reads only")
     ax2.plot(mb, [rec.throughput_ratio[b] for b in mb], "s", color=_RED, markersize=7, label="measured")
     ax2.set_xscale("log", base=2)
@@ -651,11 +662,12 @@ def measurement_check(record=None, context_tokens=None, max_batch=128):
         ax.minorticks_off()
     ax2.yaxis.set_major_formatter(FuncFormatter(_plain_ticks_fn))
     fig.suptitle(
-        f"{rec.model} ({rec.precision.upper()}) on {g.name}:\nlines are the model, squares are measurements",
+        f"{rec.model} ({rec.precision.upper()}) on {g.name}:\nsolid lines bound, dashed prediction, squares measured",
         fontsize=FONT["title"],
     )
     readouts = {}
     for b in mb:
-        readouts[f"B={b} predicted"] = units.fmt_time(d.step(b, ctx).time_s)
+        readouts[f"B={b} bound"] = units.fmt_time(d.step(b, ctx).time_s)
+        readouts[f"B={b} prediction"] = units.fmt_time(pred(b))
         readouts[f"B={b} measured"] = units.fmt_time(rec.tpot(b))
     return fig, readouts

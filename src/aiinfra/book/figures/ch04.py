@@ -48,12 +48,18 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
     Each point is one batch size ``B``; its step time is the roofline bound
     ``max(B F_1 / Pi, (W + B S) / beta)``. The curve stops at
     ``B_max = floor(free / S)``, where the caches fill the memory left by the
-    weights and the deployment's memory reserve. Readouts: ``B_max``, per-user
-    speed at ``B = 1`` and at ``B_max``, aggregate rate at ``B_max``.
+    weights and the deployment's memory reserve. The dashed curve is the
+    calibrated prediction of the same steps (:func:`aiinfra.predict.calibrated_step_s`).
+    Readouts: ``B_max``, per-user speed at ``B = 1`` and at ``B_max``,
+    aggregate rate at ``B_max`` (bounds), and the predicted aggregate at ``B_max``.
     """
+    from aiinfra import predict
+
     Deployment(model, gpu, n_gpus=n_gpus)  # validates the model, GPU and count once
     fig, ax = new_figure(6.4, 3.5, left=0.12, right=0.96, bottom=0.14, top=0.91)
-    (curve,) = ax.plot([], [], color=PALETTE["blue"], lw=2)
+    (curve,) = ax.plot([], [], color=PALETTE["blue"], lw=2, label="bound (100% of peak)")
+    (pred_curve,) = ax.plot([], [], color=PALETTE["blue"], lw=1.5, ls="--", label="calibrated prediction")
+    ax.legend(fontsize=FONT["small"], loc="lower left", frameon=False)
     marks = [
         (
             b,
@@ -91,7 +97,15 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
     ax.set_ylabel("aggregate (tokens/s, whole batch)")
     ax.grid(alpha=0.3)
     title = ax.set_title("", fontsize=FONT["note"])
-    moving = [curve, *(a for _, dot, note in marks for a in (dot, note)), full, full_note, empty, title]
+    moving = [
+        curve,
+        pred_curve,
+        *(a for _, dot, note in marks for a in (dot, note)),
+        full,
+        full_note,
+        empty,
+        title,
+    ]
 
     def update(context_tokens, precision):
         ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
@@ -108,6 +122,8 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
         step = d.step(batch, ctx)
         user, total = step.tokens_per_s_per_user, step.tokens_per_s
         curve.set_data(user, total)
+        pred_total = np.array([b / predict.calibrated_step_s(d, int(b), ctx) for b in batch])
+        pred_curve.set_data(pred_total / batch, pred_total)
         for b, dot, note in marks:
             i = int(np.searchsorted(batch, b))
             dot.set_visible(b <= bmax)
@@ -123,6 +139,7 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
             "per-user speed, B = 1": f"{user[0]:,.0f} tok/s",
             "per-user speed, B max": f"{user[-1]:,.1f} tok/s",
             "aggregate, B max": f"{total[-1]:,.0f} tok/s",
+            "aggregate, B max (prediction)": f"{pred_total[-1]:,.0f} tok/s",
         }
 
     return View(fig, update, moving)
