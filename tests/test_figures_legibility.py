@@ -113,6 +113,7 @@ INTERACTIVE = {
     "ch02.bandwidth_ladder": (ch02.bandwidth_ladder, ch02.bandwidth_ladder_sliders, dict),
     "ch02.request_explorer": (ch02.request_explorer, ch02.request_explorer_sliders, dict),
     "ch03.two_n_drift": (ch03.two_n_drift, ch03.two_n_drift_sliders, dict),
+    "ch03.decode_intensity": (ch03.decode_intensity, ch03.decode_intensity_sliders, dict),
     "ch04.throughput_latency": (ch04.throughput_latency, ch04.throughput_latency_sliders, dict),
     "ch04.latency_timeline": (  # the slider of chapter 4's page 2
         ch04.latency_timeline,
