@@ -124,6 +124,7 @@ INTERACTIVE = {
     "ch05.kv_reservation": (ch05.kv_reservation, ch05.kv_reservation_sliders, dict),
     "ch06.tp_allreduce": (ch06.tp_allreduce, ch06.tp_allreduce_sliders, _tp_fixed),
     "ch06.mfu_scaling": (ch06.mfu_scaling, ch06.mfu_scaling_sliders, dict),
+    "ch06.ep_collectives": (ch06.ep_collectives, ch06.ep_collectives_sliders, dict),
     "ch07.speculative": (ch07.speculative, ch07.speculative_sliders, dict),
     "ch07.disaggregation": (ch07.disaggregation, ch07.disaggregation_sliders, _disagg_fixed),
     "ch07.prefix_cache": (ch07.prefix_cache, ch07.prefix_cache_sliders, _prefix_fixed),
