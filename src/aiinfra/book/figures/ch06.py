@@ -368,7 +368,7 @@ def ep_collectives(tokens_per_gpu=64, model_name="DeepSeek-V3", n_gpus=72):
             t, hidden, k, 2.0
         )
         out["bytes sent per GPU"] = units.fmt_bytes(sent)
-        title.set_text(f"{model_name}: {t:,} tokens per GPU, top-{k}, hidden {hidden:,}")
+        title.set_text(f"{model_name}: {_tokens(t)} per GPU, top-{k}, hidden {hidden:,}")
         return out
 
     return View(fig, update, [*(d for *_, d in dots), title])
@@ -376,4 +376,8 @@ def ep_collectives(tokens_per_gpu=64, model_name="DeepSeek-V3", n_gpus=72):
 
 def ep_collectives_sliders():
     """The tokens-per-GPU slider of :func:`ep_collectives`."""
-    return [Slider("tokens_per_gpu", EP_TOKENS, label="tokens/GPU", default=64, fmt="{:,} tokens")]
+    return [Slider("tokens_per_gpu", EP_TOKENS, label="tokens/GPU", default=64, fmt=_tokens)]
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} token" + ("" if n == 1 else "s")
