@@ -57,3 +57,34 @@ def test_slider_is_valid():
     (s,) = ch03.two_n_drift_sliders()
     assert s.default in s.values
     ch03.two_n_drift(s.values[-1])
+
+
+def test_intensity_readouts_match_the_library():
+    fig, r = ch03.decode_intensity(8192)
+    assert isinstance(fig, Figure)
+    assert r["ridge"] == "206 FLOP/B"  # 989.4 TFLOP/s / 4.8 TB/s
+    assert r["Llama-3.1-70B, batch 256"] == "50 FLOP/B"  # by hand in tests/test_decode_attention.py
+    assert _png_bytes(fig) < 120_000
+
+
+def test_intensity_gqa_flattens_mla_climbs_with_context():
+    _, short = ch03.decode_intensity(1024)
+    _, long = ch03.decode_intensity(131072)
+    gqa = [float(x["Llama-3.1-70B, batch 256"].split()[0]) for x in (short, long)]
+    mla = [float(x["DeepSeek-V3, batch 256"].split()[0]) for x in (short, long)]
+    assert gqa[1] < 12 < gqa[0]  # falls towards 8, its attention's intensity
+    assert mla[1] > mla[0]  # rises towards 242
+
+
+@pytest.mark.parametrize(
+    "kwargs, match", [(dict(context_tokens=0), "context_tokens"), (dict(read_batch=0), "read_batch")]
+)
+def test_intensity_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ch03.decode_intensity(**kwargs)
+
+
+def test_intensity_slider_is_valid():
+    (s,) = ch03.decode_intensity_sliders()
+    assert s.default in s.values
+    ch03.decode_intensity(s.values[-1])

@@ -80,3 +80,23 @@ def test_sliders_defaults():
     assert [s.name for s in sl] == ["tokens", "n_ranks"]
     assert {64, 4096} <= set(ch06.TOKENS_VALUES)  # the rows of the chapter's table
     assert 8 in ch06.RANKS_VALUES and 16 in ch06.RANKS_VALUES
+
+
+def test_ep_collectives_readouts_match_the_library():
+    fig, r = ch06.ep_collectives(64)
+    sent = network.moe_all_to_all_bytes(64, 7168, 8, 1.0) + network.moe_all_to_all_bytes(64, 7168, 8, 2.0)
+    assert sent == 64 * 8 * 7168 * 3  # 11,010,048 B: FP8 out, BF16 back
+    assert r["bytes sent per GPU"] == "11.01 MB"
+    # NVL72: 2 x 5.9 us + 11.01 MB / (0.68 x 900 GB/s) = 29.8 us
+    assert r["GB200 NVL72, NVLink"] == "29.79 µs"
+    assert float(r["across nodes, 400G RDMA"].split()[0]) > 200  # RDMA: ~10x the NVLink time
+
+
+def test_ep_collectives_slider_and_bad_input():
+    (s,) = ch06.ep_collectives_sliders()
+    assert s.default in s.values
+    ch06.ep_collectives(s.values[-1])
+    with pytest.raises(ValueError, match="tokens_per_gpu"):
+        ch06.ep_collectives(0)
+    with pytest.raises(ValueError, match="n_gpus"):
+        ch06.ep_collectives(64, n_gpus=0)

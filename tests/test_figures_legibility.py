@@ -113,6 +113,7 @@ INTERACTIVE = {
     "ch02.bandwidth_ladder": (ch02.bandwidth_ladder, ch02.bandwidth_ladder_sliders, dict),
     "ch02.request_explorer": (ch02.request_explorer, ch02.request_explorer_sliders, dict),
     "ch03.two_n_drift": (ch03.two_n_drift, ch03.two_n_drift_sliders, dict),
+    "ch03.decode_intensity": (ch03.decode_intensity, ch03.decode_intensity_sliders, dict),
     "ch04.throughput_latency": (ch04.throughput_latency, ch04.throughput_latency_sliders, dict),
     "ch04.latency_timeline": (  # the slider of chapter 4's page 2
         ch04.latency_timeline,
@@ -123,6 +124,7 @@ INTERACTIVE = {
     "ch05.kv_reservation": (ch05.kv_reservation, ch05.kv_reservation_sliders, dict),
     "ch06.tp_allreduce": (ch06.tp_allreduce, ch06.tp_allreduce_sliders, _tp_fixed),
     "ch06.mfu_scaling": (ch06.mfu_scaling, ch06.mfu_scaling_sliders, dict),
+    "ch06.ep_collectives": (ch06.ep_collectives, ch06.ep_collectives_sliders, dict),
     "ch07.speculative": (ch07.speculative, ch07.speculative_sliders, dict),
     "ch07.disaggregation": (ch07.disaggregation, ch07.disaggregation_sliders, _disagg_fixed),
     "ch07.prefix_cache": (ch07.prefix_cache, ch07.prefix_cache_sliders, _prefix_fixed),

@@ -50,6 +50,9 @@ __all__ = [
     "ridge_point_flops_per_byte",
     "gqa_decode_attention_intensity_flops_per_byte",
     "mla_decode_attention_intensity_flops_per_byte",
+    "decode_step_intensity_flops_per_byte",
+    "model_decode_attention_intensity_flops_per_byte",
+    "model_decode_step_intensity_flops_per_byte",
     "attainable_flops_per_s",
     "mac_array_peak_flops_per_s",
     "sparse_peak_flops_per_s",
@@ -192,6 +195,93 @@ def mla_decode_attention_intensity_flops_per_byte(
     d_k = kv_lora_rank + qk_rope_head_dim
     d_v = kv_lora_rank
     return 2.0 * n_q_heads * query_tokens * (d_k + d_v) / (d_k * bytes_per_element)
+
+
+@formula(None, model="label", query_tokens="int>=1", bytes_per_element=">0")
+def model_decode_attention_intensity_flops_per_byte(model, query_tokens=1, bytes_per_element=2.0):
+    """Decode attention intensity of a catalog model, FLOP per cache byte, by its attention kind.
+
+    MLA (``attention_kind == "mla"``): the absorbed form,
+    :func:`mla_decode_attention_intensity_flops_per_byte` with the model's
+    query heads, latent rank and rotary width. MHA and GQA:
+    :func:`gqa_decode_attention_intensity_flops_per_byte` with the group
+    ``g = h_q / h_kv`` query heads per KV head (``g = 1`` for MHA, ``g = h_q``
+    for MQA). ``model`` is a name or a :class:`~aiinfra.catalog.models.ModelConfig`. Chapter 3.
+    """
+    from aiinfra.catalog import models  # the catalog imports this module's siblings; load it late
+
+    m = models.load(model)
+    if m.attention_kind == "mla":
+        return mla_decode_attention_intensity_flops_per_byte(
+            m.n_heads, m.kv_lora_rank, m.qk_rope_head_dim, query_tokens, bytes_per_element
+        )
+    return gqa_decode_attention_intensity_flops_per_byte(
+        m.n_heads // m.n_kv_heads, query_tokens, bytes_per_element
+    )
+
+
+@formula(
+    "B*(F_w + I_attn*K)/(W + B*K)",
+    sample={"batch": (1, 4096), "weight_flops_per_token": (1e9, 1e12), "weight_bytes": (1e9, 1e12)},
+    batch="B int>=1",
+    weight_flops_per_token="F_w >=0",
+    weight_bytes="W >=0",
+    attention_intensity_flops_per_byte="I_attn >=0",
+    kv_bytes_per_request="K >0",
+)
+def decode_step_intensity_flops_per_byte(
+    batch, weight_flops_per_token, weight_bytes, attention_intensity_flops_per_byte, kv_bytes_per_request
+):
+    """Intensity of a whole decode step of ``B`` requests: ``B (F_w + I_attn K) / (W + B K)`` FLOP per byte.
+
+    One step reads the weights once (``W`` bytes, shared by the batch; for a
+    mixture of experts the experts the batch touches) and every request's own
+    KV cache (``K`` bytes each). Each request does ``F_w`` FLOPs of matrix
+    work and ``I_attn K`` FLOPs of attention, ``I_attn`` being the attention
+    intensity (:func:`gqa_decode_attention_intensity_flops_per_byte`,
+    :func:`mla_decode_attention_intensity_flops_per_byte`). As ``B`` grows the
+    weights' share vanishes and the intensity tends to ``F_w / K + I_attn``;
+    as the context grows (``K`` large) it tends to ``I_attn``, whatever the
+    batch: batching amortises weights, never a request's cache. Chapter 3.
+    """
+    return (
+        batch
+        * (weight_flops_per_token + attention_intensity_flops_per_byte * kv_bytes_per_request)
+        / (weight_bytes + batch * kv_bytes_per_request)
+    )
+
+
+@formula(
+    None,
+    model="label",
+    batch="int>=1",
+    context_tokens="int>=1",
+    bytes_per_weight=">0",
+    kv_bytes_per_element=">0",
+)
+def model_decode_step_intensity_flops_per_byte(
+    model, batch, context_tokens, bytes_per_weight=2.0, kv_bytes_per_element=2.0
+):
+    """:func:`decode_step_intensity_flops_per_byte` for a catalog model at ``batch`` requests of ``context_tokens``.
+
+    ``F_w``: the matrix FLOPs of one token (:func:`aiinfra.compute.flops_per_token`);
+    ``W``: the weights the step reads at ``bytes_per_weight``, every expert the
+    batch's tokens route to for a mixture of experts
+    (:func:`aiinfra.serving.moe.step_read_params`); ``K``: one request's KV
+    cache at ``kv_bytes_per_element`` (:func:`aiinfra.memory.kv_bytes_per_token`
+    times the context); ``I_attn``:
+    :func:`model_decode_attention_intensity_flops_per_byte` (absorbed for MLA).
+    Accepts an array of batches. Chapter 3.
+    """
+    from aiinfra import compute, memory  # both import the catalog, which loads late
+    from aiinfra.catalog import models
+    from aiinfra.serving import moe
+
+    m = models.load(model)
+    weights = bytes_per_weight * moe.step_read_params(m, batch)
+    kv = memory.kv_bytes_per_token(m, kv_bytes_per_element) * context_tokens
+    i_attn = model_decode_attention_intensity_flops_per_byte(m, 1, kv_bytes_per_element)
+    return decode_step_intensity_flops_per_byte(batch, compute.flops_per_token(m), weights, i_attn, kv)
 
 
 @formula(

@@ -24,6 +24,14 @@ Conventions, stated once:
   is a latency and an achieved bus bandwidth, read off published benchmarks
   (:data:`ALLREDUCE_REGIMES`, :func:`regime_allreduce_time_s`); an engine picks
   the fastest one for the size (:func:`tp_allreduce_time_s`).
+* Expert parallelism moves tokens, not sums: a dispatch all-to-all sends
+  each token's hidden vector to the ranks of its ``k`` experts, a combine
+  all-to-all brings the ``k`` expert outputs back, ``T k d b`` bytes per rank
+  each way (:func:`moe_all_to_all_bytes`). Each is timed as one latency plus
+  its bytes over an achieved share of the link (:data:`ALL_TO_ALL_REGIMES`,
+  :func:`all_to_all_time_s`): over NVLink the one-shot all-reduce's numbers
+  (both are direct stores into every peer's buffer), over RDMA a fit to
+  DeepEP's published low-latency kernels.
 
 Serves: Chapters 1 (links, SmartNIC), 2 (inside one server) and 6 (collectives in a cluster).
 """
@@ -57,6 +65,10 @@ __all__ = [
     "allreduce_alpha_beta_time_s",
     "tp_allreduce_time_s",
     "fastest_allreduce_regime",
+    "moe_all_to_all_bytes",
+    "AllToAllRegime",
+    "ALL_TO_ALL_REGIMES",
+    "all_to_all_time_s",
     "packets_per_s",
     "cores_needed",
     "MIN_ETHERNET_FRAME_BYTES_ON_WIRE",
@@ -398,6 +410,111 @@ def fastest_allreduce_regime(size_bytes, n_ranks, link_bytes_per_s, switched=Tru
         return "none"
     regs = _available(check("switched", switched, "bool"))
     return min(regs, key=lambda r: regime_allreduce_time_s(size_bytes, n_ranks, link_bytes_per_s, r)).name
+
+
+# --------------------------------------------------------------------------------------
+# Expert parallelism: the dispatch and combine all-to-alls of a MoE layer
+# --------------------------------------------------------------------------------------
+
+
+@formula(
+    "T*k*d*b",
+    sample={"tokens": (1, 8192), "hidden_size": (1024, 16384), "experts_per_token": (1, 16)},
+    tokens="T int>=1",
+    hidden_size="d int>=1",
+    experts_per_token="k int>=1",
+    bytes_per_element="b >0",
+)
+def moe_all_to_all_bytes(tokens, hidden_size, experts_per_token, bytes_per_element=1.0):
+    """Bytes one rank sends in one MoE all-to-all (a dispatch or a combine): ``T k d b``.
+
+    Each of the rank's ``T`` tokens goes to the ranks of its ``k`` routed
+    experts as a ``d``-element vector of ``b`` bytes (dispatch), and ``k``
+    expert outputs come back (combine). Every routed copy is counted, as
+    DeepEP's benchmarks count it; copies that stay on the rank (about ``1/n``
+    of them on ``n`` ranks) or that a kernel merges per node make the real
+    traffic somewhat smaller. DeepSeek-V3 dispatches in FP8 (``b = 1``; its
+    per-128-element scales add 4/128) and combines in BF16 (``b = 2``): 128
+    tokens, ``k = 8``, ``d = 7,168`` give 7.34 MB and 14.68 MB. Chapter 6.
+    """
+    return tokens * experts_per_token * hidden_size * bytes_per_element
+
+
+_DEEPEP_LL = (
+    "DeepEP README (deepseek-ai/DeepEP), low-latency kernels, H800 with one 400 Gbit/s CX7 per GPU "
+    "(~50 GB/s), 128 tokens, hidden 7,168, top-8, FP8 dispatch, BF16 combine: EP128 dispatch 192 us, "
+    "combine 369 us; EP256 194 us and 360 us"
+)
+
+
+@dataclass(frozen=True)
+class AllToAllRegime:
+    """One way to run a MoE all-to-all: ``T = t_A2A + S / (eta_A2A beta_link)``.
+
+    ``latency_s`` (``t_A2A``) is the fixed cost of one call; ``link_fraction``
+    (``eta_A2A``) the share of the link's per-direction peak the kernel
+    sustains; ``fabric`` the links it crosses (``"nvlink"`` inside one
+    scale-up domain, ``"rdma"`` through each GPU's NIC). ``source``: what the
+    two numbers are read from.
+    """
+
+    name: str
+    latency_s: float
+    link_fraction: float
+    fabric: str
+    source: str
+
+    def __post_init__(self):
+        check("latency_s", self.latency_s, ">=0", scalar=True)
+        check("link_fraction", self.link_fraction, "(0,1]", scalar=True)
+        choice("fabric", self.fabric, {"nvlink", "rdma"})
+
+
+#: The all-to-all regimes: inside an NVLink domain and across nodes over RDMA.
+ALL_TO_ALL_REGIMES = {
+    r.name: r
+    for r in (
+        # every rank stores its vectors straight into its peers' buffers, as the one-shot all-reduce does;
+        # its 5.9 us and 0.68 of the link are taken over (an assumption: no published decode-size
+        # all-to-all over NVSwitch separates latency from bandwidth)
+        AllToAllRegime(
+            "nvlink", 5.9e-6, 0.68, "nvlink", "the one-shot all-reduce regime (ALLREDUCE_REGIMES['one_shot'])"
+        ),
+        # two sizes through the same ranks at EP128: 7.34 MB in 192 us and 14.68 MB in 369 us give a slope of
+        # 177 us per 7.34 MB (41.5 GB/s, 0.83 of 50 GB/s) and t_A2A = 192 - 177 = 15 us
+        AllToAllRegime("rdma", 15e-6, 0.83, "rdma", _DEEPEP_LL),
+    )
+}
+
+
+@formula(
+    "t_A2A + S/(eta_A2A*beta)",
+    sample={"latency_s": (0.0, 1e-4)},
+    size_bytes="S >=0",
+    link_bytes_per_s="beta >0",
+    link_fraction="eta_A2A (0,1]",
+    latency_s="t_A2A >=0",
+)
+def _all_to_all_alpha_beta_s(size_bytes, link_bytes_per_s, link_fraction, latency_s):
+    return latency_s + size_bytes / (link_fraction * link_bytes_per_s)
+
+
+def all_to_all_time_s(size_bytes, link_bytes_per_s, regime="nvlink"):
+    """Time of one MoE all-to-all of ``size_bytes`` per rank: ``t_A2A + S / (eta_A2A beta)``.
+
+    ``link_bytes_per_s`` is each rank's per-direction peak on the fabric it
+    crosses (NVLink for ``"nvlink"``, the NIC for ``"rdma"``); ``regime`` a
+    name in :data:`ALL_TO_ALL_REGIMES` or an :class:`AllToAllRegime`. With
+    the ``"rdma"`` regime, DeepSeek-V3's 7.34 MB dispatch over a 50 GB/s NIC
+    takes 15 us + 177 us = 192 us, DeepEP's measurement. Accepts an array of
+    sizes. Chapter 6.
+    """
+    r = (
+        regime
+        if isinstance(regime, AllToAllRegime)
+        else ALL_TO_ALL_REGIMES[choice("regime", regime, set(ALL_TO_ALL_REGIMES))]
+    )
+    return _all_to_all_alpha_beta_s(size_bytes, link_bytes_per_s, r.link_fraction, r.latency_s)
 
 
 # --------------------------------------------------------------------------------------

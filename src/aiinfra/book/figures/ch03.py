@@ -6,6 +6,12 @@ chosen context (blocks, lm_head, embedding, attention); on the right, the
 ratio exact / 2N against the context for several shipped models, with the
 +-10 % band in which the rule is good enough. Every number comes from
 :mod:`aiinfra.compute`.
+
+:func:`decode_intensity` draws the arithmetic intensity of a whole decode
+step against the batch for an MHA, a GQA and an MLA model at the chosen
+context, beside each one's attention intensity (the level the step falls to
+as the cache grows) and a GPU's ridge point; every number comes from
+:mod:`aiinfra.roofline`.
 """
 
 from __future__ import annotations
@@ -13,12 +19,22 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from aiinfra import compute, units
+from aiinfra import compute, roofline, units
 from aiinfra.book.figures import FONT, PALETTE, new_figure
 from aiinfra.book.interactive import Slider, View, redraws
+from aiinfra.catalog import hardware
 from aiinfra.formula import check
 
-__all__ = ["CONTEXT_VALUES", "DRIFT_MODELS", "two_n_drift", "two_n_drift_sliders"]
+__all__ = [
+    "CONTEXT_VALUES",
+    "DRIFT_MODELS",
+    "two_n_drift",
+    "two_n_drift_sliders",
+    "INTENSITY_MODELS",
+    "INTENSITY_CONTEXTS",
+    "decode_intensity",
+    "decode_intensity_sliders",
+]
 
 #: Contexts offered by the slider (tokens already in the KV cache).
 CONTEXT_VALUES = (256, 2048, 4096, 16384, 32768, 131072)
@@ -121,4 +137,82 @@ def two_n_drift_sliders():
     """The context slider of :func:`two_n_drift`."""
     return [
         Slider("context_tokens", CONTEXT_VALUES, label="context", default=2048, fmt=lambda n: f"{n:,} tokens")
+    ]
+
+
+#: (model, its attention, bytes per weight as served): one model per kind of attention, weights as shipped.
+INTENSITY_MODELS = (
+    ("c4ai-command-r-v01", "MHA", 2.0),
+    ("Llama-3.1-70B", "GQA", 2.0),
+    ("DeepSeek-V3", "MLA", 1.0),
+)
+#: Contexts offered by the intensity slider (tokens in each request's cache).
+INTENSITY_CONTEXTS = (1024, 4096, 8192, 32768, 131072)
+_BATCHES = np.unique(np.geomspace(1, 1024, 41).astype(int))
+_KIND_COLOURS = (PALETTE["red"], PALETTE["blue"], PALETTE["green"])
+
+
+@redraws("context_tokens")
+def decode_intensity(context_tokens: int = 8192, gpu: str = "H200 SXM", read_batch: int = 256):
+    """Decode-step intensity against the batch for MHA, GQA and MLA models at ``context_tokens``.
+
+    Solid: :func:`aiinfra.roofline.model_decode_step_intensity_flops_per_byte`
+    for each of :data:`INTENSITY_MODELS` (BF16 cache) over batches 1 to 1,024;
+    dashed: the attention intensity it tends to as the cache grows; black: the
+    BF16 ridge point of ``gpu``. Returns ``(Figure, readouts)``: the step
+    intensity of each model at ``read_batch`` and the ridge.
+    """
+    g = hardware.gpu(gpu)
+    rb = check("read_batch", read_batch, "int>=1", scalar=True)
+    ridge = roofline.ridge_point_flops_per_byte(g.bf16_dense_flops_per_s, g.memory_bandwidth_bytes_per_s)
+    fig, ax = new_figure(7.2, 3.8, left=0.1, right=0.97, bottom=0.14, top=0.9)
+    lines = []
+    for (name, kind, bw), colour in zip(INTENSITY_MODELS, _KIND_COLOURS):
+        attn = roofline.model_decode_attention_intensity_flops_per_byte(name)
+        ax.axhline(attn, color=colour, linewidth=1.0, linestyle="--")
+        lines.append(
+            (name, bw, ax.plot(_BATCHES, np.ones_like(_BATCHES), color=colour, label=f"{kind}: {name}")[0])
+        )
+    ax.axhline(ridge, color="black", linewidth=1.2)
+    ax.text(
+        1000,
+        ridge * 0.8,
+        f"{g.name} BF16 ridge, {ridge:.0f} FLOP/B",
+        fontsize=FONT["small"],
+        ha="right",
+        va="top",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks([1, 4, 16, 64, 256, 1024], ["1", "4", "16", "64", "256", "1,024"])
+    ax.minorticks_off()
+    ax.set_yticks([1, 10, 100, 1000], ["1", "10", "100", "1,000"])
+    ax.set_xlim(1, 1024)
+    ax.set_ylim(0.5, 2000)
+    ax.set_xlabel("batch (requests in one decode step)")
+    ax.set_ylabel("FLOP per byte read")
+    ax.legend(fontsize=FONT["legend"], loc="upper left", frameon=False)
+    title = ax.set_title("", fontsize=FONT["note"], loc="left")
+
+    def update(context_tokens):
+        ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
+        out = {}
+        for name, bw, line in lines:
+            y = roofline.model_decode_step_intensity_flops_per_byte(name, _BATCHES, ctx, bw)
+            line.set_ydata(y)
+            at = roofline.model_decode_step_intensity_flops_per_byte(name, rb, ctx, bw)
+            out[f"{name}, batch {rb}"] = f"{at:,.0f} FLOP/B"
+        out["ridge"] = f"{ridge:.0f} FLOP/B"
+        title.set_text(f"solid: whole step at {ctx:,} tokens per request; dashed: attention alone")
+        return out
+
+    return View(fig, update, [*(line for _, _, line in lines), title])
+
+
+def decode_intensity_sliders():
+    """The context slider of :func:`decode_intensity`."""
+    return [
+        Slider(
+            "context_tokens", INTENSITY_CONTEXTS, label="context", default=8192, fmt=lambda n: f"{n:,} tokens"
+        )
     ]

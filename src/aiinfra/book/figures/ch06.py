@@ -7,6 +7,11 @@
   :mod:`aiinfra.cluster` (log2 line, communication fraction) beside the
   published runs in :data:`aiinfra.catalog.reference.REPORTED_TRAINING_RUNS`, and
   what the next doubling of the cluster buys.
+* :func:`ep_collectives`: the dispatch and combine all-to-alls of one MoE
+  layer against the tokens each GPU sends, inside an NVL72, inside an HGX
+  H200 and across nodes over RDMA, each as bound and as prediction; beside it
+  the busiest GPU's load against the redundant experts added, for skewed
+  routing (:mod:`aiinfra.cluster.sharding`).
 
 The ``*_sliders()`` helpers give the slider grids. Every number drawn comes
 from a library call.
@@ -20,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from aiinfra import units
 from aiinfra.book.interactive import Slider, View, redraws
 from aiinfra.catalog import hardware, reference
-from aiinfra.cluster import network, parallelism, scale
+from aiinfra.cluster import network, parallelism, scale, sharding
 from aiinfra.formula import check
 
 from . import FONT, PALETTE, new_figure, panel_title
@@ -33,6 +38,10 @@ __all__ = [
     "GPU_VALUES",
     "mfu_scaling",
     "mfu_scaling_sliders",
+    "EP_TOKENS",
+    "EP_SKEWS",
+    "ep_collectives",
+    "ep_collectives_sliders",
 ]
 
 #: Slider grids of :func:`tp_allreduce` (64 and 4,096 tokens are the rows of the chapter's table).
@@ -258,3 +267,117 @@ def mfu_scaling(n_gpus=1024, mfu_at_one=0.62, drop_per_doubling=0.02, comm_per_d
 def mfu_scaling_sliders():
     """Slider definition for :func:`mfu_scaling` (cluster size, every doubling precomputed)."""
     return [Slider("n_gpus", GPU_VALUES, label="cluster size", default=1024, fmt=_gpus)]
+
+
+#: Tokens each GPU sends in one MoE layer (the slider of :func:`ep_collectives`).
+EP_TOKENS = (1, 4, 16, 64, 256, 1024, 4096)
+#: Routing skews drawn on the right of :func:`ep_collectives` (Zipf exponents; 0 is uniform).
+EP_SKEWS = (0.0, 0.3, 0.5)
+_EP_FABRICS = (
+    ("GB200 NVL72, NVLink", "GB200", "nvlink", PALETTE["green"]),
+    ("HGX H200, NVLink", "H200 SXM", "nvlink", PALETTE["blue"]),
+    ("across nodes, 400G RDMA", None, "rdma", PALETTE["red"]),
+)
+
+
+def _fabric_link(gpu):
+    return (
+        hardware.gpu(gpu).scaleup_bytes_per_s_per_direction
+        if gpu
+        else hardware.link("ndr").bytes_per_s_per_direction
+    )
+
+
+def _a2a_layer_s(tokens, gpu, regime, hidden, k, bound):
+    """Dispatch (FP8) plus combine (BF16) of one MoE layer: prediction by regime, or bytes over the peak."""
+    link = _fabric_link(gpu)
+    sizes = [network.moe_all_to_all_bytes(tokens, hidden, k, b) for b in (1.0, 2.0)]
+    if bound:
+        return sum(s / link for s in sizes)
+    return sum(network.all_to_all_time_s(s, link, regime) for s in sizes)
+
+
+@redraws("tokens_per_gpu")
+def ep_collectives(tokens_per_gpu=64, model_name="DeepSeek-V3", n_gpus=72):
+    """One MoE layer's all-to-alls against the tokens per GPU (left); EP load imbalance against redundant experts (right).
+
+    Left: dispatch (FP8) plus combine (BF16) for ``model_name``'s hidden size
+    and top-k, per fabric of :data:`_EP_FABRICS`, solid the prediction
+    (:func:`aiinfra.cluster.network.all_to_all_time_s`), dotted the bound
+    (bytes over the per-direction peak). Right: :func:`aiinfra.cluster.sharding.ep_load_imbalance`
+    of Zipf loads (:data:`EP_SKEWS`) over ``n_gpus`` GPUs. Returns
+    ``(Figure, readouts)``: each fabric's predicted time at ``tokens_per_gpu``
+    and the bytes sent.
+    """
+    from aiinfra.catalog import models
+
+    m = models.load(model_name)
+    hidden, k, e = m.hidden_size, m.n_experts_per_token, m.n_routed_experts
+    n = check("n_gpus", n_gpus, "int>=1", scalar=True)
+    fig, (ax1, ax2) = new_figure(7.2, 3.6, ncols=2, left=0.12, right=0.98, bottom=0.15, top=0.83, wspace=0.32)
+    grid = np.unique(np.geomspace(1, 4096, 49).astype(int))
+    dots = []
+    for label, gpu, regime, colour in _EP_FABRICS:
+        ax1.plot(
+            grid,
+            [_a2a_layer_s(t, gpu, regime, hidden, k, False) * 1e6 for t in grid],
+            color=colour,
+            label=label,
+        )
+        ax1.plot(
+            grid,
+            [_a2a_layer_s(t, gpu, regime, hidden, k, True) * 1e6 for t in grid],
+            color=colour,
+            linestyle=":",
+        )
+        dots.append((label, gpu, regime, ax1.plot([], [], "o", color=colour, markersize=6, zorder=5)[0]))
+    ax1.set_xscale("log", base=2)
+    ax1.set_yscale("log")
+    ax1.set_xticks([1, 16, 256, 4096], ["1", "16", "256", "4,096"])
+    ax1.minorticks_off()
+    ax1.set_yticks([1, 10, 100, 1000, 10000], ["1", "10", "100", "1,000", "10,000"])
+    ax1.set_xlabel("tokens per GPU in the layer")
+    ax1.set_ylabel("dispatch + combine (\u00b5s)")
+    ax1.legend(fontsize=FONT["small"], loc="upper left", frameon=False)
+    panel_title(ax1, "one MoE layer; dotted: bound")
+    copies = np.array([0, 8, 16, 32, 64, 104])
+    for skew, colour in zip(EP_SKEWS, (PALETTE["grey"], PALETTE["orange"], PALETTE["purple"])):
+        loads = sharding.zipf_expert_loads(e, skew)
+        ax2.plot(
+            copies,
+            [sharding.ep_load_imbalance(loads, n, int(r)) for r in copies],
+            "o-",
+            color=colour,
+            markersize=4,
+            label=f"Zipf skew {skew:g}",
+        )
+    ax2.set_xlabel("redundant expert copies")
+    ax2.set_ylabel("busiest GPU / mean")
+    ax2.legend(fontsize=FONT["small"], loc="upper right", frameon=False)
+    panel_title(ax2, f"{e} experts on {n} GPUs")
+    title = fig.suptitle("", fontsize=FONT["note"], x=0.02, ha="left")
+
+    def update(tokens_per_gpu):
+        t = check("tokens_per_gpu", tokens_per_gpu, "int>=1", scalar=True)
+        out = {}
+        for label, gpu, regime, dot in dots:
+            v = _a2a_layer_s(t, gpu, regime, hidden, k, False)
+            dot.set_data([t], [v * 1e6])
+            out[label] = units.fmt_time(v)
+        sent = network.moe_all_to_all_bytes(t, hidden, k, 1.0) + network.moe_all_to_all_bytes(
+            t, hidden, k, 2.0
+        )
+        out["bytes sent per GPU"] = units.fmt_bytes(sent)
+        title.set_text(f"{model_name}: {_tokens(t)} per GPU, top-{k}, hidden {hidden:,}")
+        return out
+
+    return View(fig, update, [*(d for *_, d in dots), title])
+
+
+def ep_collectives_sliders():
+    """The tokens-per-GPU slider of :func:`ep_collectives`."""
+    return [Slider("tokens_per_gpu", EP_TOKENS, label="tokens/GPU", default=64, fmt=_tokens)]
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,} token" + ("" if n == 1 else "s")
