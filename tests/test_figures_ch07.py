@@ -5,6 +5,7 @@ import io
 import pytest
 from matplotlib.figure import Figure
 
+from aiinfra import units
 from aiinfra.book.figures import ch07
 from aiinfra.serving import disaggregation, prefix_cache
 
@@ -71,3 +72,22 @@ def test_prefix_cache_readouts():
     assert _png_bytes(fig) < 100_000
     with pytest.raises(ValueError, match="cached_tokens"):
         ch07.prefix_cache(9000, **PFX)
+
+
+CHUNK = dict(prompt_tokens=8192, decode_batch=64, context_tokens=8192, ttft_slo_s=1.0, tpot_slo_s=0.05)
+
+
+def test_chunked_prefill_readouts_match_library():
+    from aiinfra.deployment import SERVING_70B
+    from aiinfra.serving import chunked_prefill
+
+    fig, r = ch07.chunked_prefill(512, deployment=SERVING_70B, **CHUNK)
+    bound, pred = chunked_prefill.chunk_step_times_s(SERVING_70B, 512, 64, 8192)
+    assert r["TPOT bound / prediction"] == f"{units.fmt_time(bound)} / {units.fmt_time(pred)}"
+    # 8,192 tokens in chunks of 512: 16 steps
+    assert r["TTFT bound / prediction"].startswith(units.fmt_time(16 * bound))
+    assert _png_bytes(fig) < 150_000
+    for c in ch07.CHUNK_VALUES:
+        assert len(ch07.chunked_prefill(c, deployment=SERVING_70B, **CHUNK)[1]) == 3
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        ch07.chunked_prefill(300, deployment=SERVING_70B, **CHUNK)

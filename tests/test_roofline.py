@@ -72,8 +72,33 @@ def test_mfu_mbu():
         (lambda: rl.mfu(2e12, 1e15, 1e-3), "elapsed_s"),
         (lambda: rl.mbu(10, 1, 1), "elapsed_s"),
         (lambda: rl.mbu(True, 1, 1), "bytes_moved"),
+        (lambda: rl.reported_gpu_utilisation([(0, 1)], 0), "window_s"),
+        (lambda: rl.reported_gpu_utilisation([(2, 1)], 3), "kernel_intervals_s"),
+        (lambda: rl.reported_gpu_utilisation([(0, float("nan"))], 3), "kernel_intervals_s"),
+        (lambda: rl.reported_gpu_utilisation([0, 1, 2], 3), "kernel_intervals_s"),
+        (lambda: rl.steady_step_timeline_s(2, 1, 10), "busy_s"),
+        (lambda: rl.steady_step_timeline_s(0.5, 0, 10), "step_interval_s"),
+        (lambda: rl.steady_step_timeline_s(0.5, 1, -1), "window_s"),
     ],
 )
 def test_rejections_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_reported_utilisation_counts_busy_time_once_and_only_inside_the_window():
+    # union of [0, 1] and [0.5, 2] is 2 s, plus [3, 4]: 3 s busy of a 5 s window
+    assert rl.reported_gpu_utilisation([(3, 4), (0, 1), (0.5, 2)], 5) == pytest.approx(0.6)
+    assert rl.reported_gpu_utilisation([(-1, 1), (1.5, 9)], 2) == pytest.approx(0.75)  # 1 s + 0.5 s of 2 s
+    assert rl.reported_gpu_utilisation([], 1) == 0.0
+    # one kernel resident all window reads 100%, however little of the chip it uses
+    assert rl.reported_gpu_utilisation([(0, 1 / 6)], 1 / 6) == pytest.approx(1.0)
+
+
+def test_steady_timeline_of_the_chapter_8_run():
+    # 10.7 ms of GPU time every 12.1 ms; a 1 s window holds 83 step starts (the last at 0.9922 s),
+    # the 83rd cut off at the window's end: 82 * 10.7 ms + 7.8 ms = 885.2 ms busy
+    steps = rl.steady_step_timeline_s(10.7e-3, 12.1e-3, 1.0)
+    assert len(steps) == 83
+    assert rl.reported_gpu_utilisation(steps, 1.0) == pytest.approx(0.8852)
+    assert rl.reported_gpu_utilisation(rl.steady_step_timeline_s(5e-3, 5e-3, 1.0), 1.0) == pytest.approx(1.0)

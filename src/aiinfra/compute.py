@@ -280,11 +280,15 @@ def kaplan_attention_flops_per_token(n_layers, context_tokens, d_attn):
 def _shape(model):
     """The model, its per-token matmul weights, its LM head and its attention groups.
 
-    Groups are ``(layers, qk_width, v_width, window)``, full-attention groups first.
+    Groups are ``(layers, qk_width, v_width, window)``, full-attention groups first. Layers that
+    attend to no cached tokens (the linear-attention and Mamba layers of a hybrid) form no group:
+    their per-token work is in the matmul weights.
     """
     m = models.load(model)
     counts: dict[tuple, int] = {}
     for a in m.attention:
+        if not a.caches_tokens:
+            continue
         key = (a.window is not None, a.window or 0, a.qk_width, a.v_width)
         counts[key] = counts.get(key, 0) + 1
     groups = [

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from aiinfra import units
-from aiinfra.formula import formula
+from aiinfra.formula import check, formula
 
 __all__ = [
     "compute_time_s",
@@ -60,6 +60,8 @@ __all__ = [
     "bound_of",
     "mfu",
     "mbu",
+    "reported_gpu_utilisation",
+    "steady_step_timeline_s",
     "MEMORY_BOUND",
     "COMPUTE_BOUND",
     "amdahl_speedup",
@@ -389,6 +391,58 @@ def mbu(bytes_moved, bandwidth_bytes_per_s, elapsed_s):
     is below ``R / beta``.
     """
     return _utilisation("bytes_moved", bytes_moved, "bandwidth_bytes_per_s", bandwidth_bytes_per_s, elapsed_s)
+
+
+def reported_gpu_utilisation(kernel_intervals_s, window_s):
+    """What ``nvidia-smi`` reports as GPU utilisation for a kernel timeline, in [0, 1].
+
+    NVML defines ``utilization.gpu`` (``nvmlDeviceGetUtilizationRates``) as the
+    percent of time over the past sample period (1/6 s to 1 s, by product)
+    during which one or more kernels was executing. So the reading is
+
+        U = |union of kernel intervals within [0, W]| / W
+
+    ``kernel_intervals_s`` is a sequence of ``(start_s, end_s)`` pairs, measured
+    from the start of the sample window; ``window_s`` is the window ``W``.
+    Kernels that overlap (several streams) count once, and the parts of a kernel
+    outside the window are cut off. Assumption: the counter samples busy time
+    exactly (a real driver samples it). The reading counts *time*, not work: a
+    kernel that keeps one SM busy and the memory system idle counts as fully
+    busy, which is why it says nothing about MFU or MBU (Chapter 8, page 4).
+    """
+    w = check("window_s", window_s, ">0", scalar=True)
+    pairs = np.asarray(kernel_intervals_s, dtype=float) if len(kernel_intervals_s) else np.zeros((0, 2))
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(
+            f"kernel_intervals_s must be a sequence of (start_s, end_s) pairs, got {kernel_intervals_s!r}"
+        )
+    check("kernel_intervals_s", pairs, "any")
+    if np.any(pairs[:, 1] < pairs[:, 0]):
+        raise ValueError("kernel_intervals_s must have end_s >= start_s in every pair")
+    clipped = np.clip(pairs[np.argsort(pairs[:, 0])], 0.0, w)
+    busy, reach = 0.0, 0.0
+    for start, end in clipped:
+        busy += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return busy / w
+
+
+def steady_step_timeline_s(busy_s, step_interval_s, window_s):
+    """The kernel timeline of a server in steady state: one busy stretch of ``busy_s`` every ``step_interval_s``.
+
+    Returns the ``(start_s, end_s)`` pairs of the steps that begin inside a
+    window of ``window_s``: step ``k`` is busy from ``k*step_interval_s`` for
+    ``busy_s`` (the GPU's own time per step) and idle for the rest of the
+    interval (host work between steps). Assumes the GPU is busy for the whole
+    of its step, so :func:`reported_gpu_utilisation` of the result is an upper
+    bound on what ``nvidia-smi`` shows. Serves Chapter 8, page 4.
+    """
+    t = check("step_interval_s", step_interval_s, ">0", scalar=True)
+    b = check("busy_s", busy_s, ">=0", scalar=True)
+    if b > t:
+        raise ValueError(f"busy_s must be <= step_interval_s ({t!r}), got {busy_s!r}")
+    starts = np.arange(int(np.ceil(check("window_s", window_s, ">0", scalar=True) / t))) * t
+    return np.column_stack([starts, starts + b])
 
 
 # --- Amdahl's law -------------------------------------------------------------

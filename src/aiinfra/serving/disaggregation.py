@@ -34,6 +34,8 @@ the first decode steps. SI units throughout.
 
 from __future__ import annotations
 
+import numpy as np
+
 from aiinfra.formula import formula
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "kv_handoff_bandwidth_bytes_per_s",
     "disaggregation_gain_s",
     "breakeven_output_tokens",
+    "layerwise_kv_exposed_s",
 ]
 
 _U = {"prefill_busy_fraction": (0.0, 0.95)}
@@ -150,3 +153,25 @@ def breakeven_output_tokens(decode_step_time_s, prefill_busy_fraction, kv_handof
     """
     u = prefill_busy_fraction
     return kv_handoff_time_s * (1.0 - u) / (decode_step_time_s * u)
+
+
+@formula(
+    "Max(t_kv/L, t_kv - t_p + t_p/L)",
+    sample={"n_layers": (1, 128)},
+    prefill_time_s="t_p >0",
+    kv_transfer_time_s="t_kv >=0",
+    n_layers="L int>=1",
+)
+def layerwise_kv_exposed_s(prefill_time_s, kv_transfer_time_s, n_layers):
+    """KV hand-off time left after prefill ends when each layer's KV is sent as soon as it is computed.
+
+    Layers take ``t_p / L`` each to compute and ``t_kv / L`` each to send, one
+    send at a time. The last send ends at ``max(t_p + t_kv/L, t_p/L + t_kv)``,
+    so the exposed time is ``max(t_kv/L, t_kv - t_p + t_p/L)``: one layer's
+    transfer when the link keeps up, the excess of the transfer over the
+    compute when it does not. Sending after the whole prefill exposes all of
+    ``t_kv`` (:func:`kv_handoff_time_s`). Equal layers assumed. Chapter 7
+    (DistServe, Mooncake and Dynamo overlap the transfer this way).
+    """
+    per_layer = prefill_time_s / n_layers
+    return np.maximum(kv_transfer_time_s / n_layers, kv_transfer_time_s - prefill_time_s + per_layer)

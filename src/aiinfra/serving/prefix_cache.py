@@ -38,6 +38,7 @@ __all__ = [
     "expected_ttft_saved_s",
     "prefix_cache_bytes",
     "reload_speedup",
+    "reload_breakeven_bandwidth_bytes_per_s",
     "model_prefill_coefficients",
 ]
 
@@ -128,6 +129,25 @@ def reload_speedup(flops_per_token, flops_per_s, kv_bytes_per_token, bandwidth_b
     back beats prefilling it again. Chapter 7.
     """
     return flops_per_token * bandwidth_bytes_per_s / (efficiency * flops_per_s * kv_bytes_per_token)
+
+
+@formula(
+    "eta_F*Pi*kv/f",
+    flops_per_token="f >0",
+    flops_per_s="Pi >0",
+    kv_bytes_per_token="kv >0",
+    efficiency="eta_F (0,1]",
+)
+def reload_breakeven_bandwidth_bytes_per_s(flops_per_token, flops_per_s, kv_bytes_per_token, efficiency=1.0):
+    """The link bandwidth at which loading offloaded KV back is as fast as recomputing it: ``eta Pi kv / f``.
+
+    A tier (CPU DRAM over PCIe, a local SSD, a remote KV store) whose read
+    bandwidth per GPU group exceeds this returns a cached token faster than a
+    prefill would recompute it (:func:`reload_speedup` = 1 here). Attention
+    FLOPs are ignored, which favours recomputation; a long prefix only
+    lowers the break-even. Chapter 7.
+    """
+    return efficiency * flops_per_s * kv_bytes_per_token / flops_per_token
 
 
 def model_prefill_coefficients(model):

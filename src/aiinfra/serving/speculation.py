@@ -12,6 +12,18 @@ improvement is ``E / (gamma c + 1)`` (their walltime improvement factor).
 The inverse questions a deployment asks: how expensive may the draft be,
 ``c_max = (E - 1) / gamma`` (:func:`max_draft_cost_ratio`); how often must it
 be right (:func:`breakeven_alpha`); how many tokens to draft (:func:`best_gamma`).
+
+Drafts without a draft model. EAGLE (Li et al., 2024-2025) drafts from the
+target's own hidden states with one light layer, and verifies a *tree* of
+candidates; an MTP head (DeepSeek-V3) is an extra block trained to predict
+the token after next. A tree that keeps ``k`` candidates at each of ``D``
+depths accepts a depth if any candidate is right, ``a = 1 - (1 - alpha)^k``
+(independent candidates, an optimistic assumption), and so yields
+``E(a, D)`` tokens per pass (:func:`tree_expected_tokens_per_pass`) for
+``1 + k D`` verified positions (:func:`tree_verified_tokens`). Verification
+costs attention FLOPs for every verified position, accepted or not:
+``2 L T n (w_qk + w_v)`` over an ``n``-token context
+(:func:`verification_attention_flops`).
 """
 
 from __future__ import annotations
@@ -27,6 +39,10 @@ __all__ = [
     "breakeven_alpha",
     "best_gamma",
     "free_verification_batch",
+    "tree_level_acceptance",
+    "tree_expected_tokens_per_pass",
+    "tree_verified_tokens",
+    "verification_attention_flops",
 ]
 
 _SAMPLE = {"alpha": (0.0, 0.999), "gamma": (1, 16)}
@@ -132,3 +148,60 @@ def free_verification_batch(critical_batch, gamma):
     above it every rejected guess costs real compute. Chapter 7.
     """
     return critical_batch / (gamma + 1.0)
+
+
+@formula("1 - (1 - alpha)**k", alpha="alpha [0,1]", width="k int>=1")
+def tree_level_acceptance(alpha, width):
+    """Probability that one depth of a draft tree is accepted: ``1 - (1 - alpha)^k`` for ``k`` candidates.
+
+    Assumes each candidate is right with probability ``alpha``, independently
+    of its siblings; real siblings are correlated, so this is an upper bound
+    on what widening the tree buys. ``width = 1`` is a chain draft. Chapter 7.
+    """
+    return 1.0 - (1.0 - alpha) ** width
+
+
+@formula(
+    "(1 - (1 - (1 - alpha)**k)**(D + 1))/(1 - (1 - (1 - alpha)**k))",
+    sample={"alpha": (0.05, 0.9), "depth": (1, 12), "width": (1, 4)},
+    alpha="alpha [0,1]",
+    depth="D int>=1",
+    width="k int>=1",
+)
+def tree_expected_tokens_per_pass(alpha, depth, width):
+    """Mean tokens per target pass from a draft tree ``depth`` deep with ``width`` candidates per depth.
+
+    :func:`expected_tokens_per_target_pass` at the tree's per-depth acceptance
+    :func:`tree_level_acceptance`. Chapter 7.
+    """
+    return _expected_tokens(1.0 - (1.0 - alpha) ** width, depth)
+
+
+@formula("1 + k*D", depth="D int>=1", width="k int>=1", out=int)
+def tree_verified_tokens(depth, width):
+    """Positions the target scores in one verification pass of a tree of ``depth`` x ``width``: ``1 + k D``.
+
+    The last accepted token plus every drafted node. A chain draft of
+    ``gamma`` tokens is ``width = 1``, ``depth = gamma``. Chapter 7.
+    """
+    return 1.0 + width * depth
+
+
+@formula(
+    "2*L*T*n_ctx*(w_qk + w_v)",
+    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000), "verified_tokens": (1, 64)},
+    n_layers="L int>=1",
+    qk_width="w_qk >0",
+    v_width="w_v >0",
+    context_tokens="n_ctx int>=0",
+    verified_tokens="T int>=1",
+)
+def verification_attention_flops(n_layers, qk_width, v_width, context_tokens, verified_tokens):
+    """Attention FLOPs of one verification pass: ``2 L T n (w_qk + w_v)``.
+
+    Each of the ``T`` verified positions attends to the ``n`` cached tokens
+    (the few keys among the drafts themselves are left out, ``T << n``). The
+    KV is read once for all ``T``, so the pass does ``T`` times the FLOPs of a
+    decode step's attention for the same bytes. Chapter 7.
+    """
+    return 2.0 * n_layers * verified_tokens * context_tokens * (qk_width + v_width)

@@ -10,6 +10,9 @@
 * :func:`prefix_cache`: expected TTFT saved against the hit rate, and the
   expected TTFT against the cached prefix length, for a chosen prefix and
   hit rate (:mod:`aiinfra.serving.prefix_cache`).
+* :func:`chunked_prefill`: TTFT of one prompt and TPOT of the running
+  decodes against the prefill chunk size, bound and calibrated prediction,
+  with the SLOs drawn (:mod:`aiinfra.serving.chunked_prefill`).
 
 The ``*_sliders()`` helpers give the slider grids. Every number drawn comes
 from a library call.
@@ -22,7 +25,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from aiinfra import roofline, units
 from aiinfra.book.interactive import Slider, View, redraws
-from aiinfra.formula import check
+from aiinfra.formula import check, choice
+from aiinfra.serving import chunked_prefill as chunked
 from aiinfra.serving import disaggregation as disagg
 from aiinfra.serving import prefix_cache as pcache
 from aiinfra.serving import speculation
@@ -41,6 +45,9 @@ __all__ = [
     "PREFIX_VALUES",
     "prefix_cache",
     "prefix_cache_sliders",
+    "CHUNK_VALUES",
+    "chunked_prefill",
+    "chunked_prefill_sliders",
 ]
 
 GAMMA_VALUES = (1, 2, 4, 8)
@@ -343,3 +350,66 @@ def prefix_cache_sliders():
         ),
         Slider("hit_rate", HIT_VALUES, label="hit rate", default=0.5, fmt="{:.0%}"),
     ]
+
+
+#: Prefill chunk sizes on the slider (tokens per step).
+CHUNK_VALUES = (256, 512, 1024, 2048, 4096, 8192)
+
+
+@redraws("chunk_tokens")
+def chunked_prefill(
+    chunk_tokens=512, *, deployment, prompt_tokens, decode_batch, context_tokens, ttft_slo_s, tpot_slo_s
+):
+    """TTFT and TPOT against the prefill chunk size on ``deployment``, bound and calibrated prediction.
+
+    Left: time to first token of one ``prompt_tokens`` prompt prefilled in
+    chunks (:func:`aiinfra.serving.chunked_prefill.chunked_ttft_s`). Right:
+    the step time the ``decode_batch`` running decodes see as their TPOT
+    while the chunk shares their step. Dashed lines are the SLOs; the
+    chosen chunk is marked. Readouts: both times, bound and prediction, and
+    whether the prediction meets both SLOs.
+    """
+    c = np.array(CHUNK_VALUES)
+    bound, pred = chunked.chunk_step_times_s(deployment, c, decode_batch, context_tokens)
+    ttft_b, ttft_p = (chunked.chunked_ttft_s(prompt_tokens, c, t) for t in (bound, pred))
+    fig, (ax, bx) = new_figure(7.2, 3.4, ncols=2, left=0.1, right=0.98, bottom=0.16, top=0.88, wspace=0.32)
+    marks = []
+    for axis, (b_curve, p_curve), slo_s, label in (
+        (ax, (ttft_b, ttft_p), ttft_slo_s, "TTFT"),
+        (bx, (bound, pred), tpot_slo_s, "TPOT of running decodes"),
+    ):
+        axis.plot(c, b_curve, color=PALETTE["blue"], marker="o", markersize=3, label="bound")
+        axis.plot(
+            c, p_curve, color=PALETTE["orange"], marker="o", markersize=3, label="calibrated prediction"
+        )
+        axis.axhline(slo_s, color=PALETTE["red"], linestyle="--", linewidth=0.9, label="SLO")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: units.fmt_time(v, digits=0)))
+        axis.yaxis.set_minor_formatter(NullFormatter())
+        axis.set_xlabel("prefill chunk (tokens per step)")
+        axis.set_ylabel(label)
+        axis.grid(alpha=0.3)
+        marks.append(axis.plot([], [], "o", color=PALETTE["red"], markersize=8, zorder=4)[0])
+    ax.legend(fontsize=FONT["legend"], loc="upper right", frameon=False)
+    title = panel_title(ax, "", fontsize=FONT["note"], loc="left")
+
+    def update(chunk_tokens):
+        k = CHUNK_VALUES.index(choice("chunk_tokens", chunk_tokens, set(CHUNK_VALUES)))
+        marks[0].set_data([c[k]], [ttft_p[k]])
+        marks[1].set_data([c[k]], [pred[k]])
+        title.set_text(f"{prompt_tokens:,}-token prompt beside {decode_batch} decodes")
+        meets = ttft_p[k] <= ttft_slo_s and pred[k] <= tpot_slo_s
+        return {
+            "TTFT bound / prediction": f"{units.fmt_time(ttft_b[k])} / {units.fmt_time(ttft_p[k])}",
+            "TPOT bound / prediction": f"{units.fmt_time(bound[k])} / {units.fmt_time(pred[k])}",
+            "prediction meets both SLOs": "yes" if meets else "no",
+        }
+
+    return View(fig, update, [*marks, title])
+
+
+def chunked_prefill_sliders():
+    """Slider definition for :func:`chunked_prefill` (the chunk size)."""
+    return [Slider("chunk_tokens", CHUNK_VALUES, label="prefill chunk", default=512, fmt="{:,} tokens")]
