@@ -54,9 +54,11 @@ book: $(STAMP) vendor library-stamp
 # notebooks/ is not executed again: `make book` has just run the same cells, and the stale check
 # holds notebooks/ to that build's outputs (`make nbval` re-executes them).
 # Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
+# --dist loadgroup: one test at a time to either worker, a file whose tests share a module-scoped
+# fixture (or a notebook's cells) as one unit (tests/conftest.py); --durations=15: the slowest.
 HYPOTHESIS_PROFILE ?= ci
 test: book lint
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadfile --durations=15
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
 
 # Lint and types (configured in pyproject.toml): zero findings, or `make test` fails.
 LINTED := src book/_ext tools tests benchmarks

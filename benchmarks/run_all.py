@@ -7,7 +7,7 @@ Each script runs in its own interpreter, its output shown as it comes, between t
 giving the machine's load average. At the end, the summary: every ``row:`` line the
 scripts printed (what, measured, goal, load), and the whole output of a script that prints
 none (its own table). ``--quick`` leaves out the build benchmark (it copies the checkout and
-runs ``make book`` twice and ``make test``: many minutes). Asserts nothing.
+runs ``make book`` twice and ``make test``, then ``.ci/run`` in a fresh clone: many minutes). Asserts nothing.
 """
 
 from __future__ import annotations

@@ -287,6 +287,7 @@ def state_bytes_per_request(m, bytes_per_element=2, state_bytes_per_element=4) -
         sum(
             state_bytes_per_request_formula(1, a.conv_state_elements, a.recurrent_state_elements, b, s)
             for a in m.attention
+            if a.conv_state_elements or a.recurrent_state_elements  # an attention layer adds 0
         )
     )
 
