@@ -158,8 +158,6 @@ def _is_plain_number(value) -> bool:
 
 def _validated(name: str, value, dom: Domain) -> np.ndarray:
     """``value`` as a float array (0-d for scalars) inside ``dom``, or ``ValueError``."""
-    if type(value) in (int, float):  # the common case, checked without numpy's reductions (speed)
-        return _validated_number(name, value, dom)
     arr = _as_array(name, value)
     bad = False
     if dom.low is not None:
@@ -171,23 +169,6 @@ def _validated(name: str, value, dom: Domain) -> np.ndarray:
     if bad:
         raise ValueError(f"{name} must {dom.describe()}, got {value!r}")
     return arr
-
-
-def _validated_number(name: str, value: int | float, dom: Domain) -> np.ndarray:
-    """:func:`_validated` of a plain ``int`` or ``float``: the same checks and messages, on a Python float."""
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    bad = False
-    if dom.low is not None:
-        bad |= x <= dom.low if dom.low_open else x < dom.low
-    if dom.high is not None:
-        bad |= x >= dom.high if dom.high_open else x > dom.high
-    if dom.kind == "int":
-        bad |= x != round(x)
-    if bad:
-        raise ValueError(f"{name} must {dom.describe()}, got {value!r}")
-    return np.asarray(x)
 
 
 def check(name: str, value, spec: str, *, scalar: bool = False):
