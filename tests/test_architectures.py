@@ -93,6 +93,7 @@ FIXTURES = {
     "Nemotron-H-8B-Base-8K": ("nemotron_h", 8_100_852_736),
     "c4ai-command-r-v01": ("cohere", 34_980_831_232),
     "gemma-4-26b-a4b-it-4bit": ("gemma4_text", 25_233_141_790),
+    "gemma-4-31B-it": ("gemma4_text", 30_697_345_340),
 }
 
 # name -> (published total, how far the count may lie from it, published active or None, how far), in
@@ -124,6 +125,8 @@ PUBLISHED = {
     # Gemma 4 26B A4B: 25.2B total, 3.8B active (Google's model card as quoted by vast.ai/model/gemma-4-26b-a4b-it
     # and llmradar.eu); the active count includes the embedding table, which is tied to the head.
     "gemma-4-26b-a4b-it-4bit": (25.2, 0.05, 3.8, 0.05),
+    # Gemma 4 31B: "30.7B dense + ~550M vision encoder" (llmradar.eu/models/gemma-4-31b-it; Google's 30.7B).
+    "gemma-4-31B-it": (30.7, 0.05, None, None),
 }
 
 #: the shipped configs pinned in tests/test_models.py
@@ -283,6 +286,13 @@ def test_gemma4_full_layers_have_their_own_heads_and_reuse_keys_as_values():
     assert [x.index for x in a.attention if x.kind == "full"] == [5, 11, 17, 23, 29]
     assert memory.kv_bytes_per_request(a, 1000) == (25 * 2 * 8 * 256 + 5 * 2 * 2 * 512) * 1000 * 2
     assert memory.kv_bytes_per_request(a, 4000) == (25 * 2 * 8 * 256 * 1024 + 5 * 2 * 2 * 512 * 4000) * 2
+    dense = arch(
+        "gemma-4-31B-it"
+    )  # the dense 31B: 32 query heads, 16 KV heads of 256, 4 of 512 in full layers
+    s = shapes(dense)
+    assert s["model.layers.5.self_attn.k_proj.weight"] == (4 * 512, 5376)
+    assert "model.layers.5.self_attn.v_proj.weight" not in s and "model.layers.0.experts.down_proj" not in s
+    assert models.active_params(dense) == models.total_params(dense) and not dense.is_moe
 
 
 @pytest.mark.parametrize(

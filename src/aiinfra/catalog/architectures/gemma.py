@@ -206,11 +206,16 @@ FAMILIES = (
         "gemma4_text",
         _gemma4_text,
         "sliding layers of head_dim and full layers of global_head_dim (with attention_k_eq_v: their own KV "
-        "heads, keys reused as values); a dense MLP beside 128 fused experts in every MoE layer",
+        "heads, keys reused as values); with enable_moe_block a dense MLP beside fused experts in every layer",
         # Byte for byte from a public copy of the MLX 4-bit conversion's config.json: Layr-Labs/
         # mlxfast-gemma4-26b-a4b-engine, fixtures/gemma4_26b_a4b_config.json at 0afae954; its text_config
         # is google/gemma-4-26B-A4B-it's (the quantization block changes how weights are stored, not a shape).
-        _ship(("gemma-4-26b-a4b-it-4bit", "mlx-community/gemma-4-26b-a4b-it-4bit")),
+        # gemma-4-31B-it (dense) is written from a full printout of its loaded config in a public model
+        # report (the "Gemma4Config {...}" of a transformers 5.7.0 session), not from the file itself.
+        _ship(
+            ("gemma-4-26b-a4b-it-4bit", "mlx-community/gemma-4-26b-a4b-it-4bit"),
+            ("gemma-4-31B-it", "google/gemma-4-31B-it", True),
+        ),
         tied=True,
         defaults=dict(
             vocab_size=262_144,
