@@ -101,6 +101,7 @@ def test_an_ungated_family_is_estimated_as_gated_and_says_so(model_type):
         ("llama4_text", "shared experts of total width 8192"),
         ("glm4_moe", "1 of 46 layers keep a dense MLP"),
         ("exaone4", "Llama-shaped"),
+        ("gemma4_text", "global_head_dim"),
     ],
 )
 def test_each_guess_is_listed(model_type, words):
@@ -109,11 +110,12 @@ def test_each_guess_is_listed(model_type, words):
 
 
 def test_families_without_a_class_of_their_own_in_the_example():
-    # Kimi K2 runs as DeepseekV3ForCausalLM; Llama 4 and Qwen3.5 ship as vision-language wrappers
+    # Kimi K2 runs as DeepseekV3ForCausalLM; Llama 4, Qwen3.5 and Gemma 4 ship as vision-language wrappers
     assert {t for t, f in A.FAMILIES.items() if not _own_class(f)} == {
         "kimi_k2",
         "llama4_text",
         "qwen3_5_text",
+        "gemma4_text",
     }
 
 

@@ -92,6 +92,8 @@ FIXTURES = {
     "EXAONE-4.0-32B": ("exaone4", 32_003_216_384),
     "Nemotron-H-8B-Base-8K": ("nemotron_h", 8_100_852_736),
     "c4ai-command-r-v01": ("cohere", 34_980_831_232),
+    "gemma-4-26b-a4b-it-4bit": ("gemma4_text", 25_233_141_790),
+    "gemma-4-31B-it": ("gemma4_text", 30_697_345_340),
 }
 
 # name -> (published total, how far the count may lie from it, published active or None, how far), in
@@ -120,6 +122,11 @@ PUBLISHED = {
     "Nemotron-H-8B-Base-8K": (8, 0.5, None, None),
     # Command R model card: 35 billion parameters.
     "c4ai-command-r-v01": (35, 0.5, None, None),
+    # Gemma 4 26B A4B: 25.2B total, 3.8B active (Google's model card as quoted by vast.ai/model/gemma-4-26b-a4b-it
+    # and llmradar.eu); the active count includes the embedding table, which is tied to the head.
+    "gemma-4-26b-a4b-it-4bit": (25.2, 0.05, 3.8, 0.05),
+    # Gemma 4 31B: "30.7B dense + ~550M vision encoder" (llmradar.eu/models/gemma-4-31b-it; Google's 30.7B).
+    "gemma-4-31B-it": (30.7, 0.05, None, None),
 }
 
 #: the shipped configs pinned in tests/test_models.py
@@ -188,6 +195,7 @@ def test_released_configs_record_their_source():
         "gemma-2-2b-it",
         "gemma-3-4b-it",
         "OLMo-2-1124-13B",
+        "gemma-4-26b-a4b-it-4bit",
     }
     assert set(FIXTURES) > models.RECONSTRUCTED
 
@@ -255,6 +263,52 @@ def test_gemma_head_dim_and_norms():
         g3["model.layers.0.self_attn.q_norm.weight"] == g3["model.layers.0.self_attn.k_norm.weight"] == (256,)
     )
     assert g3["model.layers.0.self_attn.q_proj.weight"] == (4 * 256, 1152)
+
+
+def test_gemma4_full_layers_have_their_own_heads_and_reuse_keys_as_values():
+    a = arch("gemma-4-26b-a4b-it-4bit")
+    s = shapes(a)
+    hidden = 2816
+    # sliding layer 0: 16 query heads and 8 KV heads of 256; full layer 5: 16 of 512 and 2 KV heads, no v_proj
+    assert s["model.layers.0.self_attn.q_proj.weight"] == (16 * 256, hidden)
+    assert s["model.layers.0.self_attn.v_proj.weight"] == (8 * 256, hidden)
+    assert s["model.layers.5.self_attn.q_proj.weight"] == (16 * 512, hidden)
+    assert s["model.layers.5.self_attn.k_proj.weight"] == (2 * 512, hidden)
+    assert "model.layers.5.self_attn.v_proj.weight" not in s
+    assert s["model.layers.5.self_attn.k_norm.weight"] == (512,)
+    # every layer runs the dense MLP and the 128 fused experts (experts, out, in) side by side
+    assert s["model.layers.0.mlp.gate_proj.weight"] == (2112, hidden)
+    assert s["model.layers.0.experts.gate_up_proj"] == (128, 2 * 704, hidden)
+    assert s["model.layers.0.experts.down_proj"] == (128, hidden, 704)
+    assert s["model.layers.29.layer_scalar"] == (1,)
+    assert a.moe_layers == tuple(range(30)) and a.n_experts_per_token == 8
+    # by hand: 25 sliding layers of 2 x 8 x 256 and 5 full ones of 2 x 2 x 512 elements a token
+    assert [x.index for x in a.attention if x.kind == "full"] == [5, 11, 17, 23, 29]
+    assert memory.kv_bytes_per_request(a, 1000) == (25 * 2 * 8 * 256 + 5 * 2 * 2 * 512) * 1000 * 2
+    assert memory.kv_bytes_per_request(a, 4000) == (25 * 2 * 8 * 256 * 1024 + 5 * 2 * 2 * 512 * 4000) * 2
+    dense = arch(
+        "gemma-4-31B-it"
+    )  # the dense 31B: 32 query heads, 16 KV heads of 256, 4 of 512 in full layers
+    s = shapes(dense)
+    assert s["model.layers.5.self_attn.k_proj.weight"] == (4 * 512, 5376)
+    assert "model.layers.5.self_attn.v_proj.weight" not in s and "model.layers.0.experts.down_proj" not in s
+    assert models.active_params(dense) == models.total_params(dense) and not dense.is_moe
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),
+        ({"num_kv_shared_layers": 4}, "num_kv_shared_layers"),
+        ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
+        ({"num_global_key_value_heads": 3}, "num_global_key_value_heads"),
+    ],
+)
+def test_gemma4_variants_it_does_not_count_are_refused(change, match):
+    cfg = models.shipped_config("gemma-4-26b-a4b-it-4bit")
+    cfg["text_config"].update(change)
+    with pytest.raises(ValueError, match=match):
+        models.load(cfg)
 
 
 def test_gemma3_wrapper_counts_the_language_model():

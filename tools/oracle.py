@@ -52,6 +52,7 @@ _RULES = (  # (regex on the parameter name, group); first match wins
     ),
     (r"\.(q_norm|k_norm|q_layernorm|k_layernorm)\.", "qk_norm"),
     (r"(norm|ln_\d|ln_f|layernorm)[^.]*\.(weight|bias)$", "norm"),
+    (r"\.layer_scalar$", "norm"),  # Gemma 4's per-layer output scale, a persistent buffer
     (r"\.(A_log|dt_bias|D|conv1d\.weight|conv1d\.bias)$", "ssm"),
     (r"mixer\.(up_proj|down_proj)\.", "mlp"),  # Nemotron-H's MLP blocks
     (r"(self_attn|attn|attention|mixer|linear_attn)\..*bias$", "attention_bias"),
@@ -121,7 +122,7 @@ _PAIRED = {"GptOssMLP", "Llama4TextMoe"}
 def _bypass_mlps(model) -> None:
     """The cache depends on the token mixers only: feed-forward blocks return zeros (no data-dependent routing)."""
     for name, module in model.named_modules():
-        if re.search(r"layers\.\d+\.(mlp|feed_forward|block_sparse_moe)$", name):
+        if re.search(r"layers\.\d+\.(mlp|feed_forward|block_sparse_moe|experts)$", name):
             if type(module).__name__ in _PAIRED:
                 module.forward = lambda x, *a, **k: (torch.zeros_like(x), None)
             else:

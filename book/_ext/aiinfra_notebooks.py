@@ -163,7 +163,7 @@ def keep_glue_keys() -> None:
                     node[dm.GLUE_KEY] = key_of(self.text)
             return found, messages
 
-        run.keeps_glue_key = True  # type: ignore[attr-defined]
+        vars(run)["keeps_glue_key"] = True  # marks the role as patched (read by getattr above)
         role.run = run
 
 

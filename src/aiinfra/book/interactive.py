@@ -275,30 +275,39 @@ class _Redrawer:
 
     def __init__(self, fn: FigureFn):
         self.fn = fn
-        self.moves = getattr(fn, "moves", None) if hasattr(fn, "build") else None
-        self.view: View | None = None
-        self._key: dict | None = None
+        # a @redraws function carries its view builder and the parameters its view moves
+        self.build: Callable[..., View] | None = getattr(fn, "build", None)
+        self.moves: tuple[str, ...] | None = getattr(fn, "moves", None) if self.build is not None else None
+        self._view: View | None = None
+        self._key: dict = {}
         self.rebuilt = False
+
+    @property
+    def view(self) -> View:
+        """The current view (after the first :meth:`update`)."""
+        if self._view is None:
+            raise RuntimeError("no view yet: call update() first")
+        return self._view
 
     def can_move(self, names) -> bool:
         """Whether a change of these parameters only updates the view (no rebuild)."""
         return self.moves is not None and set(names) <= set(self.moves)
 
     def update(self, params: dict) -> Readouts:
-        if self.moves is None:  # a plain function: a new figure on every call
+        if self.build is None or self.moves is None:  # a plain function: a new figure on every call
             fig, readouts = _call(self.fn, params)
-            if self.view is not None and self.view.fig is not fig:
-                _close(self.view.fig)
-            self.view, self.rebuilt = View(fig, lambda: readouts), True
+            if self._view is not None and self._view.fig is not fig:
+                _close(self._view.fig)
+            self._view, self.rebuilt = View(fig, lambda: readouts), True
             return readouts
         key = {k: v for k, v in params.items() if k not in self.moves}
         self.rebuilt = (
-            self.view is None
+            self._view is None
             or key.keys() != self._key.keys()
             or not all(_same(v, self._key[k]) for k, v in key.items())
         )
         if self.rebuilt:
-            self.view, self._key = _build_view(self.fn.build, params), key
+            self._view, self._key = _build_view(self.build, params), key
         return self.view.update(**{m: params[m] for m in self.moves if m in params})
 
 
@@ -505,7 +514,7 @@ def _png(pixels, palette_colors: int | None = None, compress_level: int = 6) -> 
             colors=palette_colors, method=PILImage.Quantize.FASTOCTREE, dither=PILImage.Dither.NONE
         )
         if pixels.shape[-1] == 3:  # the octree may shade the white page by a level or two: keep it white
-            pal = img.getpalette()
+            pal = img.getpalette() or []  # a quantized image always has a palette
             for i in range(0, len(pal), 3):
                 if min(pal[i : i + 3]) >= 248:
                     pal[i : i + 3] = [255, 255, 255]
@@ -544,7 +553,8 @@ def _png_live(rgba) -> bytes:
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows, 1))
+        # ndarray exports the buffer protocol; numpy's stubs declare __buffer__ for Python >= 3.12 only
+        + chunk(b"IDAT", zlib.compress(rows, 1))  # type: ignore[arg-type]
         + chunk(b"IEND", b"")
     )
 
@@ -695,6 +705,7 @@ class InteractiveFigure:
         self.links: list = []
         self.last_update_s: float | None = None
         self._redrawer = _Redrawer(fn)
+        self._raster: _Raster | None = None
         self.widget = self._build_static() if mode == "static" else self._build_live()
 
     # ----- shared pieces -------------------------------------------------
@@ -884,10 +895,12 @@ class InteractiveFigure:
             bg_class = f"{CSS_BACKGROUND}-{hashlib.sha1(self.background).hexdigest()[:12]}"
             style = _background_style(self.background, bg_class)
 
+        width_px = _width_css(self._redrawer.view.fig)
+
         def frame_box(f: Frame):
             alt = "; ".join(f"{caption[k].caption} = {caption[k].text(v)}" for k, v in f.params.items())
             return w.HTML(
-                _frame_html(f.png, f.readout_html, alt, self.width_px, bg_class),
+                _frame_html(f.png, f.readout_html, alt, width_px, bg_class),
                 layout=shared_layout,
                 style=shared_style,
             )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from math import ceil, prod
@@ -141,7 +141,9 @@ class StoredTensor:
 
     @property
     def nbytes(self) -> int | None:
-        return None if self.shape is None or self.dtype is None else self.numel * DTYPE_BYTES[self.dtype]
+        if self.shape is None or self.dtype is None:
+            return None
+        return prod(self.shape) * DTYPE_BYTES[self.dtype]
 
 
 def read_safetensors_header(path, max_header_bytes: int = MAX_HEADER_BYTES) -> dict[str, StoredTensor]:
@@ -237,7 +239,8 @@ def _read_checkpoint(folder, max_header_bytes: int = MAX_HEADER_BYTES) -> Stored
     """Read the index and every safetensors header of a model folder (no tensor data)."""
     folder = _folder(folder)
     index = folder / INDEX_FILE
-    weight_map, total = {}, None
+    weight_map: dict[str, str] = {}
+    total: int | None = None
     if index.is_file():
         weight_map, total = _read_index(index)
         names = sorted(set(weight_map.values()))
@@ -356,8 +359,9 @@ def _expected_storage(
     the stored form of the quantized matrices, see the module docstring.
     """
     dtype = _safetensors_dtype(dtype if dtype is not None else arch.torch_dtype)
-    quant = (config or {}).get("quantization_config") or {}
-    if (config or {}).get("text_config") and not quant:
+    config = config or {}
+    quant = config.get("quantization_config") or {}
+    if config.get("text_config") and not quant:
         quant = config["text_config"].get("quantization_config") or {}
     method = quant.get("quant_method") if isinstance(quant, Mapping) else None
     out: dict[str, Expected] = {}
@@ -493,8 +497,10 @@ def _describe(g: GroupDiff) -> str:
             f"{len(g.shape_mismatches)} with another shape (e.g. {n}: {got} stored, {want} predicted)"
         )
     if g.dtype_mismatches:
-        n, want, got = g.dtype_mismatches[0]
-        parts.append(f"{len(g.dtype_mismatches)} in another dtype (e.g. {n}: {got} stored, {want} predicted)")
+        n, want_dtype, got_dtype = g.dtype_mismatches[0]
+        parts.append(
+            f"{len(g.dtype_mismatches)} in another dtype (e.g. {n}: {got_dtype} stored, {want_dtype} predicted)"
+        )
     stored = "?" if g.stored_params is None else f"{g.stored_params:,}"
     return f"  {g.group}: predicted {g.predicted_params:,} parameters, stored {stored}; " + "; ".join(parts)
 
@@ -522,14 +528,15 @@ def compare(
     if config is None:
         config = _read_config(path)
     elif isinstance(config, str) and not Path(config).expanduser().exists():
-        name = next(
+        shipped = next(
             (n for n in models.SHIPPED if models._key(n) == models._key(config.rsplit("/", 1)[-1])), None
         )
-        if name is None:
+        if shipped is None:
             raise ValueError(
                 f"config must be a shipped model name {models.shipped_names()} or a path, got {config!r}"
             )
-        config = models.shipped_config(name)
+        name = shipped
+        config = models.shipped_config(shipped)
     else:
         config = _read_config(config)
     arch = _from_config(config, approximate=approximate, name=name)
@@ -553,18 +560,21 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
     groups = []
     for group in _ordered_groups(expected):
         rows = [e for e in expected.values() if e.group == group]
-        missing, shapes, dtypes, params = [], [], [], 0
+        missing: list[str] = []
+        shapes: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
+        dtypes: list[tuple[str, str, str]] = []
+        params = 0
         for e in rows:
-            t = by_canonical.get(_canonical(e.name))
-            if t is None:
+            found = by_canonical.get(_canonical(e.name))
+            if found is None:
                 missing.append(e.name)
                 continue
-            if headers:
-                if t.shape != e.shape:
-                    shapes.append((t.name, e.shape, t.shape))
-                if e.dtype is not None and t.dtype != e.dtype:
-                    dtypes.append((t.name, e.dtype, t.dtype))
-                params += e.params if t.shape == e.shape else t.numel
+            if found.shape is not None and found.dtype is not None:  # a header: an index lists names only
+                if found.shape != e.shape:
+                    shapes.append((found.name, e.shape, found.shape))
+                if e.dtype is not None and found.dtype != e.dtype:
+                    dtypes.append((found.name, e.dtype, found.dtype))
+                params += e.params if found.shape == e.shape else prod(found.shape)
         groups.append(
             GroupDiff(
                 group,
@@ -581,7 +591,7 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
             GroupDiff(
                 "unexpected",
                 0,
-                sum(t.numel for t in unexpected) if headers else None,
+                _known_sum(t.numel for t in unexpected) if headers else None,
                 unexpected=tuple(t.name for t in unexpected),
             )
         )
@@ -610,7 +620,7 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
     if not headers:
         total = sum(predicted_bytes.values())
         exact = exact and stored.index_total_size is not None and stored.index_total_size == total
-    stored_params = sum(g.stored_params for g in groups) if headers else None
+    stored_params = _known_sum(g.stored_params for g in groups) if headers else None
     return CheckpointReport(
         name=arch.name,
         source=stored.source,
@@ -624,6 +634,16 @@ def _compare(arch: ModelConfig, expected: dict[str, Expected], stored: Stored) -
         index_total_size=stored.index_total_size,
         notes=tuple(notes),
     )
+
+
+def _known_sum(counts: Iterable[int | None]) -> int | None:
+    """The sum of the counts, or None if one is unknown (a tensor listed by an index, which gives no shape)."""
+    total = 0
+    for n in counts:
+        if n is None:
+            return None
+        total += n
+    return total
 
 
 def _ordered_groups(expected: dict[str, Expected]) -> list[str]:

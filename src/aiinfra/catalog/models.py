@@ -173,7 +173,7 @@ def _with_kv_heads(m: ModelConfig, kv_heads: int) -> ModelConfig:
         raise ValueError("kv_heads applies to MHA/GQA models, got a model with latent attention (MLA)")
     elements = 2 * kv_heads * m.head_dim
     layers = tuple(dataclasses.replace(a, kv_elements_per_token=elements) for a in m.attention)
-    return dataclasses.replace(m, n_kv_heads=kv_heads, attention=layers)
+    return dataclasses.replace(m, n_kv_heads=kv_heads, attention=layers, full_kv_elements_per_token=None)
 
 
 def _check_context(m: ModelConfig, context_tokens) -> None:

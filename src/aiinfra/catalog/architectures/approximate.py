@@ -6,7 +6,8 @@ The estimate reads every field that changes a count or a cache by much, and list
 * a layout that fields reveal is built with the known family's layout: a Mamba hybrid
   (``hybrid_override_pattern`` or ``layers_block_type``), Gated DeltaNet linear attention
   (``linear_num_value_heads``, ``full_attention_interval``), latent attention (``kv_lora_rank``, a
-  sparse-attention indexer when ``index_head_dim`` is set);
+  sparse-attention indexer when ``index_head_dim`` is set), Gemma 4's full layers of their own width
+  (``global_head_dim``);
 * otherwise the Llama block, with the layer pattern (``layer_types``, ``sliding_window_pattern``),
   experts with their shared experts, dense first layers (``first_k_dense_replace``) and interleaving
   (``interleave_moe_layer_step``, ``decoder_sparse_step``, ``mlp_only_layers``);
@@ -32,6 +33,7 @@ from aiinfra.catalog.architectures.blocks import (
 from aiinfra.catalog.architectures.core import ModelConfig, _whole
 from aiinfra.catalog.architectures.dense import _llama_like
 from aiinfra.catalog.architectures.fields import _Fields
+from aiinfra.catalog.architectures.gemma import _gemma4_text
 from aiinfra.catalog.architectures.hybrid import _nemotron_h, _qwen3_next
 from aiinfra.catalog.architectures.latent import _deepseek, _glm_moe_dsa
 from aiinfra.catalog.architectures.registry import BY_ARCHITECTURE
@@ -61,6 +63,12 @@ _REVEALED = (
         _glm_moe_dsa,
         "latent attention with a DeepSeek sparse-attention indexer as in GLM-5: the latent plus one "
         "index_head_dim key per token in each indexer layer; shared and routed experts after dense layers",
+    ),
+    (
+        ("global_head_dim",),
+        _gemma4_text,
+        "layers as in Gemma 4: sliding layers of head_dim, full layers of global_head_dim (their own KV heads "
+        "and keys reused as values when attention_k_eq_v), a dense MLP beside the experts when enable_moe_block",
     ),
     (
         ("kv_lora_rank",),

@@ -47,8 +47,9 @@ GROUPS: tuple[str, ...] = (
 ROUTED_GROUPS: tuple[str, ...] = ("expert", "expert_bias")
 #: Groups holding the matrices inside the blocks (the matmuls a token runs; biases and norms apart).
 MATMUL_GROUPS: tuple[str, ...] = ("attention", "mlp", "expert", "shared_expert", "router")
-#: How a matrix is stored: ``nn.Linear`` (out, in), GPT-2's ``Conv1D`` (in, out), fused experts (E, in, out).
-LAYOUTS: tuple[str, ...] = ("out_in", "in_out", "experts_in_out")
+#: How a matrix is stored: ``nn.Linear`` (out, in), GPT-2's ``Conv1D`` (in, out), fused experts (E, in, out)
+#: (gpt-oss) or (E, out, in) (Gemma 4).
+LAYOUTS: tuple[str, ...] = ("out_in", "in_out", "experts_in_out", "experts_out_in")
 
 
 # --------------------------------------------------------------------------------------
@@ -87,6 +88,9 @@ class Tensor:
             return self.count, n_out, n_in
         if self.layout == "experts_in_out":
             experts, n_in, n_out = self.shape
+            return self.count * experts, n_out, n_in
+        if self.layout == "experts_out_in":
+            experts, n_out, n_in = self.shape
             return self.count * experts, n_out, n_in
         n_out, n_in = self.shape
         return self.count, n_out, n_in
@@ -141,6 +145,11 @@ class ModelConfig:
     head ``qk_nope_head_dim + qk_rope_head_dim`` query/key channels (that sum
     is ``head_dim``) and ``v_head_dim`` value channels.
 
+    ``full_kv_elements_per_token`` is set when the full-attention layers have
+    heads of their own (Gemma 4: ``num_global_key_value_heads`` heads of
+    ``global_head_dim``): what one token costs in those layers, while
+    ``n_kv_heads`` and ``head_dim`` describe the other layers.
+
     Mixture of experts: the layers in ``moe_layers`` hold ``n_routed_experts``
     experts of width ``moe_intermediate_size``, ``n_experts_per_token`` of
     which run per token, plus ``n_shared_experts`` always-on ones.
@@ -181,6 +190,7 @@ class ModelConfig:
     wrapper_model_type: str | None = None
     n_mtp_layers: int = 0
     index_head_dim: int = 0
+    full_kv_elements_per_token: int | None = None
     notes: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
     defaults_used: tuple[str, ...] = ()
@@ -224,11 +234,16 @@ class ModelConfig:
             else self.kv_lora_rank + (self.qk_rope_head_dim or 0)
         )
         allowed = {per_token, per_token + self.index_head_dim}
-        if any(a.kv_elements_per_token not in allowed for a in self.attention if a.caches_tokens):
+        full = allowed if self.full_kv_elements_per_token is None else {self.full_kv_elements_per_token}
+        if any(
+            a.kv_elements_per_token not in (full if a.kind == "full" else allowed)
+            for a in self.attention
+            if a.caches_tokens
+        ):
             raise ValueError(
                 f"every attention layer must cache {per_token} elements per token (n_kv_heads x head_dim, or "
-                f"the MLA latent; plus index_head_dim in indexer layers); change heads with "
-                f"aiinfra.catalog.models.load on an edited config"
+                f"the MLA latent; plus index_head_dim in indexer layers; full_kv_elements_per_token in full "
+                f"layers when set); change heads with aiinfra.catalog.models.load on an edited config"
             )
         if any(a.kind not in LAYER_KINDS for a in self.attention):
             raise ValueError(f"every layer kind must be one of {LAYER_KINDS}")

@@ -85,6 +85,7 @@ def _path_label(config) -> str | None:
 #: What the text model of a wrapper is, when its ``text_config`` does not say.
 _WRAPPED_TEXT_TYPES = {
     "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
     "llava": "llama",
     "mistral3": "mistral",
     "llama4": "llama4_text",

@@ -109,8 +109,9 @@ def drop_privileges(spec: dict) -> None:
     """Step 3 of the module docstring (the limits are already set)."""
     libc = _libc()
     parent = os.getppid()
-    uid, gid = spec.get("uid"), spec.get("gid")
+    uid: int | None = spec.get("uid")
     if uid is not None and os.geteuid() == 0:
+        gid: int = spec["gid"]  # every spec with a uid has its gid (sandbox.py, extract.py)
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
@@ -171,14 +172,15 @@ def _lean_imports() -> None:
     import importlib
     import importlib.util
 
-    sys.modules.setdefault("debugpy", None)
+    # None in sys.modules makes the import fail (documented in the import system); typeshed allows modules only
+    sys.modules.setdefault("debugpy", None)  # type: ignore[arg-type]
     if "jupyter_client" in sys.modules:
         return
     spec = importlib.util.find_spec("jupyter_client")
     if spec is None or spec.loader is None or not spec.submodule_search_locations:
         return
     pkg = importlib.util.module_from_spec(spec)
-    full = []
+    full: list[bool] = []
 
     def __getattr__(name):
         if not full:
@@ -188,16 +190,17 @@ def _lean_imports() -> None:
                 return pkg.__dict__[name]
         raise AttributeError(f"module 'jupyter_client' has no attribute {name!r}")
 
-    pkg.__getattr__ = __getattr__
+    vars(pkg)["__getattr__"] = __getattr__  # a module's own __getattr__ (PEP 562)
     sys.modules["jupyter_client"] = pkg
     _version = importlib.import_module("jupyter_client._version")
     connect = importlib.import_module("jupyter_client.connect")
-    pkg.__version__, pkg.version_info = _version.__version__, _version.version_info
-    pkg.protocol_version, pkg.protocol_version_info = (
-        _version.protocol_version,
-        _version.protocol_version_info,
+    vars(pkg).update(
+        __version__=_version.__version__,
+        version_info=_version.version_info,
+        protocol_version=_version.protocol_version,
+        protocol_version_info=_version.protocol_version_info,
+        write_connection_file=connect.write_connection_file,
     )
-    pkg.write_connection_file = connect.write_connection_file
 
 
 STREAM_CHUNK_CHARS = 16384  # at most 64 KiB of UTF-8 per stream message, far below the grader's size cap
