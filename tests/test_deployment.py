@@ -284,3 +284,21 @@ def test_a_reported_bound_names_the_larger_time(
     assert step.memory_s == pytest.approx(
         step.bytes_moved / (eta_b * n * g.memory_bandwidth_bytes_per_s), rel=1e-12
     )
+
+
+def test_tensor_parallel_keeps_copies_of_a_cache_it_cannot_split():
+    # Llama-3.1-70B: 8 KV heads. TP8 gives each GPU one head (one copy in all); TP16 puts each head
+    # on two GPUs (two copies), TP32 on four.
+    llama = {n: Deployment("Llama-3.1-70B", "H100 SXM", n_gpus=n) for n in (1, 2, 8, 16, 32)}
+    assert [llama[n].kv_copies for n in (1, 2, 8, 16, 32)] == [1.0, 1.0, 1.0, 2.0, 4.0]
+    assert llama[8].held_bytes(8192) == llama[8].kv_bytes(8192)
+    # DeepSeek-V3's MLA caches one latent of 512 + 64 BF16 elements per token and layer, 61 layers:
+    # 70,272 bytes a token, 575,668,224 bytes at 8,192 tokens, and TP8 keeps it whole on each GPU.
+    ds = Deployment("DeepSeek-V3", "H200 SXM", n_gpus=8, weight_precision="fp8")
+    assert ds.kv_bytes(8192) == 575_668_224
+    assert ds.kv_copies == 8.0 and ds.held_bytes(8192) == 8 * 575_668_224
+    # so the group holds as many requests as one GPU's own free memory does, not eight times more
+    per_gpu_free = ds.gpu.memory_bytes * (1 - ds.memory_reserve) - ds.weight_bytes / 8
+    assert ds.max_batch(8192) == math.floor(per_gpu_free / 575_668_224)
+    # and each GPU reads its own copy every step
+    assert ds.step(16, 8192).kv_bytes == 16 * 8 * 575_668_224

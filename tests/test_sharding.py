@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiinfra import memory
 from aiinfra.cluster import network, sharding
 
 
@@ -42,10 +43,10 @@ def test_nvlink_regime_is_latency_bound_at_decode_sizes():
 
 def test_kv_per_gpu_under_tp():
     # Llama-3.1-70B: 8 KV heads split over TP8; over TP16 each rank still holds one whole head
-    assert sharding.kv_bytes_per_gpu(8e9, 8, 8) == 1e9
-    assert sharding.kv_bytes_per_gpu(8e9, 16, 8) == 1e9
+    assert memory.kv_bytes_per_gpu(8e9, 8, 8) == 1e9
+    assert memory.kv_bytes_per_gpu(8e9, 16, 8) == 1e9
     # MLA's one latent: every rank of any TP group holds all of it
-    assert sharding.kv_bytes_per_gpu(8e9, 72, 1) == 8e9
+    assert memory.kv_bytes_per_gpu(8e9, 72, 1) == 8e9
 
 
 def test_ep_weights_per_gpu_deepseek_v3_by_hand():
@@ -121,9 +122,9 @@ def test_decode_step_network_by_hand():
         (lambda: network.AllToAllRegime("x", -1, 0.5, "nvlink", "s"), "latency_s"),
         (lambda: network.AllToAllRegime("x", 0, 0, "nvlink", "s"), "link_fraction"),
         (lambda: network.AllToAllRegime("x", 0, 0.5, "smoke", "s"), "fabric"),
-        (lambda: sharding.kv_bytes_per_gpu(-1, 8, 8), "kv_bytes"),
-        (lambda: sharding.kv_bytes_per_gpu(1, 0, 8), "tensor_parallel"),
-        (lambda: sharding.kv_bytes_per_gpu(1, 8, 0), "kv_heads"),
+        (lambda: memory.kv_bytes_per_gpu(-1, 8, 8), "kv_bytes"),
+        (lambda: memory.kv_bytes_per_gpu(1, 0, 8), "tensor_parallel"),
+        (lambda: memory.kv_bytes_per_gpu(1, 8, 0), "kv_heads"),
         (lambda: sharding.ep_weight_bytes_per_gpu("DeepSeek-V3", 0), "ep"),
         (lambda: sharding.ep_weight_bytes_per_gpu("DeepSeek-V3", 8, 0), "bytes_per_weight"),
         (lambda: sharding.ep_weight_bytes_per_gpu("DeepSeek-V3", 8, 1, -1), "redundant_experts"),

@@ -592,7 +592,7 @@ def _cmd_decode(args):
     step = d.step(batch, ctx)
     prefill = d.prefill(prompt)
     reply = d.request(prompt, out_tokens, batch)
-    resident = d.weight_bytes + batch * float(d.request_bytes(prompt + out_tokens))
+    resident = d.weight_bytes + batch * float(d.held_bytes(prompt + out_tokens))
     pi, bw, n = d.peak_flops_per_s, d.bandwidth_bytes_per_s, d.n_gpus
     data = {
         "model": m.name,
@@ -626,7 +626,7 @@ def _cmd_decode(args):
         "mean_tpot_s": float(reply.tpot_s if reply.decode_steps else step.time_s),
         "end_to_end_latency_s": float(reply.end_to_end_s),
         "resident_bytes_at_end": resident,
-        "fits_in_memory": bool(batch * d.request_bytes(prompt + out_tokens) <= d.free_bytes),
+        "fits_in_memory": bool(batch * d.held_bytes(prompt + out_tokens) <= d.free_bytes),
     }
     rows = [
         (

@@ -443,6 +443,28 @@ class Deployment:
         return self.kv_bytes(context_tokens) + self.state_bytes_per_request
 
     @property
+    def kv_copies(self) -> float:
+        """How many copies of each request's KV cache the ``n_gpus`` keep between them (tensor parallel).
+
+        TP splits the cache by KV heads (:func:`aiinfra.memory.kv_bytes_per_gpu`): each of the ``n``
+        GPUs keeps ``max(1/n, 1/h)`` of it, so the group keeps ``n max(1/n, 1/h)`` copies: one while
+        ``n <= h``, ``n/h`` when there are more GPUs than heads. MLA caches one latent per token, which no
+        head split divides, so each of the ``n`` GPUs keeps all of it: ``n`` copies, the reason
+        engines serve MLA models with data-parallel attention (chapter 6, "Inference across many
+        chips"). A round model has no heads: one copy. Linear-attention and Mamba state splits by
+        its own heads and is not copied.
+        """
+        m = self._counts.model
+        if isinstance(m, RoundModel):
+            return 1.0
+        heads = 1 if m.attention_kind == "mla" else self._counts.kv_model.n_kv_heads
+        return self.n_gpus * memory.kv_bytes_per_gpu(1.0, self.n_gpus, heads)
+
+    def held_bytes(self, context_tokens):
+        """What one request occupies across the ``n_gpus``: ``kv_copies * kv_bytes + state`` (the fit and the reads)."""
+        return self.kv_copies * self.kv_bytes(context_tokens) + self.state_bytes_per_request
+
+    @property
     def reserve_bytes(self) -> float:
         return self.memory_reserve * self.capacity_bytes
 
@@ -458,7 +480,7 @@ class Deployment:
 
     def max_batch(self, context_tokens):
         """Most requests of ``context_tokens`` tokens whose KV and state fit in :attr:`free_bytes` (0 if the weights do not fit)."""
-        return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.request_bytes(context_tokens))
+        return decode.max_batch_from_kv_budget(max(self.free_bytes, 0.0), self.held_bytes(context_tokens))
 
     @property
     def min_gpus(self) -> int:
@@ -488,7 +510,9 @@ class Deployment:
         """
         b = check("batch", batch, ">0")
         f1 = self._counts.decode_flops(context_tokens)
-        kv = self.request_bytes(context_tokens)  # a state layer reads (and rewrites) its state every step
+        kv = self.held_bytes(
+            context_tokens
+        )  # each GPU reads its copy; a state layer reads (and rewrites) its state
         w = self.weight_bytes_read
         time = decode.batched_decode_step_time_s(
             b, f1, w, kv, self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.eta_f, self.eta_b

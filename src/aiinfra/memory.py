@@ -292,6 +292,25 @@ def state_bytes_per_request(m, bytes_per_element=2, state_bytes_per_element=4) -
     )
 
 
+@formula(
+    "K*Max(1/t, 1/h_KV)",
+    sample={"tensor_parallel": (1, 128), "kv_heads": (1, 128)},
+    kv_bytes="K >=0",
+    tensor_parallel="t int>=1",
+    kv_heads="h_KV int>=1",
+)
+def kv_bytes_per_gpu(kv_bytes, tensor_parallel, kv_heads):
+    """KV bytes each GPU of a ``t``-way tensor-parallel group holds: ``K max(1/t, 1/h_KV)``.
+
+    TP splits the cache by KV heads: each rank holds ``h_KV / t`` of them,
+    but never less than one, so a group wider than the KV heads repeats
+    them. MLA caches one latent shared by every head: pass ``kv_heads=1``,
+    and every rank holds the whole cache (:attr:`aiinfra.deployment.Deployment.kv_copies`). Llama-3.1-70B (8 KV heads) on
+    TP8 holds 1/8 per GPU; DeepSeek-V3 holds all of it on each of the 8.
+    """
+    return kv_bytes * np.maximum(1.0 / tensor_parallel, 1.0 / kv_heads)
+
+
 def request_state_bytes(m, context_tokens, bytes_per_element=2, state_bytes_per_element=4):
     """Everything one request holds on the GPU: the KV that grows with the context plus the fixed state.
 
@@ -601,6 +620,7 @@ __all__ = [
     "kv_bytes_per_request",
     "state_bytes_per_request_formula",
     "state_bytes_per_request",
+    "kv_bytes_per_gpu",
     "request_state_bytes",
     "free_bytes",
     "fits",

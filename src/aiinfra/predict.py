@@ -354,7 +354,7 @@ def _counts(setup: Setup, prompt_tokens: int, context_tokens: int):
     return (
         d.peak_flops_per_s,
         d.bandwidth_bytes_per_s,
-        float(d.kv_bytes(context_tokens)),
+        float(d.kv_copies * d.kv_bytes(context_tokens)),
         float(compute.decode_flops(setup.model, context_tokens)),
         float(compute.prefill_flops(setup.model, prompt_tokens)),
     )
@@ -429,7 +429,7 @@ def _max_batch_memory(setup: Setup, utilization, copies, chunk, prompt: int, g: 
     p = Parameters(1.0, 1.0, 1.0, 1.0, 0.0, 0.0, utilization, copies, chunk, 1.0)
     d = setup.deployment
     usable = p.memory_utilization * d.capacity_bytes - d.weight_bytes
-    kv = float(d.kv_bytes(prompt + g))
+    kv = float(d.kv_copies * d.kv_bytes(prompt + g))
 
     def fits(b):
         return b * kv + _activation_bytes(setup, p, b, prompt) <= usable
@@ -579,7 +579,7 @@ def reply_s(setup: Setup, p: Parameters, batch, prompt_tokens, output_tokens) ->
         return ttft, 0.0, ttft
     ctx = np.arange(prompt + 1, prompt + g)
     d = setup.deployment
-    kv = np.asarray(d.kv_bytes(ctx), dtype=float)
+    kv = d.kv_copies * np.asarray(d.kv_bytes(ctx), dtype=float)
     f1 = np.asarray(compute.decode_flops(setup.model, ctx), dtype=float)
     steps = _step_of_counts(setup, p, b, d.peak_flops_per_s, d.bandwidth_bytes_per_s, kv, f1)
     return ttft, float(np.mean(steps)), ttft + float(np.sum(steps))

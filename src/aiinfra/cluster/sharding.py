@@ -7,7 +7,7 @@ A model served on ``n`` GPUs is split in one or more of four ways:
   (:func:`aiinfra.cluster.parallelism.tp_allreduce_message_bytes`). It splits
   the KV cache by KV heads only, so a TP group wider than the model's KV
   heads repeats them, and MLA's single shared latent is repeated on every
-  rank (:func:`kv_bytes_per_gpu`);
+  rank (:func:`aiinfra.memory.kv_bytes_per_gpu`);
 * **expert parallelism** (EP) places whole experts on different GPUs; each
   MoE layer sends every token to its experts' GPUs and back, a dispatch and a
   combine all-to-all (:func:`aiinfra.cluster.network.moe_all_to_all_bytes`).
@@ -48,7 +48,6 @@ from aiinfra.formula import check, formula
 from aiinfra.serving import moe
 
 __all__ = [
-    "kv_bytes_per_gpu",
     "ep_weight_bytes_per_gpu",
     "ep_max_batch_per_gpu",
     "tp_max_batch",
@@ -57,25 +56,6 @@ __all__ = [
     "EPStep",
     "ep_decode_step",
 ]
-
-
-@formula(
-    "K*Max(1/t, 1/h_KV)",
-    sample={"tensor_parallel": (1, 128), "kv_heads": (1, 128)},
-    kv_bytes="K >=0",
-    tensor_parallel="t int>=1",
-    kv_heads="h_KV int>=1",
-)
-def kv_bytes_per_gpu(kv_bytes, tensor_parallel, kv_heads):
-    """KV bytes each GPU of a ``t``-way tensor-parallel group holds: ``K max(1/t, 1/h_KV)``.
-
-    TP splits the cache by KV heads: each rank holds ``h_KV / t`` of them,
-    but never less than one, so a group wider than the KV heads repeats
-    them. MLA caches one latent shared by every head: pass ``kv_heads=1``,
-    and every rank holds the whole cache. Llama-3.1-70B (8 KV heads) on
-    TP8 holds 1/8 per GPU; DeepSeek-V3 holds all of it on each of the 8.
-    """
-    return kv_bytes * np.maximum(1.0 / tensor_parallel, 1.0 / kv_heads)
 
 
 def _routed_and_rest_params(m) -> tuple[float, float]:
@@ -127,7 +107,7 @@ def tp_max_batch(
     """Most requests of ``context_tokens`` a ``tp``-way tensor-parallel group holds.
 
     ``floor((u C - W / t) / K_gpu)``: each GPU holds ``1/t`` of the weights
-    and :func:`kv_bytes_per_gpu` of every request's cache, which for MLA
+    and :func:`aiinfra.memory.kv_bytes_per_gpu` of every request's cache, which for MLA
     (one shared latent, ``kv_heads = 1``) is the whole cache on every rank;
     the group serves the same requests on all its GPUs. Chapter 6.
     """
@@ -136,7 +116,7 @@ def tp_max_batch(
     u = check("memory_utilization", memory_utilization, "(0,1]", scalar=True)
     ctx = check("context_tokens", context_tokens, "int>=1", scalar=True)
     kv_heads = 1 if m.attention_kind == "mla" else m.n_kv_heads
-    kv = kv_bytes_per_gpu(memory.kv_bytes_per_token(m, kv_bytes_per_element) * ctx, t, kv_heads)
+    kv = memory.kv_bytes_per_gpu(memory.kv_bytes_per_token(m, kv_bytes_per_element) * ctx, t, kv_heads)
     free = u * g.memory_bytes - bytes_per_weight * models.total_params(m) / t
     return max(int(free // kv), 0)
 

@@ -256,8 +256,9 @@ def cache_prefixes_that_fit(deployment, slots, context_tokens, prefix_tokens) ->
     b = check("slots", slots, "int>=1", scalar=True)
     n = check("context_tokens", context_tokens, "int>=1", scalar=True)
     c = check("prefix_tokens", prefix_tokens, "int>=1", scalar=True)
-    room = deployment.free_bytes - b * deployment.kv_bytes(n)
-    count = int(room // deployment.kv_bytes(c)) if room > 0 else 0
+    # what a request's (and a prefix's) cache occupies across the GPUs: copies included (MLA under TP)
+    room = deployment.free_bytes - b * deployment.kv_copies * deployment.kv_bytes(n)
+    count = int(room // (deployment.kv_copies * deployment.kv_bytes(c))) if room > 0 else 0
     if count < 1:
         raise ValueError(
             f"slots must leave room for one cached prefix of {c:,} tokens beside {b} requests of "

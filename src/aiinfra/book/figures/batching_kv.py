@@ -149,7 +149,7 @@ def draw(
         dot.set_markeredgecolor("black")
         title.set_text(f"{context_tokens:,}-token context, {_KV_LABEL[kv_layout]}")
 
-        kv_used = b * nd.kv_bytes(context_tokens)
+        kv_used = b * nd.kv_copies * nd.kv_bytes(context_tokens)
         kv_bar.set_width(min(kv_used, nd.free_bytes) / gb)
         beyond.set_width(min(max(kv_used - nd.free_bytes, 0.0) / gb, xmax - cap))
         share.set_text(
