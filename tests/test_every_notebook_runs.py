@@ -179,7 +179,8 @@ def build_wheel(python: Path, out: Path) -> Path:
 def run_all(scratch: Path, kernel: str, kernel_env, jupyter_path: str | None) -> dict[str, dict]:
     """Run every notebook in parallel; for each, its executed copy."""
     paths = notebooks()
-    assert len(paths) >= 60, f"only {len(paths)} notebooks found: run `make book` first"
+    least = 1 if os.environ.get("AIINFRA_NOTEBOOK_GLOB") else 60
+    assert len(paths) >= least, f"only {len(paths)} notebooks found: run `make book` first"
 
     def one(path: Path) -> tuple[str, dict]:
         name = str(path.relative_to(ROOT)).replace("/", "__")
