@@ -34,7 +34,7 @@ def previews(figure_page: str) -> list[Image.Image]:
     for cell in nb["cells"]:
         for o in cell.get("outputs", []):
             data = o.get("data", {})
-            if data.get("text/plain") == "<figure frame>":
+            if "".join(data.get("text/plain", "")) == "<figure frame>":  # saved as a list of lines
                 png = "".join(data["image/png"]) if isinstance(data["image/png"], list) else data["image/png"]
                 out.append(Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB"))
     return out

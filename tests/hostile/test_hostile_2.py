@@ -409,7 +409,7 @@ def test_7_the_personal_notebook_checks_at_home_and_grades_in_full(tmp_path):
     assert inside.returncode == 2 and "inside the hand-out" in inside.stderr
     personal = json.loads((handout / "students" / "alice" / "ch01.ipynb").read_text())
     assert key.hex() not in json.dumps(personal)
-    setup = next(c for c in personal["cells"] if c["cell_type"] == "code")["source"]
+    setup = "".join(next(c for c in personal["cells"] if c["cell_type"] == "code")["source"])
     call = next(
         n
         for n in ast.walk(ast.parse(setup))
