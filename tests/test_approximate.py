@@ -110,11 +110,12 @@ def test_each_guess_is_listed(model_type, words):
 
 
 def test_families_without_a_class_of_their_own_in_the_example():
-    # Kimi K2 runs as DeepseekV3ForCausalLM; Llama 4, Qwen3.5 and Gemma 4 ship as vision-language wrappers
+    # Kimi K2 runs as DeepseekV3ForCausalLM; Llama 4, Qwen3.5 (dense and MoE) and Gemma 4 ship as vision-language wrappers
     assert {t for t, f in A.FAMILIES.items() if not _own_class(f)} == {
         "kimi_k2",
         "llama4_text",
         "qwen3_5_text",
+        "qwen3_5_moe_text",
         "gemma4_text",
     }
 

@@ -86,6 +86,7 @@ FIXTURES = {
     "Llama-4-Scout-17B-16E": ("llama4_text", 107_769_861_120),
     "Qwen3-Next-80B-A3B-Instruct": ("qwen3_next", 79_674_391_296),
     "Qwen3.5-27B": ("qwen3_5_text", 26_895_998_464),
+    "Qwen3.5-35B-A3B": ("qwen3_5_moe_text", 34_660_610_688),
     "GLM-4.5-Air": ("glm4_moe", 106_852_251_264),
     "GLM-5": ("glm_moe_dsa", 743_911_218_432),
     "MiniMax-M2": ("minimax_m2", 228_689_764_864),
@@ -110,6 +111,8 @@ PUBLISHED = {
     "Qwen3-Next-80B-A3B-Instruct": (80, 0.5, 3, 0.6),
     # Qwen3.5 model card: 27B parameters in the language model.
     "Qwen3.5-27B": (27, 0.5, None, None),
+    # Qwen3.5 model card: Qwen3.5-35B-A3B, 35B total and 3B activated in the language model (the A3B of the name).
+    "Qwen3.5-35B-A3B": (35, 0.5, 3, 0.1),
     # GLM-4.5 report: GLM-4.5-Air, 106B total, 12B active (truncated).
     "GLM-4.5-Air": (106, 1, 12, 1),
     # GLM-5 model card: 744B parameters, 40B active.
@@ -378,6 +381,21 @@ def test_matmul_weights_a_token_multiplies():
     assert models.block_linear_params_per_token(g2) == 12 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072)
     mla = arch("DeepSeek-V2")
     assert {(x.qk_width, x.v_width) for x in mla.attention} == {(128 * 192, 128 * 128)}
+
+
+def test_qwen3_5_moe_fused_experts_and_fixed_state():
+    a = arch("Qwen3.5-35B-A3B")
+    g = models.params_by_group(a)
+    # 40 layers of 256 experts of width 512 on a 2,048 model, stored as one gate_up and one down tensor
+    assert g["expert"] == 40 * 256 * 3 * 512 * 2048 and "mlp" not in g
+    assert g["shared_expert"] == 40 * 3 * 512 * 2048 and g["router"] == 40 * (256 + 1) * 2048
+    experts = [t for t in a.tensors if t.group == "expert"]
+    assert sorted(t.shape for t in experts) == [(256, 1024, 2048), (256, 2048, 512)]
+    assert {t.layout for t in experts} == {"experts_out_in"}
+    # 30 Gated DeltaNet layers: conv (2 x 16 x 128 + 32 x 128) x 4 taps in BF16, 32 x 128 x 128 in FP32
+    assert memory.state_bytes_per_request(a) == 30 * ((2 * 16 * 128 + 32 * 128) * 4 * 2 + 32 * 128 * 128 * 4)
+    # 10 full-attention layers of 2 KV heads of 256 in BF16
+    assert memory.kv_bytes_per_request(a, 1000) == 1000 * 10 * 2 * 2 * 256 * 2
 
 
 def test_olmo2_norms_over_the_whole_projection():

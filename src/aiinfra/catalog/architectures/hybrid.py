@@ -1,5 +1,5 @@
-"""Hybrid token mixers with a fixed-size state: Qwen3-Next and Qwen3.5 (Gated DeltaNet linear attention beside
-gated full attention) and Nemotron-H (Mamba-2 beside attention, MLP and MoE blocks).
+"""Hybrid token mixers with a fixed-size state: Qwen3-Next and Qwen3.5, dense and MoE (Gated DeltaNet linear
+attention beside gated full attention) and Nemotron-H (Mamba-2 beside attention, MLP and MoE blocks).
 
 A linear-attention or Mamba layer caches no tokens. Per request it keeps a convolution state
 (``conv_dim`` channels x ``kernel`` taps, as ``transformers``' cache classes hold it) and a
@@ -67,7 +67,7 @@ def _gated_deltanet(f, p, layers, hidden, fused: bool):
     return rows, (conv * kernel, nv * dk * dv)
 
 
-def _qwen_hybrid(f, *, fused: bool):
+def _qwen_hybrid(f, *, fused: bool, fused_experts: bool = False):
     hidden, n_layers, heads, kv, head_dim, vocab, tied = _gqa_dims(f, False)
     kinds = _interval_kinds(f, n_layers)
     full = tuple(i for i, k in enumerate(kinds) if k == "full")
@@ -98,16 +98,29 @@ def _qwen_hybrid(f, *, fused: bool):
             f.int("moe_intermediate_size"),
             f.int("shared_expert_intermediate_size", minimum=0, default=0),
         )
-        rows += _gated_mlp(
-            f"{m}experts.{{expert}}.", moe_layers, hidden, width, group="expert", experts=experts
-        )
+        if fused_experts:  # Qwen3.5-MoE: (experts, 2 x width, hidden) and (experts, hidden, width) tensors
+            e = f"{m}experts."
+            rows += [
+                _t(
+                    f"{e}gate_up_proj",
+                    "expert",
+                    (experts, 2 * width, hidden),
+                    moe_layers,
+                    layout="experts_out_in",
+                ),
+                _t(f"{e}down_proj", "expert", (experts, hidden, width), moe_layers, layout="experts_out_in"),
+            ]
+        else:
+            rows += _gated_mlp(
+                f"{m}experts.{{expert}}.", moe_layers, hidden, width, group="expert", experts=experts
+            )
         rows.append(_t(f"{m}gate.weight", "router", (experts, hidden), moe_layers))
         if shared:
             rows += _gated_mlp(f"{m}shared_expert.", moe_layers, hidden, shared, group="shared_expert")
             rows.append(_t(f"{m}shared_expert_gate.weight", "router", (1, hidden), moe_layers))
         spec = _moe(experts, k, width, moe_layers, 1 if shared else 0)
     dense = tuple(i for i in range(n_layers) if i not in moe_layers)
-    dense_width = f.int("intermediate_size")
+    dense_width = f.int("intermediate_size") if dense else 0  # Qwen3.5-MoE has no dense layer, nor the field
     rows += _gated_mlp(m, dense, hidden, dense_width)
     rows += _norms(p, ("input_layernorm", "post_attention_layernorm"), hidden, range(n_layers))
     rows += _norms("model.", ("norm",), hidden, ())
@@ -143,6 +156,10 @@ def _qwen3_next(f):
 
 def _qwen3_5_text(f):
     return _qwen_hybrid(f, fused=False)
+
+
+def _qwen3_5_moe_text(f):
+    return _qwen_hybrid(f, fused=False, fused_experts=True)
 
 
 _NEMOTRON_BLOCKS = {"M": "mamba", "*": "full", "-": "mlp", "E": "moe"}
@@ -281,6 +298,17 @@ FAMILIES = (
         _ship(("Qwen3.5-27B", "Qwen/Qwen3.5-27B", True)),
         allowed=_GDN,
         architectures=("Qwen3_5ForCausalLM",),
+    ),
+    Family(
+        "qwen3_5_moe_text",
+        _qwen3_5_moe_text,
+        "Qwen3.5's hybrid layers with Qwen3-Next's experts and gated shared expert in every layer, the routed "
+        "experts stored as two fused tensors (the release wraps it in a vision-language model)",
+        # Written from the full printout of the loaded config (transformers 5.7.0) in a public model report,
+        # not from the file; the report's checkpoint listing shows the fused expert tensors.
+        _ship(("Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", True)),
+        allowed=_GDN | {"num_experts", "shared_expert_intermediate_size"},
+        architectures=("Qwen3_5MoeForCausalLM",),
     ),
     Family(
         "nemotron_h",
