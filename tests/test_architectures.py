@@ -89,6 +89,7 @@ FIXTURES = {
     "Qwen3.5-35B-A3B": ("qwen3_5_moe_text", 34_660_610_688),
     "GLM-4.5-Air": ("glm4_moe", 106_852_251_264),
     "GLM-5": ("glm_moe_dsa", 743_911_218_432),
+    "DeepSeek-V3.2": ("deepseek_v32", 671_877_944_064),
     "MiniMax-M2": ("minimax_m2", 228_689_764_864),
     "EXAONE-4.0-32B": ("exaone4", 32_003_216_384),
     "Nemotron-H-8B-Base-8K": ("nemotron_h", 8_100_852_736),
@@ -117,6 +118,9 @@ PUBLISHED = {
     "GLM-4.5-Air": (106, 1, 12, 1),
     # GLM-5 model card: 744B parameters, 40B active.
     "GLM-5": (744, 0.5, 40, 1),
+    # DeepSeek-V3 README: 685B on the Hub, of which 671B main model and 14B MTP module (not counted), 37B
+    # activated; V3.2 adds its indexer (DeepSeek-V3.2-Exp model card: the V3.1-Terminus shape plus DSA).
+    "DeepSeek-V3.2": (685 - 14, 1.5, 37, 0.6),
     # MiniMax-M2 model card: 230 billion total, 10 billion active (the MTP modules not counted).
     "MiniMax-M2": (230, 2, 10, 0.5),
     # EXAONE 4.0 model card: 32B parameters.
@@ -396,6 +400,67 @@ def test_qwen3_5_moe_fused_experts_and_fixed_state():
     assert memory.state_bytes_per_request(a) == 30 * ((2 * 16 * 128 + 32 * 128) * 4 * 2 + 32 * 128 * 128 * 4)
     # 10 full-attention layers of 2 KV heads of 256 in BF16
     assert memory.kv_bytes_per_request(a, 1000) == 1000 * 10 * 2 * 2 * 256 * 2
+
+
+# A field a config leaves out takes the family's transformers class default (configuration_*.py), as
+# transformers itself does: (config, field removed, the oracle's total of the config without it). Each default
+# here equals the release's own value, so the total is the shipped one's, which the oracle also counts.
+ABSENT_FIELDS = [
+    ("Mistral-7B-v0.1", "num_key_value_heads", 7_241_732_096),  # MistralConfig: 8
+    ("Mixtral-8x7B-v0.1", "num_key_value_heads", 46_702_792_704),  # MixtralConfig: 8
+    ("Qwen3-30B-A3B", "num_key_value_heads", 30_532_122_624),  # Qwen3MoeConfig: 4
+    ("starcoder2-3b", "num_key_value_heads", 3_030_371_328),  # Starcoder2Config: 2
+    ("SmolLM3-3B", "num_key_value_heads", 3_075_098_624),  # SmolLM3Config: 4
+    ("gemma-2-2b-it", "num_key_value_heads", 2_614_341_888),  # Gemma2Config: 4
+    ("GLM-4.5-Air", "num_key_value_heads", 106_852_251_264),  # Glm4MoeConfig: 8
+    ("GLM-4.5-Air", "first_k_dense_replace", 106_852_251_264),  # Glm4MoeConfig: 1
+    ("GLM-4.5-Air", "n_shared_experts", 106_852_251_264),  # Glm4MoeConfig: 1
+    ("MiniMax-M2", "num_key_value_heads", 228_689_764_864),  # MiniMaxM2Config: 8
+    ("MiniMax-M2", "head_dim", 228_689_764_864),  # MiniMaxM2Config: 128
+    ("Llama-4-Scout-17B-16E", "num_key_value_heads", 107_769_861_120),  # Llama4TextConfig: 8
+    ("DeepSeek-V2-Lite", "n_shared_experts", 15_706_484_224),  # DeepseekV2Config: 2
+    ("Qwen3-Next-80B-A3B-Instruct", "num_key_value_heads", 79_674_391_296),  # Qwen3NextConfig: 2
+]
+
+
+def _without(name, *fields):
+    cfg = models.shipped_config(name)
+    if isinstance(cfg.get("text_config"), dict):
+        return dict(cfg, text_config={k: v for k, v in cfg["text_config"].items() if k not in fields})
+    return {k: v for k, v in cfg.items() if k not in fields}
+
+
+@pytest.mark.parametrize("name, field, total", ABSENT_FIELDS)
+def test_an_absent_field_takes_the_class_default(name, field, total):
+    a = models.load(_without(name, field))
+    assert models.total_params(a) == total and any(d.startswith(f"{field}=") for d in a.defaults_used)
+    assert memory.kv_bytes_per_request(a, 5000) == memory.kv_bytes_per_request(arch(name), 5000)
+
+
+def test_absent_windows_take_the_class_default():
+    # MistralConfig.sliding_window = 4096: every layer slides (the oracle's cache holds 4,095 tokens a layer)
+    assert models.load(_without("Mistral-7B-v0.1", "sliding_window")).layer_summary() == "32 sliding (4,096)"
+    # Exaone4Config: sliding_window 4096, sliding_window_pattern 4 (three local layers, then a global one)
+    a = models.load(_without("EXAONE-4.0-32B", "sliding_window", "sliding_window_pattern", "layer_types"))
+    assert a.layer_summary() == "16 full + 48 sliding (4,096)"
+    # an explicit null means no window at all
+    assert models.load(
+        dict(_without("EXAONE-4.0-32B", "layer_types"), sliding_window=None)
+    ).layer_summary() == ("64 full")
+
+
+def test_an_explicit_null_is_derived_as_transformers_derives_it():
+    # num_key_value_heads: null -> num_attention_heads (MistralConfig.__post_init__), not the class default 8
+    a = models.load(dict(models.shipped_config("Mistral-7B-v0.1"), num_key_value_heads=None))
+    assert a.n_kv_heads == a.n_heads == 32
+
+
+@pytest.mark.parametrize("name", ["Qwen2.5-7B-Instruct", "EXAONE-4.0-32B", "gemma-2b"])
+def test_a_class_default_that_does_not_fit_is_refused(name):
+    # Qwen2Config and Exaone4Config default to 32 KV heads, GemmaConfig to 16: they divide none of these models'
+    # query heads (28, 40, 8), and transformers' own forward pass fails on the model it builds
+    with pytest.raises(ValueError, match="num_key_value_heads"):
+        models.load(_without(name, "num_key_value_heads"))
 
 
 def test_olmo2_norms_over_the_whole_projection():

@@ -177,7 +177,7 @@ def _sliding_everywhere(f: _Fields, n_layers: int) -> list[str]:
     kinds = _kinds_from_layer_types(f, n_layers)
     if kinds is not None:
         return kinds
-    return _all(n_layers, "sliding" if f.cfg.get("sliding_window") is not None else "full")
+    return _all(n_layers, "sliding" if f.opt_int("sliding_window") is not None else "full")
 
 
 def _qwen_kinds(f: _Fields, n_layers: int) -> list[str]:

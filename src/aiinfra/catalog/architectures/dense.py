@@ -159,9 +159,11 @@ def _exaone4(f):
         explicit = _kinds_from_layer_types(f, n)
         if explicit is not None:
             return explicit
-        if f.cfg.get("sliding_window") is None:
+        if "sliding_window" in f.cfg and f.cfg["sliding_window"] is None:  # no window: every layer is global
             return _all(n)
-        pattern = f.cfg.get("sliding_window_pattern", 4)
+        pattern = f.cfg.get("sliding_window_pattern")
+        if pattern is None:  # absent: the class default (and its window, 4096) is taken
+            pattern = f.int("sliding_window_pattern")
         if isinstance(pattern, str):  # "LLLG": local, local, local, global
             if not pattern or set(pattern) - {"L", "G"}:
                 raise _BadValue(
@@ -233,6 +235,7 @@ FAMILIES = (
         _mistral,
         "the Llama block; a non-null sliding_window windows every layer",
         _ship(("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1")),
+        defaults={"num_key_value_heads": 8, "sliding_window": 4096},
         architectures=("MistralForCausalLM",),
     ),
     Family(
@@ -240,6 +243,7 @@ FAMILIES = (
         _qwen2,
         "biases on q, k and v but never on o; windows only when use_sliding_window is set",
         _ship(("Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", True)),
+        defaults={"num_key_value_heads": 32},
         architectures=("Qwen2ForCausalLM",),
     ),
     Family(
@@ -247,6 +251,7 @@ FAMILIES = (
         _qwen3,
         "an RMSNorm of head_dim on queries and one on keys, in every layer",
         _ship(("Qwen3-8B", "Qwen/Qwen3-8B")),
+        defaults={"num_key_value_heads": 32, "head_dim": 128},
         architectures=("Qwen3ForCausalLM",),
     ),
     Family(
@@ -276,7 +281,7 @@ FAMILIES = (
         "biased projections, a plain two-matrix MLP (c_fc, c_proj), LayerNorms with bias",
         _ship(("starcoder2-3b", "bigcode/starcoder2-3b", True)),
         tied=True,
-        defaults={"use_bias": True},
+        defaults={"num_key_value_heads": 2, "use_bias": True},
         architectures=("Starcoder2ForCausalLM",),
     ),
     Family(
@@ -285,6 +290,7 @@ FAMILIES = (
         "the Llama block with a tied head; its no-RoPE layers hold no weights and pretraining_tp changes no shape",
         _ship(("SmolLM3-3B", "HuggingFaceTB/SmolLM3-3B", True)),
         tied=True,
+        defaults={"num_key_value_heads": 4},
         architectures=("SmolLM3ForCausalLM",),
     ),
     Family(
@@ -292,6 +298,7 @@ FAMILIES = (
         _exaone4,
         "q/k norms of head_dim, norms after attention and after the MLP only, three sliding layers per global one",
         _ship(("EXAONE-4.0-32B", "LGAI-EXAONE/EXAONE-4.0-32B", True)),
+        defaults={"num_key_value_heads": 32, "sliding_window": 4096, "sliding_window_pattern": 4},
         architectures=("Exaone4ForCausalLM",),
     ),
     Family(

@@ -33,8 +33,10 @@ class _Fields:
         self.model_type = cfg.get("model_type")
 
     def _raw(self, key: str):
+        # An absent field takes the class default; an explicit null is passed on (transformers then derives
+        # the value, e.g. num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads).
         value = self.cfg.get(key)
-        if value is None and key in self.defaults:
+        if key not in self.cfg and key in self.defaults:
             value = self.defaults[key]
             if value is not None:
                 self.used.append(f"{key}={value!r}")

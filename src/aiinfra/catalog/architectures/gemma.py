@@ -170,7 +170,7 @@ FAMILIES = (
         "head_dim set apart from the hidden size, a tied head",
         _ship(("gemma-2b", "google/gemma-2b", True)),
         tied=True,
-        defaults={"head_dim": 256},
+        defaults={"num_key_value_heads": 16, "head_dim": 256},
         architectures=("GemmaForCausalLM",),
     ),
     Family(
@@ -179,7 +179,7 @@ FAMILIES = (
         "four RMSNorms a layer; sliding and global layers alternate",
         _ship(("gemma-2-2b-it", "google/gemma-2-2b-it")),
         tied=True,
-        defaults={"head_dim": 256, "sliding_window": 4096},
+        defaults={"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096},
         architectures=("Gemma2ForCausalLM",),
     ),
     Family(

@@ -288,6 +288,12 @@ FAMILIES = (
         "attention with q/k norms in the fourth; 512 experts plus a gated shared expert",
         _ship(("Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Instruct", True)),
         allowed=_GDN | {"num_experts", "shared_expert_intermediate_size"},
+        defaults={
+            "num_key_value_heads": 2,
+            "head_dim": 256,
+            "num_experts": 512,
+            "shared_expert_intermediate_size": 512,
+        },
         architectures=("Qwen3NextForCausalLM",),
     ),
     Family(
@@ -297,6 +303,7 @@ FAMILIES = (
         "a dense MLP (the release wraps it in a vision-language model)",
         _ship(("Qwen3.5-27B", "Qwen/Qwen3.5-27B", True)),
         allowed=_GDN,
+        defaults={"num_key_value_heads": 4, "head_dim": 256},
         architectures=("Qwen3_5ForCausalLM",),
     ),
     Family(
@@ -308,6 +315,12 @@ FAMILIES = (
         # not from the file; the report's checkpoint listing shows the fused expert tensors.
         _ship(("Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", True)),
         allowed=_GDN | {"num_experts", "shared_expert_intermediate_size"},
+        defaults={
+            "num_key_value_heads": 2,
+            "head_dim": 256,
+            "num_experts": 256,
+            "shared_expert_intermediate_size": 512,
+        },
         architectures=("Qwen3_5MoeForCausalLM",),
     ),
     Family(
@@ -317,6 +330,7 @@ FAMILIES = (
         "MLP or a MoE, in the order of hybrid_override_pattern",
         _ship(("Nemotron-H-8B-Base-8K", "nvidia/Nemotron-H-8B-Base-8K", True)),
         allowed=frozenset({"mamba_num_heads", "n_routed_experts", "n_shared_experts"}),
+        defaults={"num_key_value_heads": 8, "head_dim": 128, "moe_shared_expert_intermediate_size": 7688},
         architectures=("NemotronHForCausalLM",),
     ),
 )

@@ -1,4 +1,5 @@
-"""Latent attention (MLA): DeepSeek-V2/V3, Kimi K2 (a DeepSeek-V3 checkpoint) and GLM-5's sparse attention (DSA)."""
+"""Latent attention (MLA): DeepSeek-V2/V3, Kimi K2 (a DeepSeek-V3 checkpoint), GLM-5 and DeepSeek-V3.2 (sparse
+attention, DSA)."""
 
 from __future__ import annotations
 
@@ -156,6 +157,7 @@ FAMILIES = (
             ("DeepSeek-V2", "deepseek-ai/DeepSeek-V2", True),
         ),
         allowed=_DEEPSEEK_FIELDS,
+        defaults={"n_shared_experts": 2, "q_lora_rank": 1536},
         architectures=("DeepseekV2ForCausalLM",),
     ),
     Family(
@@ -164,6 +166,7 @@ FAMILIES = (
         "the DeepSeek-V2 layout plus a score-correction bias per expert; the stored MTP layer is not counted",
         _ship(("DeepSeek-V3", "deepseek-ai/DeepSeek-V3")),
         allowed=_DEEPSEEK_FIELDS,
+        defaults={"first_k_dense_replace": 3, "n_shared_experts": 1, "q_lora_rank": 1536},
         architectures=("DeepseekV3ForCausalLM",),
     ),
     Family(
@@ -172,6 +175,7 @@ FAMILIES = (
         "a DeepSeek-V3 checkpoint (DeepseekV3ForCausalLM) under its own model_type: 384 experts, 64 heads",
         _ship(("Kimi-K2-Instruct", "moonshotai/Kimi-K2-Instruct", True)),
         allowed=_DEEPSEEK_FIELDS,
+        defaults={"first_k_dense_replace": 3, "n_shared_experts": 1, "q_lora_rank": 1536},
     ),
     Family(
         "glm_moe_dsa",
@@ -180,6 +184,19 @@ FAMILIES = (
         "one cached key per token) in its indexer layers",
         _ship(("GLM-5", "zai-org/GLM-5", True)),
         allowed=_DEEPSEEK_FIELDS | {"index_head_dim"},
+        defaults={"first_k_dense_replace": 3, "n_shared_experts": 1, "q_lora_rank": 2048},
         architectures=("GlmMoeDsaForCausalLM",),
+    ),
+    Family(
+        "deepseek_v32",
+        _glm_moe_dsa,
+        "DeepSeek-V3 with the sparse-attention indexer (GLM-5's layout): a query/key projection and one "
+        "cached index_head_dim key per token in every layer; the stored MTP layer is not counted",
+        # Written from the raw config.json a public model report prints (its repository could not be
+        # cited), so labelled reconstructed; the oracle counts the same file.
+        _ship(("DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2", True)),
+        allowed=_DEEPSEEK_FIELDS | {"index_head_dim"},
+        defaults={"first_k_dense_replace": 3, "n_shared_experts": 1, "q_lora_rank": 1536},
+        architectures=("DeepseekV32ForCausalLM",),
     ),
 )

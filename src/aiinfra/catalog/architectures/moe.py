@@ -204,7 +204,7 @@ def _llama4_text(f):
     if kinds is None:
         interval = f.int("no_rope_layer_interval", default=4)
         rope = f.cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in layers]
-        chunk = f.cfg.get("attention_chunk_size")
+        chunk = f.opt_int("attention_chunk_size")
         kinds = ["chunked" if r and chunk is not None else "full" for r in rope]
     window = f.int("attention_chunk_size") if "chunked" in kinds else None
     return dict(
@@ -223,6 +223,7 @@ FAMILIES = (
         "Mistral attention; every layer holds 8 gated experts (w1, w3, w2) and a linear router",
         _ship(("Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-v0.1")),
         allowed=frozenset({"num_local_experts"}),
+        defaults={"num_key_value_heads": 8},
         architectures=("MixtralForCausalLM",),
     ),
     Family(
@@ -231,6 +232,7 @@ FAMILIES = (
         "Qwen3 attention; expert layers chosen by decoder_sparse_step and mlp_only_layers",
         _ship(("Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B")),
         allowed=frozenset({"num_experts"}),
+        defaults={"num_key_value_heads": 4, "num_experts": 128},
         architectures=("Qwen3MoeForCausalLM",),
     ),
     Family(
@@ -239,7 +241,7 @@ FAMILIES = (
         "biased attention with a learned sink per head, fused biased experts stored (E, in, out), a biased "
         "router; a 128-token window on every other layer",
         _ship(("gpt-oss-20b", "openai/gpt-oss-20b")),
-        defaults={"head_dim": 64, "sliding_window": 128},
+        defaults={"num_key_value_heads": 8, "head_dim": 64, "sliding_window": 128},
         allowed=frozenset({"num_local_experts"}),
         architectures=("GptOssForCausalLM",),
     ),
@@ -250,6 +252,7 @@ FAMILIES = (
         "first_k_dense_replace dense layers; the MTP layer is not counted",
         _ship(("GLM-4.5-Air", "zai-org/GLM-4.5-Air", True)),
         allowed=frozenset({"n_routed_experts", "n_shared_experts"}),
+        defaults={"num_key_value_heads": 8, "first_k_dense_replace": 1, "n_shared_experts": 1},
         architectures=("Glm4MoeForCausalLM",),
     ),
     Family(
@@ -259,6 +262,7 @@ FAMILIES = (
         "the MTP modules are not counted",
         _ship(("MiniMax-M2", "MiniMaxAI/MiniMax-M2", True)),
         allowed=frozenset({"num_local_experts"}),
+        defaults={"num_key_value_heads": 8, "head_dim": 128},
         architectures=("MiniMaxM2ForCausalLM",),
     ),
     Family(
@@ -268,6 +272,7 @@ FAMILIES = (
         "RoPE layers attend within chunks, every fourth (NoPE) layer to the whole context; weightless q/k norms",
         _ship(("Llama-4-Scout-17B-16E", "meta-llama/Llama-4-Scout-17B-16E", True)),
         allowed=frozenset({"num_local_experts"}),
+        defaults={"num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192},
         architectures=("Llama4ForCausalLM",),
     ),
 )
