@@ -129,3 +129,16 @@ def test_the_tying_default_comes_from_the_family_the_architectures_name():
     assert any("smollm3's default (True)" in a for a in est.assumptions)
     untied = models.load(hidden(cfg), approximate=True)
     assert models.total_params(untied) - models.total_params(exact) == 128_256 * 2048
+
+
+def test_the_named_family_lends_its_class_defaults_to_the_estimate():
+    # an EXAONE 4 config without its window fields: Exaone4Config's 4,096-token window and one global layer in
+    # four, as transformers builds it (the exact count of the same config agrees)
+    drop = ("sliding_window", "sliding_window_pattern", "layer_types")
+    cfg = {k: v for k, v in models.shipped_config("EXAONE-4.0-32B").items() if k not in drop}
+    est = _approximate(dict(cfg, model_type="renamed"), "renamed", "renamed")
+    assert est.layer_summary() == models.load(cfg).layer_summary() == "16 full + 48 sliding (4,096)"
+    assert any(
+        "exaone4's class defaults: sliding_window=4096, sliding_window_pattern=4" in a
+        for a in est.assumptions
+    )

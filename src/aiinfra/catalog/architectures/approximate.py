@@ -12,7 +12,8 @@ The estimate reads every field that changes a count or a cache by much, and list
   experts with their shared experts, dense first layers (``first_k_dense_replace``) and interleaving
   (``interleave_moe_layer_step``, ``decoder_sparse_step``, ``mlp_only_layers``);
 * an absent ``tie_word_embeddings`` takes the tying default of the family the config's
-  ``architectures`` names, else ``transformers``' own default (untied).
+  ``architectures`` names, else ``transformers``' own default (untied); the other fields that family's
+  record holds class defaults for (KV heads, head_dim, windows, dense first layers...) take them too.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ _REVEALED = (
 def _approximate(cfg: Mapping[str, Any], label: str, reason: str) -> ModelConfig:
     """A labelled estimate of a config no family counts exactly (see the module docstring)."""
     assumptions = [f"not an exact family: {reason}"]
+    family = _named_family(cfg)
+    lent = {k: v for k, v in (family.defaults if family else {}).items() if k not in cfg}
+    if lent:
+        cfg = {**cfg, **lent}
+        assumptions.append(
+            f"absent fields take {family.model_type}'s class defaults: "
+            + ", ".join(f"{k}={v!r}" for k, v in lent.items())
+        )
     base = dict(cfg)
     for key, aliases in _ALIASES.items():
         value = next((cfg[a] for a in aliases if cfg.get(a) is not None), None)
@@ -120,10 +129,15 @@ def _revealed(cfg: Mapping[str, Any]):
     return next((b for keys, b, _ in _REVEALED if any(cfg.get(k) is not None for k in keys)), None)
 
 
+def _named_family(cfg: Mapping[str, Any]):
+    """The family record of the first ``transformers`` class the config's ``architectures`` names, if any."""
+    return next((BY_ARCHITECTURE[a] for a in cfg.get("architectures") or () if a in BY_ARCHITECTURE), None)
+
+
 def _tying(cfg: Mapping[str, Any], assumptions: list) -> bool:
     if cfg.get("tie_word_embeddings") is not None:
         return bool(cfg["tie_word_embeddings"])
-    family = next((BY_ARCHITECTURE[a] for a in cfg.get("architectures") or () if a in BY_ARCHITECTURE), None)
+    family = _named_family(cfg)
     if family is not None:
         assumptions.append(
             f"tie_word_embeddings absent: {family.model_type}'s default ({family.tied}) is taken"
