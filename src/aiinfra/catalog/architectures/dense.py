@@ -229,6 +229,7 @@ FAMILIES = (
             ("Llama-3.1-405B", "meta-llama/Llama-3.1-405B", True),
         ),
         architectures=("LlamaForCausalLM",),
+        wrappers=("llava",),
     ),
     Family(
         "mistral",
@@ -237,6 +238,7 @@ FAMILIES = (
         _ship(("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1")),
         defaults={"num_key_value_heads": 8, "sliding_window": 4096},
         architectures=("MistralForCausalLM",),
+        wrappers=("mistral3",),
     ),
     Family(
         "qwen2",

@@ -46,6 +46,8 @@ class Family:
     ``allowed`` lists the tensor-adding fields (:data:`FOREIGN`) this family
     reads; ``architectures`` names the ``transformers`` classes whose checkpoints
     it counts (dispatch reads them when the ``model_type`` is another's);
+    ``wrappers`` are the ``model_type`` values of multimodal wrappers whose
+    ``text_config`` is this family's text model without naming it;
     ``shipped`` are its shipped configs, the first one its example.
     """
 
@@ -57,6 +59,7 @@ class Family:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     allowed: frozenset[str] = frozenset()
     architectures: tuple[str, ...] = ()
+    wrappers: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.shipped:

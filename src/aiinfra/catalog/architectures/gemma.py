@@ -201,6 +201,7 @@ FAMILIES = (
             sliding_window_pattern=6,
         ),
         architectures=("Gemma3ForCausalLM",),
+        wrappers=("gemma3",),
     ),
     Family(
         "gemma4_text",
@@ -233,5 +234,6 @@ FAMILIES = (
         ),
         allowed=frozenset({"num_experts", "top_k_experts"}),
         architectures=("Gemma4ForCausalLM",),
+        wrappers=("gemma4",),
     ),
 )

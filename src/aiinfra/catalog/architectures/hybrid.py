@@ -305,6 +305,7 @@ FAMILIES = (
         allowed=_GDN,
         defaults={"num_key_value_heads": 4, "head_dim": 256},
         architectures=("Qwen3_5ForCausalLM",),
+        wrappers=("qwen3_5",),
     ),
     Family(
         "qwen3_5_moe_text",

@@ -274,5 +274,6 @@ FAMILIES = (
         allowed=frozenset({"num_local_experts"}),
         defaults={"num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192},
         architectures=("Llama4ForCausalLM",),
+        wrappers=("llama4",),
     ),
 )

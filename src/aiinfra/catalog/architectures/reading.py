@@ -13,7 +13,7 @@ from aiinfra.catalog.architectures.blocks import _drop_empty
 from aiinfra.catalog.architectures.core import ModelConfig, _BadValue
 from aiinfra.catalog.architectures.family import Family
 from aiinfra.catalog.architectures.fields import FOREIGN, _Fields
-from aiinfra.catalog.architectures.registry import BY_ARCHITECTURE, FAMILIES
+from aiinfra.catalog.architectures.registry import BY_ARCHITECTURE, BY_WRAPPER, FAMILIES
 
 
 def _read_config(source) -> dict:
@@ -82,26 +82,15 @@ def _path_label(config) -> str | None:
     return path.stem
 
 
-#: What the text model of a wrapper is, when its ``text_config`` does not say.
-_WRAPPED_TEXT_TYPES = {
-    "gemma3": "gemma3_text",
-    "gemma4": "gemma4_text",
-    "llava": "llama",
-    "mistral3": "mistral",
-    "llama4": "llama4_text",
-    "qwen3_5": "qwen3_5_text",
-}
-
-
 def _unwrap(cfg: Mapping[str, Any]) -> dict:
     text = dict(cfg["text_config"])
     if not text.get("model_type"):
-        wrapped = _WRAPPED_TEXT_TYPES.get(cfg.get("model_type", ""))
+        wrapped = BY_WRAPPER.get(cfg.get("model_type", ""))
         if wrapped is None:
             raise ValueError(
                 f"text_config of model_type {cfg.get('model_type')!r} does not name its model_type"
             )
-        text["model_type"] = wrapped
+        text["model_type"] = wrapped.model_type
     for key in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
         if key in cfg and key not in text:
             text[key] = cfg[key]

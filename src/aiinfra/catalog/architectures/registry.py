@@ -11,3 +11,5 @@ FAMILIES: dict[str, Family] = {
 }
 #: transformers class name -> record, for configs whose model_type is not a family's (a renamed release).
 BY_ARCHITECTURE: dict[str, Family] = {name: f for f in FAMILIES.values() for name in f.architectures}
+#: multimodal wrapper model_type -> the record of its text model, for a ``text_config`` that does not name it.
+BY_WRAPPER: dict[str, Family] = {name: f for f in FAMILIES.values() for name in f.wrappers}
