@@ -3,8 +3,9 @@
 import pytest
 
 from aiinfra.book import tables
-from aiinfra.book.tables import ch01, ch02, ch06
+from aiinfra.book.tables import ch01, ch02, ch06, ch07
 from aiinfra.catalog import hardware, reference
+from aiinfra.deployment import SERVING_70B, SERVING_CONTEXT_TOKENS, SERVING_TPOT_S
 
 
 def test_markdown_table_shape_and_escaping():
@@ -107,3 +108,20 @@ def test_a_price_in_a_table_is_a_dollar_no_notebook_client_takes_for_math():
     assert "per 1e6 tokens" in layers and "$" not in layers.replace(tables.DOLLAR, "")
     md = tables.markdown_table(["cost", "message $S$"], [["\\$5.00", "$S$"]])
     assert md.count(tables.DOLLAR) == 1 and md.count("$S$") == 2 and "\\$" not in md
+
+
+def test_chapter_6_page_4_values_count_deepseek_v3_slots_and_calls():
+    values = ch06.inference_across_chips_values()
+    # DeepSeek-V3: 256 routed experts, 8 per token, 61 layers of which the first 3 are dense
+    assert (values["E"], values["k"], values["L"], values["moe"]) == (256, 8, 61, 58)
+    assert values["calls"] == 116  # one dispatch and one combine per MoE layer
+    # 256 experts + 32 redundant = 288 slots over 72 GPUs: 4 per GPU, 3 without the redundant ones
+    assert (values["slots"], values["per"], values["lo"]) == (288, 4, 3)
+    assert values["nvl_all"] == (values["nvl_b"] * 72, ",")
+
+
+def test_chapter_7_page_7_values_chain_draft_of_four():
+    values = ch07.serving_techniques_values(SERVING_70B, SERVING_CONTEXT_TOKENS, SERVING_TPOT_S)
+    # alpha = 0.8, gamma = 4: E = (1 - 0.8**5) / (1 - 0.8) = 3.3616 tokens per pass; a chain verifies 5
+    assert values["E"] == (pytest.approx(3.3616), ".2f") and values["T"] == 5
+    assert values["gamma"] == 4 and values["batch"] == 64 and values["prompt"] == (8192, ",")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from aiinfra import units
+from aiinfra import calibration, compute, memory, roofline, units
 from aiinfra.book.tables import markdown_table
-from aiinfra.catalog import reference
+from aiinfra.catalog import hardware, models, reference
+from aiinfra.cluster import network as net
+from aiinfra.cluster import parallelism as par
+from aiinfra.cluster import sharding as sh
 from aiinfra.formula import check
 
 
@@ -167,4 +170,135 @@ def reported_runs_table_markdown(runs=None) -> str:
         ["run", "GPUs", "layout", "TFLOP/s per GPU (dense BF16)", "MFU reported", "source"],
         rows,
         align="lrlrrl",
+    )
+
+
+def inference_across_chips_values(
+    model_name: str = "DeepSeek-V3",
+    context_tokens: int = 8192,
+    batch: int = 64,
+    nvl_gpus: int = 72,
+    prefill_tokens: int = 4096,
+    skew: float = 0.5,
+    redundant_experts: int = 32,
+    pipeline_stages: int = 2,
+) -> dict:
+    """Every number chapter 6's page 4 ("Inference across many chips") glues, as ``name: (value, spec)``.
+
+    ``model_name`` decoding at ``context_tokens`` over an NVL72 of ``nvl_gpus`` GB200s (and over an
+    8-GPU H200 HGX board), messages worked for ``batch`` tokens, a prefill of ``prefill_tokens``, Zipf
+    expert loads of exponent ``skew`` with ``redundant_experts`` extra slots, and ``pipeline_stages``
+    stages. The page calls ``glue("ch06_x", **values)``.
+    """
+    M, CTX, B, N, PRE, SKEW, RED, PP = (
+        models.load(model_name),
+        context_tokens,
+        batch,
+        nvl_gpus,
+        prefill_tokens,
+        skew,
+        redundant_experts,
+        pipeline_stages,
+    )
+    gb, h2, ib = (
+        hardware.gpu("GB200"),
+        hardware.gpu("H200 SXM"),
+        hardware.link("ndr").bytes_per_s_per_direction,
+    )
+    nv, nvh = gb.scaleup_bytes_per_s_per_direction, h2.scaleup_bytes_per_s_per_direction
+    U, E, K, D = (
+        calibration.load().parameters.memory_utilization,
+        M.n_routed_experts,
+        M.n_experts_per_token,
+        M.hidden_size,
+    )
+
+    def a2a(t, b, g, r="nvlink"):
+        return net.all_to_all_time_s(net.moe_all_to_all_bytes(t, D, K, b), g, r)
+
+    def layer(t, g, r="nvlink"):  # dispatch (FP8) + combine (BF16)
+        return a2a(t, 1.0, g, r) + a2a(t, 2.0, g, r)
+
+    ar, loads, kv = (
+        par.tp_allreduce_message_bytes(N * B, D),
+        sh.zipf_expert_loads(E, SKEW),
+        memory.kv_bytes_per_request(M, CTX),
+    )
+    run = {
+        k: (n, b, *(sh.ep_decode_step(M, g, n, b, CTX, prediction=p) for p in (False, True)))
+        for k, g, n, b in (
+            (k, g, n, sh.ep_max_batch_per_gpu(M, g, n, CTX, memory_utilization=U))
+            for k, g, n in (("nvl", "GB200", N), ("hgx", "H200 SXM", 8))
+        )
+    }
+    cases = {
+        f"{k}_{name}": v
+        for k, (n, b, bd, pr) in run.items()
+        for name, v in (
+            ("w", (sh.ep_weight_bytes_per_gpu(M, n), "B GB 1")),
+            ("b", b),
+            ("all", (b * n, ",")),
+            ("bound", (bd.time_s, "s ms 1")),
+            ("pred", (pr.time_s, "s ms 1")),
+            ("user", (1 / pr.time_s, ".0f")),
+            ("gpu", (b / pr.time_s, ",.0f")),
+            ("bw", bd.waits),
+            ("pw", pr.waits),
+            ("net", (pr.network_s, "s ms 1")),
+            ("net_share", (pr.network_s / pr.time_s, ".0%")),
+        )
+    }
+    rate = {k: b / pr.time_s for k, (n, b, bd, pr) in run.items()}
+    return dict(
+        E=E,
+        k=K,
+        d=(D, ","),
+        L=M.n_layers,
+        moe=len(M.moe_layers),
+        nv=(nv, "B/s GB 0"),
+        nv2=(2 * nv, "B/s TB 1"),
+        nvh=(nvh, "B/s GB 0"),
+        ib=(ib, "B/s GB 0"),
+        b=B,
+        n=N,
+        ctx=(CTX, ","),
+        one=(net.moe_all_to_all_bytes(1, D, K, 1.0), "B KB 0"),
+        one_t=(a2a(1, 1.0, nv), "s us 1"),
+        lat=(net.ALL_TO_ALL_REGIMES["nvlink"].latency_s, "s us 1"),
+        ep_bytes=(net.moe_all_to_all_bytes(B, D, K, 3.0), "B MB 1"),
+        ep_t=(layer(B, nv), "s us 0"),
+        ep_bound=(net.moe_all_to_all_bytes(B, D, K, 3.0) / nv, "s us 0"),
+        ep_rdma=(layer(B, ib, "rdma"), "s us 0"),
+        rdma_x=(layer(B, ib, "rdma") / layer(B, nv), ".0f"),
+        ar=(ar, "B MB 0"),
+        ar_n=(par.tp_allreduce_count(M.n_layers), ".0f"),
+        ar_t=(net.tp_allreduce_time_s(ar, N, nv), "s us 0"),
+        ar_step=(par.tp_comm_time_per_step_s(M.n_layers, net.tp_allreduce_time_s(ar, N, nv)), "s ms 1"),
+        pp=(par.pp_boundary_bytes(B, D, PP), "B KB 0"),
+        stages=PP,
+        pre=(PRE, ","),
+        u=(U, ".0%"),
+        calls=2 * len(M.moe_layers),
+        slots=E + RED,
+        per=(E + RED) // N,
+        lo=E // N,
+        w_e=(M.moe_intermediate_size, ","),
+        pre_nv=(layer(PRE, nv), "s ms 2"),
+        pre_ib=(layer(PRE, ib, "rdma"), "s ms 1"),
+        pre_fl=(
+            roofline.compute_time_s(compute.prefill_flops(M, PRE) / M.n_layers, gb.dense_flops_per_s("fp8")),
+            "s ms 2",
+        ),
+        kv=(kv, "B MB 0"),
+        tp_kv=(memory.kv_bytes_per_gpu(kv, N, 1), "B MB 0"),
+        tp_cap=(sh.tp_max_batch(M, "GB200", N, CTX, memory_utilization=U), ","),
+        tp8_cap=sh.tp_max_batch(M, "H200 SXM", 8, CTX, memory_utilization=U),
+        skew=SKEW,
+        red=RED,
+        hot=(loads[0] * K, ".0%"),
+        imb0=(sh.ep_load_imbalance(loads, N), ".2f"),
+        imb=(sh.ep_load_imbalance(loads, N, RED), ".2f"),
+        flat=(sh.ep_load_imbalance(sh.zipf_expert_loads(E, 0), N), ".3f"),
+        ratio=(rate["nvl"] / rate["hgx"], ".1f"),
+        **cases,
     )
