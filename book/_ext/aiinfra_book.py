@@ -128,7 +128,7 @@ def pages_list(app, node: chapter_pages, fromdocname: str) -> nodes.enumerated_l
         if not summary:
             logger.warning(
                 f"{child}: no 'description:' in its front matter for the chapter's list of pages",
-                location=node,
+                location=child,
             )
             summary = ""
         title = nodes.inline("", env.titles[child].astext(), classes=["std", "std-doc"])
