@@ -224,13 +224,15 @@ def inference_across_chips_values(
         sh.zipf_expert_loads(E, SKEW),
         memory.kv_bytes_per_request(M, CTX),
     )
-    run = {
-        k: (n, b, *(sh.ep_decode_step(M, g, n, b, CTX, prediction=p) for p in (False, True)))
-        for k, g, n, b in (
-            (k, g, n, sh.ep_max_batch_per_gpu(M, g, n, CTX, memory_utilization=U))
-            for k, g, n in (("nvl", "GB200", N), ("hgx", "H200 SXM", 8))
+    run = {}  # the NVL72 and the HGX board: GPUs, batch per GPU, the bound step and the predicted one
+    for k, g, n in (("nvl", "GB200", N), ("hgx", "H200 SXM", 8)):
+        b = sh.ep_max_batch_per_gpu(M, g, n, CTX, memory_utilization=U)
+        run[k] = (
+            n,
+            b,
+            sh.ep_decode_step(M, g, n, b, CTX),
+            sh.ep_decode_step(M, g, n, b, CTX, prediction=True),
         )
-    }
     cases = {
         f"{k}_{name}": v
         for k, (n, b, bd, pr) in run.items()
