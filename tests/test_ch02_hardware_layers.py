@@ -275,46 +275,46 @@ def test_host_share_of_the_chapter1_gap():
 
 def test_request_needs_and_traffic_tables():
     from aiinfra import memory
-    from aiinfra.book import tables
+    from aiinfra.book.tables import ch01
 
     d = Deployment("Qwen3-8B", "H100 SXM")
-    text = tables.request_needs_markdown(d, 2048, 2048)
+    text = ch01.request_needs_markdown(d, 2048, 2048)
     assert "16.38 GB" in text and "144 KiB" in text and "15.14 GB" in text and "29.69 TFLOPs" in text  # NOTES
     t = memory.request_traffic(d.weight_bytes, d.weight_bytes_read, d.kv_bytes_per_token, 4096, 2048, 100)
-    assert "100 output tokens" in tables.request_traffic_markdown("x", [t])
+    assert "100 output tokens" in ch01.request_traffic_markdown("x", [t])
     with pytest.raises(ValueError, match="traffics"):
-        tables.request_traffic_markdown("x", [])
+        ch01.request_traffic_markdown("x", [])
 
 
 def test_step_batch_and_floor_tables_show_the_worked_request():
-    from aiinfra.book import tables
+    from aiinfra.book.tables import ch01, ch02
     from aiinfra.deployment import TEACHING_8B as t8
     from aiinfra.deployment import TEACHING_BATCH as b
     from aiinfra.deployment import TEACHING_PROMPT_TOKENS as p
 
-    text = tables.batch_comparison_markdown(t8.step(1, p), t8.step(b, p))
+    text = ch02.batch_comparison_markdown(t8.step(1, p), t8.step(b, p))
     assert "7.8 ms" in text and "12.2 ms" in text and "129" in text  # NOTES: the worked 8B request
-    changes = tables.step_changes_markdown({"Baseline": t8.step(1, p)})
+    changes = ch01.step_changes_markdown({"Baseline": t8.step(1, p)})
     assert "7.76 ms" in changes  # 16.3 GB / 2.1 TB/s
-    floor = tables.decode_floor_markdown([("H100", 16e9, 3.35e12)])
+    floor = ch02.decode_floor_markdown([("H100", 16e9, 3.35e12)])
     assert "4.78 ms" in floor and "209" in floor  # 16 GB / 3.35 TB/s
-    assert "20.00 ms" in tables.link_transfer_markdown(1e9, [hardware.link("cx7")])  # 1 GB at 50 GB/s
+    assert "20.00 ms" in ch02.link_transfer_markdown(1e9, [hardware.link("cx7")])  # 1 GB at 50 GB/s
     with pytest.raises(ValueError, match="size_bytes"):
-        tables.link_transfer_markdown(0.0)
+        ch02.link_transfer_markdown(0.0)
 
 
 def test_new_chapter2_tables():
-    from aiinfra.book import tables
+    from aiinfra.book.tables import ch02
 
-    launch = tables.launch_overhead_markdown(
+    launch = ch02.launch_overhead_markdown(
         {"Qwen3-8B": Deployment("Qwen3-8B", "H100 SXM")}, 12, reference.CUDA_GRAPHS_V100, 2048
     )
     assert launch.count("Qwen3-8B") == 3 and "432" in launch  # 12 kernels x 36 layers
     with pytest.raises(ValueError, match="kernels_per_layer"):
-        tables.launch_overhead_markdown({}, 0, reference.CUDA_GRAPHS_V100, 2048)
-    mig = tables.mig_profiles_markdown()
+        ch02.launch_overhead_markdown({}, 0, reference.CUDA_GRAPHS_V100, 2048)
+    mig = ch02.mig_profiles_markdown()
     assert "| 1g.10gb | 1 of 7 | 1 of 8 | 10 GB |" in mig
-    dies = tables.die_yield_markdown(reference.GH100, {"N5": 0.10 / units.cm2})
+    dies = ch02.die_yield_markdown(reference.GH100, {"N5": 0.10 / units.cm2})
     assert "44%" in dies and "47%" in dies  # research-18 section 4b
-    tpu = tables.systolic_batch_markdown(reference.TPU_V1, [1, 2048])
+    tpu = ch02.systolic_batch_markdown(reference.TPU_V1, [1, 2048])
     assert "| 1 | 1 |" in tpu and "100.0%" in tpu

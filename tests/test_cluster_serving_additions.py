@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiinfra.book import tables
+from aiinfra.book.tables import ch06, ch07
 from aiinfra.catalog import reference
 from aiinfra.deployment import SERVING_70B, Deployment
 from aiinfra.serving import capacity
@@ -73,7 +73,7 @@ def test_published_power():
 
 
 def test_cluster_scale_table_worked_numbers():
-    md = tables.cluster_scale_table_markdown()
+    md = ch06.cluster_scale_table_markdown()
     # NOTES.md: 32,768 GPUs x 1.4 kW all-in = 45.9 MW; MFU 62 % - 2 points x 15 doublings = 32 %
     assert "| 32,768 | 32.8 EFLOP/s | 32% | 10.5 EFLOP/s | 45.9 MW |" in md
     # 1 GPU: 62 % of 1 PFLOP/s; 8 GPUs: 62 - 6 = 56 %
@@ -82,14 +82,14 @@ def test_cluster_scale_table_worked_numbers():
 
 
 def test_serving_tables():
-    md = tables.tpot_capacity_table_markdown(SERVING_70B, (0.05,), 8192)
+    md = ch07.tpot_capacity_table_markdown(SERVING_70B, (0.05,), 8192)
     assert "| 50 ms | 162 | memory |" in md
-    spec = tables.speculation_table_markdown((0.8,), (4,), 0.05)
+    spec = ch07.speculation_table_markdown((0.8,), (4,), 0.05)
     assert "2.80x" in spec  # (1 - 0.8^5) / 0.2 / 1.2 = 2.801
     plan = capacity.plan(SERVING_70B, 10_000, 0.05, 8192)
-    rows = tables.capacity_cases_table_markdown([("as above", plan)], 1275.0, 1.2, 2.0)
+    rows = ch07.capacity_cases_table_markdown([("as above", plan)], 1275.0, 1.2, 2.0)
     assert "| as above | 496 | 8 | 162 | memory |" in rows
     with pytest.raises(ValueError, match="rate_index"):
         from aiinfra.book.figures import routing as fig
 
-        tables.routing_table_markdown(fig.scenario().result, 99)
+        ch07.routing_table_markdown(fig.scenario().result, 99)

@@ -808,3 +808,17 @@ def test_exercise_modules_use_unit_constants_not_literals():
                     ):
                         bad.append(f"{path.name}:{node.lineno}")
     assert not bad, bad
+
+
+def test_a_chapter_overview_lists_every_exercise_from_its_definition():
+    """The exercises page types no range: its table comes from the registry, one row per exercise."""
+    from aiinfra.course.exercises import registry, render
+
+    book = render.overview_markdown(registry.chapter("ch05")).splitlines()[2:]
+    assert [row.split(" | ")[0] for row in book] == [f"| {{ref}}`5-{k} <ex-5-{k}>`" for k in range(1, 7)]
+    # 5-1 has numeric parts only and three varying inputs; 5-6's explanation (part f) has a rubric
+    assert book[0].endswith("| core | automatically | `gpu`, `n_gpus`, `context_tokens` |")
+    assert "| a, b, c, d, e automatically; f by hand (rubric) |" in book[5]
+    notebook = render.overview_markdown(registry.chapter("ch05"), link=False)
+    assert "{ref}" not in notebook and "| 5-6 | Design: a precision that fits" in notebook
+    assert render.book_markdown(registry.chapter("ch05")).startswith("| exercise | title |")

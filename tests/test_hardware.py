@@ -368,9 +368,9 @@ def test_catalog_filters_by_precision():
 
 def test_chapter2_generations_table_lists_every_flagship():
     """Every record marked as a data-center flagship is a row of chapter 2's table, whoever adds it."""
-    from aiinfra.book import tables
+    from aiinfra.book.tables import ch02
 
-    rows = tables.generations_table_markdown().splitlines()[2:]
+    rows = ch02.generations_table_markdown().splitlines()[2:]
     listed = [r.split("|")[1].strip() for r in rows]
     flagships = [g.name for g in hardware.catalog() if g.datacenter_flagship]
     assert sorted(listed) == sorted(flagships)
@@ -384,15 +384,15 @@ def test_chapter2_generations_table_lists_every_flagship():
 
 def test_chapter1_and_chapter4_gpu_tables_cover_the_catalog():
     """Chapter 1's table lists every record with a BF16 peak; chapter 4's every one the 8B model fits."""
-    from aiinfra.book import tables
+    from aiinfra.book.tables import ch01, ch04
     from aiinfra.deployment import Deployment
 
     every = [g for g in hardware.catalog() if g.bf16_dense_flops_per_s is not None]
-    md = tables.gpu_quick_reference_markdown(hardware.catalog("bf16"))
+    md = ch01.gpu_quick_reference_markdown(hardware.catalog("bf16"))
     assert [r.split("|")[1].strip() for r in md.splitlines()[2:]] == [g.name for g in every]
     d = Deployment("Qwen3-8B", "H100 SXM")
     fits = {g.name for g in every if d.replace(gpu=g).max_batch(4096) >= 1}
-    decode = tables.gpu_decode_markdown(d, 4096)
+    decode = ch04.gpu_decode_markdown(d, 4096)
     assert {r.split("|")[1].strip() for r in decode.splitlines()[2:]} == fits
     assert {
         "B300",

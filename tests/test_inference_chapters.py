@@ -13,6 +13,7 @@ import pytest
 from aiinfra import predict
 from aiinfra.book import tables
 from aiinfra.book.glue import equation_md
+from aiinfra.book.tables import ch03, ch04, ch05
 from aiinfra.catalog import hardware, reference
 from aiinfra.deployment import Deployment, RoundModel
 from aiinfra.serving import batching, paging
@@ -121,28 +122,28 @@ def _rows(md):
 
 
 def test_request_phases_pin_the_notes(qwen):
-    md = tables.request_phases_markdown(qwen.request(2048, 256))
+    md = ch03.request_phases_markdown(qwen.request(2048, 256))
     rows = {r[0]: r[1:] for r in _rows(md)}
     assert rows["forward passes"] == ["1", "255"]  # the prefill emits the first of the 256 tokens
     assert rows["FLOPs"][0] == "29.69 TFLOPs"
     assert rows["bytes read from HBM"][0] == "15.14 GB"
     assert rows["bound"] == ["compute-bound", "memory-bound"]
     with pytest.raises(ValueError, match="request"):
-        tables.request_phases_markdown(qwen)
+        ch03.request_phases_markdown(qwen)
 
 
 def test_flops_breakdown_and_recompute_tables(qwen):
-    rows = {r[0]: r[1:] for r in _rows(tables.decode_flops_breakdown_markdown("Qwen3-8B", 2048))}
+    rows = {r[0]: r[1:] for r in _rows(ch03.decode_flops_breakdown_markdown("Qwen3-8B", 2048))}
     assert rows["total"][0] == "16.34 GFLOPs"
     assert rows["embedding table"][0] == "0.00 FLOPs"
-    recompute = _rows(tables.kv_cache_or_recompute_markdown(qwen, 2048, 256))
+    recompute = _rows(ch03.kv_cache_or_recompute_markdown(qwen, 2048, 256))
     assert recompute[0][1] == "4.19 TFLOPs" and recompute[1][0] == "time on one H100 SXM (lower bound)"
     with pytest.raises(ValueError, match="deployment"):
-        tables.kv_cache_or_recompute_markdown("Qwen3-8B", 2048, 256)
+        ch03.kv_cache_or_recompute_markdown("Qwen3-8B", 2048, 256)
 
 
 def test_decode_ceiling_table_checks_capacity_first():
-    rows = {r[0]: r[1:] for r in _rows(tables.decode_ceiling_markdown(("Llama-3.1-8B", "Llama-3.1-70B")))}
+    rows = {r[0]: r[1:] for r in _rows(ch04.decode_ceiling_markdown(("Llama-3.1-8B", "Llama-3.1-70B")))}
     assert rows["Llama-3.1-70B"][0] == "70.55"
     bound70, pred70 = rows["Llama-3.1-70B"][1].removeprefix("does not fit: 2 GPUs, ").split(" / ")
     assert bound70 == f"{2 * H100_BW / READ70:,.1f}" and rows["Llama-3.1-70B"][1].startswith("does not fit")
@@ -154,29 +155,29 @@ def test_decode_ceiling_table_checks_capacity_first():
             assert 0 < pred < bound
     assert "does not fit" not in " ".join(rows["Llama-3.1-8B"])
     with pytest.raises(ValueError, match="model_names"):
-        tables.decode_ceiling_markdown(())
+        ch04.decode_ceiling_markdown(())
     with pytest.raises(ValueError, match="precisions"):
-        tables.decode_ceiling_markdown(("Llama-3.1-8B",), precisions=())
+        ch04.decode_ceiling_markdown(("Llama-3.1-8B",), precisions=())
 
 
 def test_kv_share_table_uses_one_unit(qwen, d70):
-    rows = _rows(tables.kv_share_markdown([("Qwen3-8B", qwen, 2048), ("70B", d70, 131072)]))
+    rows = _rows(ch04.kv_share_markdown([("Qwen3-8B", qwen, 2048), ("70B", d70, 131072)]))
     assert rows[0][2:] == ["15.14 GB", "0.30 GB", "2%"]  # 288 MiB = 0.30 GB
     assert rows[1][3] == f"{131072 * KV70 / 1e9:.2f} GB"
     with pytest.raises(ValueError, match="cases"):
-        tables.kv_share_markdown([("70B", d70)])
+        ch04.kv_share_markdown([("70B", d70)])
     with pytest.raises(ValueError, match="deployment"):
-        tables.kv_share_markdown([("70B", "Llama-3.1-70B", 2048)])
+        ch04.kv_share_markdown([("70B", "Llama-3.1-70B", 2048)])
     with pytest.raises(ValueError, match="cases"):
-        tables.kv_share_markdown([])
+        ch04.kv_share_markdown([])
 
 
 def test_ttft_and_batch_tables(qwen):
-    rows = _rows(tables.ttft_markdown(qwen, (2048,)))
+    rows = _rows(ch04.ttft_markdown(qwen, (2048,)))
     assert rows[0][:2] == ["2,048", "29.69 TFLOPs"]
-    sweep = _rows(tables.batch_sweep_markdown(qwen, 4096, (1, qwen.max_batch(4096))))
+    sweep = _rows(ch04.batch_sweep_markdown(qwen, 4096, (1, qwen.max_batch(4096))))
     assert sweep[1][0] == f"{qwen.max_batch(4096):,}"
-    cost = _rows(tables.cost_sweep_markdown(qwen, 4096, (1,), 2.5))
+    cost = _rows(ch04.cost_sweep_markdown(qwen, 4096, (1,), 2.5))
     t1 = qwen.step(1, 4096).time_s
     # a price is a dollar no notebook client pairs into mathematics, then the amount
     floor, pred = cost[0][3].split(" / ")
@@ -185,13 +186,13 @@ def test_ttft_and_batch_tables(qwen):
     t_pred = predict.calibrated_step_s(qwen, 1, 4096)
     assert pred == f"{tables.DOLLAR}{2.5 / 3600 * t_pred * 1e6:,.2f}" and t_pred > t1
     with pytest.raises(ValueError, match="prompt_tokens"):
-        tables.ttft_markdown(qwen, ())
+        ch04.ttft_markdown(qwen, ())
     with pytest.raises(ValueError, match="batches"):
-        tables.batch_sweep_markdown(qwen, 4096, (0,))
+        ch04.batch_sweep_markdown(qwen, 4096, (0,))
 
 
 def test_gpu_table_sorted_by_bandwidth_and_narrow(qwen):
-    md = tables.gpu_decode_markdown(qwen, 4096)
+    md = ch04.gpu_decode_markdown(qwen, 4096)
     rows = _rows(md)
     bandwidths = [float(r[1]) for r in rows]
     assert bandwidths == sorted(bandwidths)
@@ -206,18 +207,18 @@ def test_gpu_table_sorted_by_bandwidth_and_narrow(qwen):
             else 0 < float(pred.replace(",", "")) < float(bound.replace(",", ""))
         )
     with pytest.raises(ValueError, match="gpus"):
-        tables.gpu_decode_markdown(Deployment("Llama-3.1-70B", "H100 SXM"), 4096, [hardware.gpu("H100 SXM")])
+        ch04.gpu_decode_markdown(Deployment("Llama-3.1-70B", "H100 SXM"), 4096, [hardware.gpu("H100 SXM")])
 
 
 def test_chapter_5_tables():
     node = Deployment("Llama-3.1-70B", "H100 SXM", n_gpus=8)
-    kv = {r[0]: r[4:] for r in _rows(tables.kv_configs_markdown(("Llama-3.1-70B", "Qwen3-8B"), 2048))}
+    kv = {r[0]: r[4:] for r in _rows(ch05.kv_configs_markdown(("Llama-3.1-70B", "Qwen3-8B"), 2048))}
     assert kv["Llama-3.1-70B"][:2] == ["320.0 KiB", "2560 KiB"]
     assert kv["Qwen3-8B"][2] == "0.30 GB"
-    tenants = _rows(tables.memory_tenants_markdown(node, 8192))
+    tenants = _rows(ch05.memory_tenants_markdown(node, 8192))
     assert tenants[0][1:3] == ["141.11 GB", f"{N70 * 2 / 640e9:.1%}"]
     assert tenants[1][0].startswith(f"KV cache, {node.max_batch(8192):,} requests")
-    cost = _rows(tables.context_cost_markdown(node, (8192,), 2.5))
+    cost = _rows(ch05.context_cost_markdown(node, (8192,), 2.5))
     assert cost[0][1] == f"{node.max_batch(8192):,}" and "(memory-bound) / " in cost[0][2]
     # the predicted price is the floor scaled by predicted over bound step time
     b = node.max_batch(8192)
@@ -225,29 +226,29 @@ def test_chapter_5_tables():
     ratio = predict.calibrated_step_s(node, b, 8192) / node.step(b, 8192).time_s
     assert pred == pytest.approx(node.cost_per_million_tokens(2.5, b, 8192) * ratio, abs=0.005) and ratio > 1
     with pytest.raises(ValueError, match="contexts"):
-        tables.context_cost_markdown(node, (10**9,), 2.5)
+        ch05.context_cost_markdown(node, (10**9,), 2.5)
     with pytest.raises(ValueError, match="context_tokens"):
-        tables.memory_tenants_markdown(node, 10**9)
+        ch05.memory_tenants_markdown(node, 10**9)
     with pytest.raises(ValueError, match="model_names"):
-        tables.kv_configs_markdown(())
+        ch05.kv_configs_markdown(())
 
 
 def test_trace_and_scheduling_tables():
     tr = _trace([0, 0, 5, 9], [10, 20, 30, 40], [1, 4, 1, 1])
-    rows = {r[0]: r[1:] for r in _rows(tables.trace_markdown(tr))}
+    rows = {r[0]: r[1:] for r in _rows(ch05.trace_markdown(tr))}
     assert rows["prompt"] == ["25", "25", "10", "40"]
     assert rows["context at the end (prompt + answer)"][2:] == ["11", "41"]
     res = batching.compare_policies(tr, 2)
-    summary = _rows(tables.schedule_summary_markdown(res, percentiles=(50,)))
+    summary = _rows(ch05.schedule_summary_markdown(res, percentiles=(50,)))
     assert [r[0] for r in summary] == ["static", "continuous"]
     runs = {s: paging.simulate_with_kv_budget(tr, 2, 1e6, 1.0, s, 16, 64) for s in paging.SCHEMES}
-    assert [r[0] for r in _rows(tables.kv_schemes_markdown(runs))] == list(paging.SCHEMES)
-    pages = _rows(tables.page_size_markdown(tr.final_context_tokens, 64, 64.0, 1.0, (1, 16)))
+    assert [r[0] for r in _rows(ch05.kv_schemes_markdown(runs))] == list(paging.SCHEMES)
+    pages = _rows(ch05.page_size_markdown(tr.final_context_tokens, 64, 64.0, 1.0, (1, 16)))
     assert pages[0] == ["1", "0.0%", "2"]  # 11 + 24 = 35 tokens fit in 64; with the third (31) they would not
     with pytest.raises(ValueError, match="trace"):
-        tables.trace_markdown([1, 2, 3])
+        ch05.trace_markdown([1, 2, 3])
     with pytest.raises(ValueError, match="runs"):
-        tables.kv_schemes_markdown({})
+        ch05.kv_schemes_markdown({})
 
 
 def test_equation_md_uses_the_book_notation():

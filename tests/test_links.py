@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiinfra import memory, units
-from aiinfra.book import tables
+from aiinfra.book.tables import ch02
 from aiinfra.catalog import hardware
 from aiinfra.cluster import network
 
@@ -83,15 +83,15 @@ def test_server_links_fastest_first_and_hbm_to_nic():
 
 
 def test_server_link_table():
-    md = tables.server_link_table_markdown()
+    md = ch02.server_link_table_markdown()
     lines = md.splitlines()
     assert len(lines) == 2 + len(hardware.server_links())
     assert "3,350.0" in lines[2] and "67.0" in lines[2]
     assert "450.0" in md and "50.0" in md and "307.2" in md
     with pytest.raises(ValueError, match="names"):
-        tables.server_link_table_markdown(names="HBM3")
+        ch02.server_link_table_markdown(names="HBM3")
     with pytest.raises(ValueError, match="name must be one of"):
-        tables.server_link_table_markdown(reference_link="token ring")
+        ch02.server_link_table_markdown(reference_link="token ring")
 
 
 def test_bottleneck_and_path_time():
@@ -133,7 +133,7 @@ def test_generations_table():
     gens = hardware.generations()
     assert [g.name for g in gens][:3] == ["V100 SXM2 32GB", "A100 80GB SXM", "H100 SXM"]  # by year
     assert [g.year for g in gens] == sorted(g.year for g in gens)
-    md = tables.generations_table_markdown()
+    md = ch02.generations_table_markdown()
     assert "989.4" in md and "| none |" in md and "NVLink 4: 450" in md
     assert len(md.splitlines()) == 2 + len(hardware.generations())
     with pytest.raises(ValueError, match="names"):

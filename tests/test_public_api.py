@@ -89,3 +89,24 @@ def test_the_scan_sees_chapters_exercises_and_cli():
     assert "Deployment" in uses[ROOT / "book" / "ch04" / "01-decode-roofline.md"]
     assert "compare_policies" in uses[SRC / "course" / "exercises" / "ch05.py"]
     assert "plan" in uses[SRC / "cli.py"]
+
+
+def test_every_all_is_what_its_module_defines():
+    """No hand-kept ``__all__`` drifts: each names only what its module has, and every public function or
+    formula the module defines (what the scan above counts) is in it."""
+    stale, missing = [], []
+    for info in pkgutil.walk_packages(aiinfra.__path__, "aiinfra."):
+        mod = None if info.name == "aiinfra.__main__" else importlib.import_module(info.name)
+        if mod is None or not hasattr(mod, "__all__"):
+            continue
+        defined = {
+            name
+            for name, obj in vars(mod).items()
+            if not name.startswith("_")
+            and getattr(obj, "__module__", None) == mod.__name__
+            and (isinstance(obj, Formula) or inspect.isfunction(obj))
+        }
+        stale += [f"{mod.__name__}.{n}" for n in mod.__all__ if not hasattr(mod, n)]
+        missing += [f"{mod.__name__}.{n}" for n in sorted(defined - set(mod.__all__))]
+    assert not stale, f"__all__ names what its module does not have: {stale}"
+    assert not missing, f"public functions missing from their module's __all__: {missing}"

@@ -24,6 +24,13 @@ search icon for narrow screens, where the sidebar is hidden).
 Display equations and tables stay inside the text column: ``book/_static/aiinfra-fit.css``
 and ``aiinfra-fit.js`` shrink a slightly wide equation and stack the rows of a table that
 does not fit (``tests/browser/test_fit.py``).
+
+``_toc.yml`` is the only list of pages. A chapter's ``index.md`` lists its pages with the
+``{chapter-pages}`` directive: a numbered list, one item per page the toc puts under it, the
+page's title as a link, then the one-line summary in the page's front matter
+(``description:``). The list is filled in when the doctree is resolved, once every page has
+been read, so it reads the same in the HTML, the PDF and the generated notebooks; a page
+without a ``description`` is a build warning (so a failed ``-W`` build).
 """
 
 from __future__ import annotations
@@ -32,7 +39,14 @@ import os
 import shutil
 from pathlib import Path
 
+from docutils import nodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
 import aiinfra_notebooks
+
+logger = logging.getLogger(__name__)
 
 NOTEBOOKS = "notebooks"
 
@@ -94,6 +108,48 @@ def one_search_box(app, config):
     config.html_theme_options = {**(config.html_theme_options or {}), "navbar_persistent": []}
 
 
+class chapter_pages(nodes.General, nodes.Element):
+    """Where a chapter's list of pages goes; ``docname`` is the chapter's index."""
+
+
+class ChapterPages(SphinxDirective):
+    """``{chapter-pages}``: the pages ``_toc.yml`` puts under this document, with their summaries."""
+
+    def run(self):
+        return [chapter_pages(docname=self.env.docname)]
+
+
+def pages_list(app, node: chapter_pages, fromdocname: str) -> nodes.enumerated_list:
+    """One item per child page: its title linked, a colon, its front matter's ``description``."""
+    env = app.env
+    items = nodes.enumerated_list(enumtype="arabic", prefix="", suffix=".")
+    for child in env.toctree_includes.get(node["docname"], []):
+        summary = env.metadata.get(child, {}).get("description")
+        if not summary:
+            logger.warning(
+                f"{child}: no 'description:' in its front matter for the chapter's list of pages",
+                location=child,
+            )
+            summary = ""
+        title = nodes.inline("", env.titles[child].astext(), classes=["std", "std-doc"])
+        link = make_refnode(app.builder, fromdocname, child, None, title)
+        items += nodes.list_item(
+            "", nodes.paragraph("", "", link, nodes.Text(f": {summary}." if summary else "."))
+        )
+    return items
+
+
+def fill_chapter_pages(app, doctree, fromdocname):
+    for node in list(doctree.findall(chapter_pages)):
+        node.replace_self(pages_list(app, node, fromdocname))
+
+
+def chapter_indexes_outdated(app, env, added, changed, removed):
+    """A chapter's index is rewritten when one of its pages changed (its title or summary may have)."""
+    touched = added | changed | removed
+    return [doc for doc, kids in env.toctree_includes.items() if touched & set(kids) and doc not in touched]
+
+
 def setup(app):
     os.environ["AIINFRA_BOOK_BUILD"] = "1"
     # equations and tables kept inside the text column on every screen (book/_static)
@@ -102,6 +158,10 @@ def setup(app):
     app.connect("config-inited", one_search_box)
     app.setup_extension("aiinfra_notebooks")
     app.setup_extension("aiinfra_pdf")
+    app.add_node(chapter_pages)
+    app.add_directive("chapter-pages", ChapterPages)
+    app.connect("doctree-resolved", fill_chapter_pages, priority=400)  # before the notebook writer (500)
+    app.connect("env-get-outdated", chapter_indexes_outdated)
     app.connect("html-page-context", rewrite, priority=900)
     app.connect("html-page-context", drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -52,6 +52,7 @@ __all__ = [
     "Notation",
     "fraction",
     "choice",
+    "parse",
 ]
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_CONTEXT_VALUES",
     "kv_reservation",
     "kv_reservation_sliders",
+    "hybrid_request_bytes",
 ]
 
 _BLUE, _ORANGE, _GREEN, _GREY, _RED = (PALETTE[c] for c in ("blue", "orange", "green", "grey", "red"))

@@ -129,7 +129,7 @@ def draw(load=1.0, loads=LOADS):
     sc = scenario(tuple(loads))
     res = sc.result
     x = np.asarray(sc.loads)
-    fig, axes = new_figure(8.2, 3.5, ncols=3, left=0.075, right=0.99, bottom=0.16, top=0.78, wspace=0.42)
+    fig, axes = new_figure(7.2, 3.5, ncols=3, left=0.085, right=0.965, bottom=0.16, top=0.78, wspace=0.45)
     series = (
         ("mean_queue_s", "mean queueing delay (s)"),
         ("p99_ttft_s", "99th-percentile TTFT (s)"),

@@ -243,6 +243,36 @@ def title_text(ex: Exercise) -> str:
     return f"{ex.id} [{ex.level.capitalize()}]: {ex.title}"
 
 
+def _graded_text(ex: Exercise) -> str:
+    """Which parts the self-check grades and which a person grades (against the rubric)."""
+    auto = [p.part for p in ex.parts if p.kind != "free"]
+    hand = [p.part for p in ex.parts if p.kind == "free"]
+    rubric = " (rubric)" if any(p.rubric for p in ex.parts if p.kind == "free") else ""
+    if not hand:
+        return "automatically"
+    if not auto:
+        return f"by hand{rubric}"
+    return f"{', '.join(auto)} automatically; {', '.join(hand)} by hand{rubric}"
+
+
+def overview_markdown(target_exercises, link: bool = True) -> str:
+    """A chapter's exercises as one table, from their definitions: id, title, level, grading, what varies.
+
+    ``link`` makes each id a ``{ref}`` to its block (the book); without it the id is plain text
+    (a notebook). So a chapter's exercises page never types a range or a list of exercises.
+    """
+    from aiinfra.book.tables import markdown_table
+
+    rows = []
+    for ex in target_exercises:
+        varies = ", ".join(f"`{name}`" for name, prm in ex.params.items() if prm.choices) or "nothing"
+        ident = f"{{ref}}`{ex.id} <{ex.label}>`" if link else ex.id
+        rows.append([ident, ex.title, ex.level, _graded_text(ex), varies])
+    return markdown_table(
+        ["exercise", "title", "level", "graded", "per-student variants"], rows, align="lllll"
+    )
+
+
 def _note_for(target_exercises) -> bool:
     """A chapter's blocks open with the grading note; a single exercise's do not."""
     return len(target_exercises) > 1
@@ -254,7 +284,12 @@ def book_markdown(target_exercises, solutions: bool = True) -> str:
     Uses the defaults (variants off). Each block is labelled ``ex-<id>`` and
     each solution ``sol-<id>``, so prose can write ``{ref}`ex-1-2```.
     """
-    blocks = [f"**How answers are checked.** {grading_note()}\n"] if _note_for(target_exercises) else []
+    blocks = []
+    if _note_for(target_exercises):
+        blocks = [
+            overview_markdown(target_exercises) + "\n",
+            f"**How answers are checked.** {grading_note()}\n",
+        ]
     for ex in target_exercises:
         ns, refs = _resolved(ex, None, False)
         blocks.append(
@@ -274,7 +309,12 @@ def notebook_markdown(target_exercises, solutions: bool = True) -> str:
 
     Each solution sits in a ``<details>`` element, closed until the reader opens it.
     """
-    blocks = [f"**How answers are checked.** {grading_note()}\n"] if _note_for(target_exercises) else []
+    blocks = []
+    if _note_for(target_exercises):
+        blocks = [
+            overview_markdown(target_exercises, link=False) + "\n",
+            f"**How answers are checked.** {grading_note()}\n",
+        ]
     for ex in target_exercises:
         ns, refs = _resolved(ex, None, False)
         blocks.append(statement_markdown(ex, ns, heading=f"### Exercise {title_text(ex)}"))
