@@ -11,12 +11,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-lint.txt pyproject.toml
+$(STAMP): requirements.txt requirements-lint.txt pyproject.toml tools/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -r requirements-lint.txt
 	$(PY) -m pip uninstall -q -y jupyterlab-myst 2>/dev/null || true  # dropped: incompatible with JupyterLab 4.6
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-deps -e tools  # aiinfra_build: the build tools, dev venv only (CONTRIBUTING)
 	@touch $(STAMP)
 
 vendor: $(STAMP)
@@ -24,7 +25,7 @@ vendor: $(STAMP)
 
 # The book build writes one notebook per page to _build/notebooks/; this commits them to notebooks/.
 notebooks: book
-	$(PY) tools/notebooks.py --write
+	$(PY) -m aiinfra_build.notebooks --write
 
 # The execution cache keys pages by their code only, so a change to the library (or its
 # shipped configs) clears it: every page then re-executes against the new code. The cache
@@ -45,8 +46,10 @@ library-stamp:
 book: export AIINFRA_MACHINE_RECORD := $(CURDIR)/$(CACHE)/machine-record.json
 
 # Pages run in parallel into the execution cache first; the build then finds them all cached.
+# PREEXECUTE_FLAGS=--no-fork starts every kernel from scratch (plain nbclient kernels, no zygote).
+PREEXECUTE_FLAGS ?=
 book: $(STAMP) vendor library-stamp
-	$(PY) tools/preexecute.py -j $(JOBS)
+	$(PY) -m aiinfra_build.preexecute -j $(JOBS) $(PREEXECUTE_FLAGS)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder html -W -n --keep-going
 
 # Library, grader and hostile submissions, stale notebooks, nbval over the student handouts
@@ -61,7 +64,7 @@ test: book lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
 
 # Lint and types (configured in pyproject.toml): zero findings, or `make test` fails.
-LINTED := src book/_ext tools tests benchmarks
+LINTED := src tools tests benchmarks
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
@@ -86,6 +89,7 @@ ORACLE_PY := $(ORACLE_VENV)/bin/python
 oracle:
 	@test -x $(ORACLE_PY) || $(PYTHON) -m venv $(ORACLE_VENV)
 	$(ORACLE_PY) -m pip install -q torch==2.13.0 transformers==5.24.0 numpy
+	$(ORACLE_PY) -m pip install -q --no-deps -e .
 	$(ORACLE_PY) tools/oracle.py --write
 
 # The whole book as one PDF, $(PDF): Jupyter Book's LaTeX builder, then latexmk with XeLaTeX.
@@ -96,7 +100,7 @@ oracle:
 PDF := _build/latex/book.pdf
 pdf: export AIINFRA_MACHINE_RECORD := $(CURDIR)/$(CACHE)/machine-record.json
 pdf: $(STAMP) vendor library-stamp
-	$(PY) tools/preexecute.py -j $(JOBS)
+	$(PY) -m aiinfra_build.preexecute -j $(JOBS) $(PREEXECUTE_FLAGS)
 	rm -f $(PDF)
 	AIINFRA_BOOK_BUILD=1 $(JB) build . --builder pdflatex -W -n --keep-going
 	test -s $(PDF)

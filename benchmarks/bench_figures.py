@@ -34,7 +34,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -48,8 +47,7 @@ USES_FIGURES = ("aiinfra.book.interactive", "aiinfra.book.figures")
 
 
 def pages() -> list[Path]:
-    sys.path.insert(0, str(ROOT / "tools"))
-    from notebooks import pages as book_pages
+    from aiinfra_build.notebooks import pages as book_pages
 
     return book_pages()
 

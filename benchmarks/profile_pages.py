@@ -4,7 +4,7 @@
     python benchmarks/profile_pages.py [PAGE ...] [--top 25] [--out _build/profile]
 
 Runs each book page (all of them by default) the way the build does
-(``tools/preexecute.py``: the notebook myst-nb reads, a fresh kernel, ``AIINFRA_BOOK_BUILD=1``),
+(``python -m aiinfra_build.preexecute``: the notebook myst-nb reads, a fresh kernel, ``AIINFRA_BOOK_BUILD=1``),
 one page at a time, with cProfile running inside the kernel for the whole page. Prints,
 per page, the wall time of the kernel start, of the cells and of the shutdown, and the
 kernel's CPU seconds split into
@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+from aiinfra_build.notebooks import pages
+from aiinfra_build.preexecute import read_page
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from notebooks import pages  # noqa: E402 - importable only after the sys.path insert above
-from preexecute import read_page  # noqa: E402 - importable only after the sys.path insert above
 
 START = """\
 import cProfile as _aiinfra_cp, resource as _aiinfra_rs

@@ -743,7 +743,8 @@ def test_kv_inputs_are_checked(kwargs, match):
 )
 @pytest.mark.parametrize("bad", [None, 42, {"model_type": "llama"}])
 def test_functions_need_a_model(fn, bad):
-    with pytest.raises(ValueError):
+    # the argument (m) for a non-config, the missing field for a dict that is not a whole config
+    with pytest.raises(ValueError, match="^m must be a ModelConfig|^config field 'hidden_size'"):
         fn(bad)
 
 

@@ -1,6 +1,6 @@
 """A chapter's index lists its pages from the toc: every page in order, its title linked, its summary after.
 
-``_toc.yml`` is the only list of pages (``book/_ext/aiinfra_book.py``, the ``{chapter-pages}``
+``_toc.yml`` is the only list of pages (``tools/aiinfra_build/sphinx_book.py``, the ``{chapter-pages}``
 directive): the numbered pages of ``book/chNN/`` in name order, then ``exercises.md``. The test
 derives that order from the files, not from the toc or the extension, and reads the built HTML.
 """

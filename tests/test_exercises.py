@@ -654,7 +654,7 @@ def test_student_notebook_holds_no_reference_values():
 
 def test_generated_notebooks_are_current():
     done = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--check"],
+        [sys.executable, "-m", "aiinfra_build.build_exercises", "--check"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -663,12 +663,12 @@ def test_generated_notebooks_are_current():
 
 
 def test_build_exercises_check_detects_a_stale_file(tmp_path):
-    tool = str(REPO / "tools" / "build_exercises.py")
+    tool = [sys.executable, "-m", "aiinfra_build.build_exercises"]
     one = ["--out", str(tmp_path), "--chapter", "ch01"]  # one chapter: the full build is checked above
-    subprocess.run([sys.executable, tool, *one], check=True, capture_output=True)
+    subprocess.run([*tool, *one], check=True, capture_output=True)
     stale = tmp_path / "exercises" / "ch01.ipynb"
     stale.write_text(stale.read_text().replace("Chapter 1 exercises", "Chapter one"))
-    done = subprocess.run([sys.executable, tool, *one, "--check"], capture_output=True, text=True)
+    done = subprocess.run([*tool, *one, "--check"], capture_output=True, text=True)
     assert done.returncode == 1 and "stale" in done.stderr
 
 

@@ -290,7 +290,7 @@ def test_roofline_sliders_and_rejects():
         and "H100 SXM" in roofline_plot.STATIC_GPUS
     )
     assert batch_slider.static_values() == roofline_plot.DECODE_BATCHES
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="name must be one of .*got 'Z9000'"):
         roofline_plot.draw("Z9000")
     with pytest.raises(ValueError, match="batch"):
         roofline_plot.draw("H100 SXM", 0)

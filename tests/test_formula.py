@@ -30,7 +30,7 @@ from aiinfra.formula import check, formula
 )
 def test_check_accepts_the_domain_and_names_argument_and_range(spec, good, bad, phrase):
     assert check("x", good, spec) == good
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match="^n_widgets ") as err:
         check("n_widgets", bad, spec)
     assert str(err.value).startswith(f"n_widgets {phrase}, got ")
 
@@ -72,7 +72,7 @@ def test_a_bad_spec_is_refused_when_declared():
 # --- the decorator ---------------------------------------------------------------------------
 
 
-@formula(None, a=">0", b="int>=1", c="(0,1]")  # no twin: kept out of TWINS, which test_twins walks
+@formula(a=">0", b="int>=1", c="(0,1]")  # no twin: kept out of TWINS, which test_twins walks
 def _demo(a, b, c=1.0):
     return a * b / c
 

@@ -291,7 +291,7 @@ def test_handout_metadata_sets_variants_and_a_changed_submission_is_regraded(tmp
     handout, key = tmp_path / "handout", tmp_path / "variant.key"
     (tmp_path / "roster.txt").write_text("carol\n")
     subprocess.run(
-        [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--key", key, "--roster"]
+        [sys.executable, "-m", "aiinfra_build.build_exercises", "--variants", "--key", key, "--roster"]
         + [tmp_path / "roster.txt", "--out", handout, "--chapter", "ch01"],
         check=True,
         capture_output=True,

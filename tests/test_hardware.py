@@ -129,7 +129,7 @@ def test_links_per_direction():
 def test_hbm_to_nic_is_about_67x():
     assert hardware.ratio("hbm3", "connectx7") == pytest.approx(67)
     assert hardware.ratio(hardware.gpu("h100"), "cx7") == pytest.approx(67)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ratio takes Link, GPU or link names, got 3"):
         hardware.ratio(3, "cx7")
 
 

@@ -15,8 +15,8 @@ from aiinfra.book import tables
 from aiinfra.book.glue import equation_md
 from aiinfra.book.tables import ch03, ch04, ch05
 from aiinfra.catalog import hardware, reference
-from aiinfra.deployment import Deployment, RoundModel
-from aiinfra.serving import batching, paging
+from aiinfra.deployment import TEACHING_8B, Deployment, RoundModel
+from aiinfra.serving import batching, capacity, paging
 
 H100_BW, H100_MEM, H100_BF16 = 3.35e12, 80e9, 989.4e12
 # Llama-3.1-70B (NOTES): 70,553,706,496 parameters, vocab 128,256, hidden 8,192, untied, BF16
@@ -74,13 +74,18 @@ def test_crossover_batch_is_infinite_when_one_cache_outlasts_its_arithmetic(qwen
     assert step.compute_s == pytest.approx(step.memory_s, rel=1e-9)
 
 
-def test_cost_per_million_tokens_divides_the_replica_rate_by_its_gpus():
-    node = Deployment("Llama-3.1-70B", "H100 SXM", n_gpus=8)
-    step = node.step(100, 8192)
-    per_gpu = 100 / step.time_s / 8
-    assert node.cost_per_million_tokens(2.5, 100, 8192) == pytest.approx(2.5 / 3600 / per_gpu * 1e6)
+def test_replica_cost_per_million_tokens_prices_chapter_2s_batch():
+    # chapter 2's worked batch: 32 requests at 2,000 tokens read 16 GB of weights + 32 x 0.3 GB of KV
+    # = 25.6 GB at 0.7 x 3 TB/s per step (memory-bound: 32 x 16 GFLOP at 0.5 PFLOP/s is 1.0 ms), so
+    # 32 x 2.1e12 / 25.6e9 = 2,625 tokens/s; $2.50 an hour buys 9,000 s x 2,625 = 9.45e6 tokens/$,
+    # a million tokens cost 1e6 / (3,600 x 2,625 / 2.5) = $0.2645502...
+    d = TEACHING_8B
+    usd = 1e6 * 2.5 / (3600 * 2625)
+    assert capacity.replica_cost_per_million_tokens(d, 2.5, 32, 2000) == pytest.approx(usd, rel=1e-12)
+    # two GPUs double the bandwidth and the rate, and the price per GPU-hour: the same price per token
+    assert capacity.replica_cost_per_million_tokens(d.replace(n_gpus=2), 2.5, 32, 2000) == pytest.approx(usd)
     with pytest.raises(ValueError, match="usd_per_gpu_hour"):
-        node.cost_per_million_tokens(-1.0, 100, 8192)
+        capacity.replica_cost_per_million_tokens(d, -1.0, 32, 2000)
 
 
 # --- traces and the load a policy can carry ----------------------------------------------------
@@ -224,7 +229,10 @@ def test_chapter_5_tables():
     b = node.max_batch(8192)
     pred = float(cost[0][4].split(" / ")[1].removeprefix(tables.DOLLAR))
     ratio = predict.calibrated_step_s(node, b, 8192) / node.step(b, 8192).time_s
-    assert pred == pytest.approx(node.cost_per_million_tokens(2.5, b, 8192) * ratio, abs=0.005) and ratio > 1
+    assert (
+        pred == pytest.approx(capacity.replica_cost_per_million_tokens(node, 2.5, b, 8192) * ratio, abs=0.005)
+        and ratio > 1
+    )
     with pytest.raises(ValueError, match="contexts"):
         ch05.context_cost_markdown(node, (10**9,), 2.5)
     with pytest.raises(ValueError, match="context_tokens"):

@@ -24,14 +24,18 @@ def test_naive_claim_reproduces_the_seed():
 
 
 def test_consistent_bound_on_the_node():
-    # batch 1 on 8 GPUs: 26.8 TB/s over 140 GB + 21.5 GB
+    # one 8K cache: 2,621,440 B x 8,192 = 21,474,836,480 B (20 GiB). Batch 1 on 8 GPUs reads
+    # 140 GB + 21.474836480 GB = 161.474836480 GB per step at 8 x 3.35 = 26.8 TB/s:
+    # 26.8e12 / 161.47483648e9 = 165.970 tokens/s
+    assert S_8K == 21_474_836_480
     one = decode.node_batch_tokens_per_s(1, W_SEED, S_8K, H100_BW, n_gpus=8)
-    assert one == pytest.approx(8 * H100_BW / (W_SEED + S_8K))
+    assert one == pytest.approx(165.97013, rel=1e-6)
+    # batch 23: 23 x 21.47483648 GB = 493.92123904 GB of caches, 633.92123904 GB a step, 23 tokens:
+    # 23 x 26.8e12 / 633.92123904e9 = 972.361 tokens/s
     b23 = decode.node_batch_tokens_per_s(23, W_SEED, S_8K, H100_BW, n_gpus=8)
-    assert b23 == pytest.approx(23 * 8 * H100_BW / (W_SEED + 23 * S_8K))
-    # 23 caches are 494 GB, about 3.5x the weights: 78 % of every step is KV
-    assert decode.kv_read_share(23, W_SEED, S_8K) == pytest.approx(23 * S_8K / (W_SEED + 23 * S_8K))
-    assert 0.77 < decode.kv_read_share(23, W_SEED, S_8K) < 0.79
+    assert b23 == pytest.approx(972.36054, rel=1e-6)
+    # 23 caches are about 3.5x the weights: 493.92123904 / 633.92123904 = 77.9 % of every step is KV
+    assert decode.kv_read_share(23, W_SEED, S_8K) == pytest.approx(0.7791524, rel=1e-6)
     # the real gain of batching 23 on the node is far below 23x
     assert 5 < b23 / one < 7
     # and it agrees with decode's general step-time model when compute is free
@@ -57,15 +61,17 @@ def test_cost_rises_with_context():
     c = capacity.cost_vs_context(
         [1024, 8192, 65536], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8
     )
-    assert c.max_batch.tolist() == [
-        int(450e9 // (1024 * k)),
-        int(450e9 // (8192 * k)),
-        int(450e9 // (65536 * k)),
-    ]
+    # 450 GB over 1,024 / 8,192 / 65,536 x 327,680 B = 335,544,320 / 2,684,354,560 / 21,474,836,480 B
+    # per request: 1,341.1, 167.6 and 20.95 requests, floored
+    assert c.max_batch.tolist() == [1341, 167, 20]
     assert np.all(np.diff(c.usd_per_million_tokens) > 0)
     assert np.all(np.diff(c.tokens_per_s_per_gpu) < 0)
-    # price = $/s divided by tokens/s per GPU
-    assert c.usd_per_million_tokens[1] == pytest.approx(2.0 / 3600 / c.tokens_per_s_per_gpu[1] * 1e6)
+    # at 8,192 tokens: 139 GB + 167 x 2,684,354,560 B = 587,287,211,520 B a step at 26.8 TB/s is
+    # 21.9137 ms (the 167 x 140 GFLOP at 7.9152 PFLOP/s take 2.95 ms: memory-bound), so
+    # 167 / 0.0219137 / 8 = 952.600 tokens/s per GPU, and $2/h buys a million in 1e6 / 952.600 s:
+    # 2 / 3600 x 1,049.76 = $0.583199
+    assert c.tokens_per_s_per_gpu[1] == pytest.approx(952.60034, rel=1e-6)
+    assert c.usd_per_million_tokens[1] == pytest.approx(0.58319899, rel=1e-6)
     capped = capacity.cost_vs_context(
         [1024], 139e9, k, 450e9, 2 * 70e9, 989.4e12, 3.35e12, 2.0, n_gpus=8, batch_cap=64
     )

@@ -2,21 +2,19 @@
 
 Colab and Binder open the committed copy in `notebooks/` (from the configured repository
 and branch); the `.ipynb` download serves the notebook this build generated, which
-`tools/notebooks.py --check` (test_notebooks) holds byte for byte equal to the committed copy.
+`python -m aiinfra_build.notebooks --check` (test_notebooks) holds byte for byte equal to the committed copy.
 """
 
 import html
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from aiinfra_build import notebooks as gen
 from book_pages import built
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import notebooks as gen  # noqa: E402  (tools/ is not a package: importable once on the path)
 
 PAGES = gen.pages()
 

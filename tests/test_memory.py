@@ -316,7 +316,7 @@ def test_weight_rejections(r1_70b):
         memory.weight_bytes_formula(-1, 2)
     with pytest.raises(ValueError, match="bytes_per_param"):
         memory.weight_bytes_formula(1, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="model 'unknown-model'"):
         memory.weight_bytes("unknown-model")
 
 

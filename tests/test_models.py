@@ -333,7 +333,7 @@ def test_deepseek_attention_bias_refused():
 
 @pytest.mark.parametrize("bad", [None, 3, 2.5, ["Qwen3-8B"], "no-such-model", "/no/such/config.json"])
 def test_load_rejects_bad_input(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^model "):
         models.load(bad)
 
 
@@ -373,24 +373,24 @@ def test_bad_config_values(key, value):
 
 
 @pytest.mark.parametrize(
-    "change",
+    "change, name",
     [
-        {"attention": ()},
-        {"n_heads": 7},
-        {"n_routed_experts": 4},
-        {"n_experts_per_token": 9},
-        {"hidden_size": 0},
-        {"name": ""},
-        {"head_dim": 64},
-        {"n_kv_heads": 4},
-        {"vocab_size": 1.5},
-        {"moe_layers": (40,)},
-        {"kv_lora_rank": 8},
+        ({"attention": ()}, "attention"),
+        ({"n_heads": 7}, "n_heads"),
+        ({"n_routed_experts": 4}, "n_routed_experts=4"),
+        ({"n_experts_per_token": 9}, "n_experts_per_token"),
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"name": ""}, "name"),
+        ({"head_dim": 64}, "n_kv_heads x head_dim"),
+        ({"n_kv_heads": 4}, "n_kv_heads x head_dim"),
+        ({"vocab_size": 1.5}, "vocab_size"),
+        ({"moe_layers": (40,)}, "moe_layers"),
+        ({"kv_lora_rank": 8}, "the MLA latent"),  # the check names the cache width kv_lora_rank sets
     ],
 )
-def test_model_config_validates(change, mixtral, qwen3_8b):
+def test_model_config_validates(change, name, mixtral, qwen3_8b):
     base = mixtral if "n_experts_per_token" in change or "moe_layers" in change else qwen3_8b
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=name):
         dataclasses.replace(base, **change)
 
 
@@ -416,7 +416,7 @@ def test_model_config_validates(change, mixtral, qwen3_8b):
 )
 @pytest.mark.parametrize("bad", [None, 42, "not-a-model"])
 def test_count_functions_reject_non_models(fn, bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^m must be a ModelConfig|^model 'not-a-model'"):
         fn(bad)
 
 

@@ -26,13 +26,11 @@ from docutils import nodes
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from aiinfra_build import doctree_markdown as dm
+from aiinfra_build import notebooks as gen
 from book_pages import HTML, built
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import doctree_markdown as dm  # noqa: E402  (book/_ext is not a package: importable once on the path)
-import notebooks as gen  # noqa: E402  (tools/ likewise)
 
 PAGES = gen.pages()
 NOTEBOOKS = [gen.target(md) for md in PAGES]  # from the sources: a missing notebook fails, never vanishes
@@ -181,7 +179,7 @@ def without_title(source: str) -> str:
 
 def test_every_page_has_a_current_notebook():
     result = subprocess.run(
-        [sys.executable, "tools/notebooks.py", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "aiinfra_build.notebooks", "--check"], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
 

@@ -102,26 +102,26 @@ def test_reported_runs_are_consistent():
 
 
 @pytest.mark.parametrize(
-    "call",
+    "call, name",
     [
-        lambda: par.tp_allreduce_message_bytes(0, 8192),
-        lambda: par.tp_allreduce_message_bytes(1, -1),
-        lambda: par.tp_allreduce_message_bytes(1, 8192, 0),
-        lambda: par.tp_allreduce_count(0),
-        lambda: par.tp_allreduce_count(80, 1.5),
-        lambda: par.tp_allreduce_bytes_per_token(80.5, 8192),
-        lambda: par.tp_comm_time_per_step_s(80, -1e-6),
-        lambda: par.pp_boundary_bytes(1, 8192, 0),
-        lambda: par.pipeline_bubble_fraction(0, 4),
-        lambda: par.pipeline_bubble_fraction(4, 0),
-        lambda: par.dp_gradient_bytes(-1),
-        lambda: par.weight_bytes_per_gpu(1e9, 0),
-        lambda: par.gpus_in_layout(8, 1, 0),
-        lambda: par.tp_plan(LLAMA70, tokens=0),
+        (lambda: par.tp_allreduce_message_bytes(0, 8192), "tokens"),
+        (lambda: par.tp_allreduce_message_bytes(1, -1), "d_model"),
+        (lambda: par.tp_allreduce_message_bytes(1, 8192, 0), "bytes_per_element"),
+        (lambda: par.tp_allreduce_count(0), "n_layers"),
+        (lambda: par.tp_allreduce_count(80, 1.5), "allreduces_per_layer"),
+        (lambda: par.tp_allreduce_bytes_per_token(80.5, 8192), "n_layers"),
+        (lambda: par.tp_comm_time_per_step_s(80, -1e-6), "allreduce_time_s"),
+        (lambda: par.pp_boundary_bytes(1, 8192, 0), "stages"),
+        (lambda: par.pipeline_bubble_fraction(0, 4), "stages"),
+        (lambda: par.pipeline_bubble_fraction(4, 0), "microbatches"),
+        (lambda: par.dp_gradient_bytes(-1), "params"),
+        (lambda: par.weight_bytes_per_gpu(1e9, 0), "tensor_parallel"),
+        (lambda: par.gpus_in_layout(8, 1, 0), "data_parallel"),
+        (lambda: par.tp_plan(LLAMA70, tokens=0), "tokens"),
     ],
 )
-def test_rejections(call):
-    with pytest.raises(ValueError):
+def test_rejections(call, name):
+    with pytest.raises(ValueError, match=name):
         call()
 
 

@@ -1,6 +1,5 @@
 """Laws the compute/systems formulas must obey (hypothesis), and agreement with their symbolic twins."""
 
-import importlib
 import math
 
 import pytest
@@ -10,7 +9,6 @@ from hypothesis import strategies as st
 from aiinfra import decode, roofline
 from aiinfra.cluster import network
 from aiinfra.deployment import Deployment
-from aiinfra.formula import TWINS
 from aiinfra.serving import capacity, speculation
 
 pos = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -136,71 +134,6 @@ def test_utilisation_is_at_most_one_at_or_above_the_bound(f, r, pi, bw, slack):
     # at the bound itself, the binding side is exactly 1
     t0 = roofline.step_time_overlapped_s(f, r, pi, bw)
     assert max(roofline.mfu(f, pi, t0), roofline.mbu(r, bw, t0)) == pytest.approx(1.0)
-
-
-# --- every public formula of this half of the library has a twin (test_twins checks they agree) ---
-
-MODULES = [
-    "compute",
-    "roofline",
-    "decode",
-    "cluster.network",
-    "cluster.scale",
-    "serving.speculation",
-    "serving.moe",
-    "serving.capacity",
-]
-for _name in MODULES:
-    importlib.import_module(f"aiinfra.{_name}")
-MINE = sorted(k for k in TWINS if k.removeprefix("aiinfra.").rsplit(".", 1)[0] in MODULES)
-
-
-def test_every_public_formula_here_has_a_twin():
-    names = {k.split(".")[-1] for k in MINE}
-    for expected in [
-        "compute_time_s",
-        "memory_time_s",
-        "step_time_overlapped_s",
-        "step_time_serial_s",
-        "arithmetic_intensity_flops_per_byte",
-        "ridge_point_flops_per_byte",
-        "mfu",
-        "mbu",
-        "batched_decode_step_time_s",
-        "tokens_per_s_per_user",
-        "tokens_per_s_aggregate",
-        "ttft_s",
-        "tpot_s",
-        "end_to_end_latency_s",
-        "critical_batch_size",
-        "max_batch_from_kv_budget",
-        "amdahl_speedup",
-        "amdahl_limit",
-        "transfer_time_s",
-        "ring_allreduce_time_s",
-        "bus_bandwidth_bytes_per_s",
-        "bidirectional_from_per_direction",
-        "peak_flops_per_s",
-        "realized_flops_per_s",
-        "mfu_log2_model",
-        "mfu_comm_fraction_model",
-        "cluster_power_w",
-        "energy_per_token_j",
-        "expected_tokens_per_target_pass",
-        "speculative_speedup",
-        "cost_per_million_tokens",
-        "_decode_step_flops",
-        "_prefill_step_flops",
-        "_prefill_matmul_flops",
-        "_causal_prefill_attention_flops",
-        "_full_prefill_attention_flops",
-        "decode_time_s",
-        "approx_flops_2n",
-        "packets_per_s",
-        "cores_needed",
-        "sequential_seeks_time_s",
-    ]:
-        assert expected in names, expected
 
 
 @settings(max_examples=100, deadline=None)

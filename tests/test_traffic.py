@@ -62,17 +62,6 @@ def test_request_traffic_table():
     assert t["weights_streamed"] / t["weights_loaded"] == pytest.approx(100 * 15.14 / 16.38)
 
 
-def test_twins_agree():
-    for fn, args in [
-        (memory._kv_bytes_written, dict(kv_bytes_per_token=3.0, prompt_tokens=7, output_tokens=11)),
-        (memory.kv_bytes_read, dict(kv_bytes_per_token=3.0, prompt_tokens=7, output_tokens=11)),
-        (memory._weight_bytes_streamed, dict(weight_bytes_per_step=5.0, output_tokens=11)),
-        (memory._activation_bytes_per_token, dict(hidden_size=4096, bytes_per_element=2)),
-    ]:
-        subs = {fn.sym_args[a]: v for a, v in args.items()}
-        assert float(fn.sym.subs(subs)) == pytest.approx(fn(**args), rel=1e-12)
-
-
 def test_kv_read_twin_is_the_closed_form_sum():
     k, p, g, i = sp.symbols("k_tok P G i", positive=True)
     total = sp.summation(p + i, (i, 0, g - 1))

@@ -51,7 +51,7 @@ def test_bytes_per_param(name, expected):
 def test_bytes_per_param_lists_known_names():
     with pytest.raises(ValueError, match="bf16"):
         u.bytes_per_param("bfloat17")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="precision"):
         u.bytes_per_param(16)
 
 
@@ -80,24 +80,33 @@ BAD_NUMBERS = [-1, float("nan"), float("inf"), True, "3", None]
 
 @pytest.mark.parametrize("bad", BAD_NUMBERS)
 @pytest.mark.parametrize(
-    "fn",
+    "fn, name",
     [
-        u.bytes_from_bits,
-        u._bits_from_bytes,
-        u.bytes_per_s_from_gbit_per_s,
-        u.gbit_per_s_from_bytes_per_s,
-        u.gb_from_gib,
+        (u.bytes_from_bits, "bits"),
+        (u._bits_from_bytes, "n_bytes"),
+        (u.bytes_per_s_from_gbit_per_s, "gbit_per_s"),
+        (u.gbit_per_s_from_bytes_per_s, "bytes_per_s"),
+        (u.gb_from_gib, "gib"),
     ],
 )
-def test_conversions_reject_bad_input(fn, bad):
-    with pytest.raises(ValueError):
+def test_conversions_reject_bad_input(fn, name, bad):
+    with pytest.raises(ValueError, match=f"^{name} must"):
         fn(bad)
 
 
 @pytest.mark.parametrize("bad", BAD_NUMBERS + [np.array([1.0, 2.0])])
-@pytest.mark.parametrize("fn", [u.fmt_time, u.fmt_bytes, u.fmt_rate_bytes, u.fmt_flops, u.fmt_flops_rate])
-def test_formatters_reject_bad_values(fn, bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    "fn, name",
+    [
+        (u.fmt_time, "seconds"),
+        (u.fmt_bytes, "n_bytes"),
+        (u.fmt_rate_bytes, "bytes_per_s"),
+        (u.fmt_flops, "flops"),
+        (u.fmt_flops_rate, "flops_per_s"),
+    ],
+)
+def test_formatters_reject_bad_values(fn, name, bad):
+    with pytest.raises(ValueError, match=f"^{name} must"):
         fn(bad)
 
 

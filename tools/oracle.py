@@ -20,17 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-from aiinfra.catalog import models  # noqa: E402 -- needs the sys.path entry above (run as a script, no install)
+from aiinfra.catalog import models  # installed in the oracle's venv by `make oracle`
 
+ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "aiinfra" / "catalog" / "data" / "oracle.json"
 CONTEXTS = (1, 100, 5000)
 #: model_types transformers does not know, and the class their checkpoint runs as

@@ -2,7 +2,7 @@
 
 One function per formula, SI units inside (bytes, FLOPs, seconds, bytes/s, watts), units in
 argument names, a ``ValueError`` naming the argument for any nonsense input, and a sympy
-twin for every formula (``fn.sym``). Import the module you need::
+twin (``fn.sym``) for each formula a page typesets. Import the module you need::
 
     from aiinfra.catalog import models
     from aiinfra.deployment import Deployment

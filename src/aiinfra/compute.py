@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-@formula("2*(N_lin + N_head)", _block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
+@formula(_block_linear_params="N_lin >=0", lm_head_params="N_head >=0")
 def _forward_flops_per_token(_block_linear_params, lm_head_params):
     """Matrix FLOPs of one token through the model, attention scores excluded: ``2 (N_lin + N_head)``.
 
@@ -66,8 +66,6 @@ def _forward_flops_per_token(_block_linear_params, lm_head_params):
 
 
 @formula(
-    "2*L*n_ctx*(w_qk + w_v)",
-    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
     n_layers="L int>=1",
     qk_width="w_qk >0",
     v_width="w_v >0",
@@ -83,8 +81,6 @@ def attention_flops_per_token(n_layers, qk_width, v_width, context_tokens):
 
 
 @formula(
-    "2*(N_lin + N_head) + 2*L*n_ctx*(w_qk + w_v)",
-    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
     _block_linear_params="N_lin >=0",
     lm_head_params="N_head >=0",
     n_layers="L int>=1",
@@ -103,8 +99,6 @@ def _decode_step_flops(_block_linear_params, lm_head_params, n_layers, qk_width,
 
 
 @formula(
-    "L*(w_qk + w_v)*P*(P + 1)",
-    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
     n_layers="L int>=1",
     qk_width="w_qk >0",
     v_width="w_v >0",
@@ -121,8 +115,6 @@ def _causal_prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens):
 
 
 @formula(
-    "2*L*(w_qk + w_v)*P**2",
-    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
     n_layers="L int>=1",
     qk_width="w_qk >0",
     v_width="w_v >0",
@@ -147,8 +139,6 @@ def _prefill_attention_flops(n_layers, qk_width, v_width, prompt_tokens, causal=
 
 
 @formula(
-    "2*N_lin*P + 2*N_head*P_head",
-    sample={"prompt_tokens": (100, 100_000), "lm_head_tokens": (1, 100)},
     _block_linear_params="N_lin >=0",
     lm_head_params="N_head >=0",
     prompt_tokens="P int>=1",
@@ -170,8 +160,6 @@ def _prefill_matmul_flops(_block_linear_params, lm_head_params, prompt_tokens, l
 
 
 @formula(
-    "2*N_lin*P + 2*N_head + L*(w_qk + w_v)*P*(P + 1)",
-    sample={"n_layers": (1, 128), "prompt_tokens": (1, 100_000)},
     _block_linear_params="N_lin >=0",
     lm_head_params="N_head >=0",
     n_layers="L int>=1",
@@ -240,21 +228,19 @@ def approx_flops_2n(n_params, prompt_tokens, generated_tokens):
     return 2.0 * n_params * (prompt_tokens + generated_tokens)
 
 
-@formula("2*N*P", sample={"prompt_tokens": (0, 100_000)}, n_params="N >=0", prompt_tokens="P int>=0")
+@formula(n_params="N >=0", prompt_tokens="P int>=0")
 def approx_prefill_flops_2n(n_params, prompt_tokens):
     """Prefill share of the rule of thumb: ``2 N P`` (one parallel pass over ``P`` tokens)."""
     return approx_flops_2n(n_params, prompt_tokens, 0)
 
 
-@formula("2*N*G", sample={"generated_tokens": (0, 100_000)}, n_params="N >=0", generated_tokens="G int>=0")
+@formula(n_params="N >=0", generated_tokens="G int>=0")
 def approx_decode_flops_2n(n_params, generated_tokens):
     """Decode share of the rule of thumb: ``2 N G`` (``G`` sequential passes)."""
     return approx_flops_2n(n_params, 0, generated_tokens)
 
 
 @formula(
-    "2*L*n_ctx*d",
-    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000)},
     n_layers="L int>=1",
     context_tokens="n_ctx int>=0",
     d_attn="d >0",

@@ -129,21 +129,19 @@ def memory_bound_tokens_per_s(weight_bytes, bandwidth_bytes_per_s, state_bytes=0
     return efficiency * bandwidth_bytes_per_s / (weight_bytes + state_bytes)
 
 
-@formula("1/T", step_time_s="T >0")
+@formula(step_time_s="T >0")
 def tokens_per_s_per_user(step_time_s):
     """Tokens per second one user sees: ``1 / T_step`` (one token per request per step)."""
     return 1.0 / step_time_s
 
 
-@formula("B/T", batch="B >0", step_time_s="T >0")
+@formula(batch="B >0", step_time_s="T >0")
 def tokens_per_s_aggregate(batch, step_time_s):
     """Tokens per second the whole batch produces: ``B / T_step``."""
     return batch / step_time_s
 
 
 @formula(
-    "T_queue + Max(F/(eta_F*Pi), R/(eta_B*beta))",
-    sample={"queue_s": (0.0, 10.0)},
     prefill_flops="F >=0",
     prefill_bytes="R >=0",
     flops_per_s="Pi >0",
@@ -167,8 +165,6 @@ def ttft_s(
 
 
 @formula(
-    "(T_E2E - T_TTFT)/(G - 1)",
-    sample={"end_to_end_s": (100.0, 1000.0), "ttft_s": (0.5, 99.0), "output_tokens": (2, 4096)},
     end_to_end_s="T_E2E >0",
     ttft_s="T_TTFT >=0",
     output_tokens="G int>=2",
@@ -188,8 +184,6 @@ def tpot_s(end_to_end_s, ttft_s, output_tokens):
 
 
 @formula(
-    "T_TTFT + (G - k_pf)*T_TPOT",
-    sample={"output_tokens": (1, 4096)},
     ttft_s="T_TTFT >=0",
     tpot_s="T_TPOT >0",
     output_tokens="G int>=1",
@@ -209,7 +203,7 @@ def end_to_end_latency_s(ttft_s, tpot_s, output_tokens, first_token_from_prefill
     return ttft_s + decode_time_s(tpot_s, steps)
 
 
-@formula("G*T_TPOT", sample={"decode_steps": (0, 4096)}, tpot_s="T_TPOT >0", decode_steps="G int>=0")
+@formula(tpot_s="T_TPOT >0", decode_steps="G int>=0")
 def decode_time_s(tpot_s, decode_steps):
     """Time of ``decode_steps`` sequential decode steps: ``n * TPOT``.
 
@@ -240,8 +234,6 @@ def critical_batch_size(bytes_per_weight, flops_per_s, bandwidth_bytes_per_s, et
 
 
 @formula(
-    "R_W/(eta_B*beta*F_1/(eta_F*Pi) - R_state)",
-    sample={"state_bytes_per_request": (0.0, 1e-5)},
     flops_per_request="F_1 >0",
     **{k: v for k, v in _STEP.items() if k != "flops_per_request"},
 )
@@ -379,8 +371,6 @@ def max_users_per_replica(
 
 
 @formula(
-    "(G - 1)*T_TPOT/(T_TTFT + (G - 1)*T_TPOT)",
-    sample={"output_tokens": (2, 4096)},
     ttft_s="T_TTFT >0",
     tpot_s="T_TPOT >0",
     output_tokens="G int>=1",
@@ -400,7 +390,7 @@ def decode_share_of_reply(ttft_s, tpot_s, output_tokens):
 # --- the KV budget and what it does to throughput (chapter 5) -----------------
 
 
-@formula("B*beta/R_W", batch="B >0", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0")
+@formula(batch="B >0", weight_bytes="R_W >0", bandwidth_bytes_per_s="beta >0")
 def naive_batch_tokens_per_s(batch, weight_bytes, bandwidth_bytes_per_s):
     """The naive claim ``B * beta / W``: batch size times a single stream's memory-bound rate.
 
@@ -412,8 +402,6 @@ def naive_batch_tokens_per_s(batch, weight_bytes, bandwidth_bytes_per_s):
 
 
 @formula(
-    "B*n_G*eta_B*beta/(R_W + B*R_state)",
-    sample={"n_gpus": (1, 64)},
     batch="B >0",
     weight_bytes="R_W >=0",
     kv_bytes_per_request="R_state >=0",
@@ -440,9 +428,7 @@ def node_batch_tokens_per_s(
     return batch * n_gpus * efficiency * bandwidth_bytes_per_s / total
 
 
-@formula(
-    "B*R_state/(R_W + B*R_state)", batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0"
-)
+@formula(batch="B >0", weight_bytes="R_W >=0", kv_bytes_per_request="R_state >=0")
 def kv_read_share(batch, weight_bytes, kv_bytes_per_request):
     """Share of one decode step's bytes that are KV: ``B S / (W + B S)``."""
     total = weight_bytes + batch * kv_bytes_per_request
@@ -451,7 +437,7 @@ def kv_read_share(batch, weight_bytes, kv_bytes_per_request):
     return batch * kv_bytes_per_request / total
 
 
-@formula("B*T_1/T_B", batch="B >0", tpot_1_s="T_1 >0", tpot_b_s="T_B >0")
+@formula(batch="B >0", tpot_1_s="T_1 >0", tpot_b_s="T_B >0")
 def throughput_ratio_if_tpot_only(batch, tpot_1_s, tpot_b_s):
     """Throughput at ``batch`` relative to batch 1 if tokens came out at TPOT pace only: ``B T_1 / T_B``.
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from aiinfra import compute, decode, memory, roofline, units
 from aiinfra.catalog import hardware, models
+from aiinfra.cluster import network, parallelism
 from aiinfra.formula import check
 
 __all__ = [
@@ -600,8 +601,6 @@ class Deployment:
         step has ``tokens`` = its batch. Zero on one GPU. The roofline times of
         this class leave it out; :mod:`aiinfra.predict` adds it (chapters 6 and 7).
         """
-        from aiinfra.cluster import network, parallelism
-
         n_tok = check("tokens", tokens, ">0")
         m = self.model
         width = m.d_model if isinstance(m, RoundModel) else m.hidden_size
@@ -650,19 +649,6 @@ class Deployment:
             self.eta_b,
             self.memory_reserve,
             self.weight_bytes_read,
-        )
-
-    def cost_per_million_tokens(self, usd_per_gpu_hour, batch, context_tokens):
-        """Floor price of a million output tokens at ``batch`` requests of ``context_tokens`` each (chapters 4, 5).
-
-        The replica's aggregate rate (:meth:`step`) divided by its GPU count,
-        priced by :func:`aiinfra.serving.capacity.cost_per_million_tokens`.
-        Accepts arrays.
-        """
-        from aiinfra.serving import capacity
-
-        return capacity.cost_per_million_tokens(
-            usd_per_gpu_hour, self.step(batch, context_tokens).tokens_per_s / self.n_gpus
         )
 
 

@@ -2,7 +2,8 @@
 
 A formula is a short function of plain numbers (numpy arrays where a figure
 sweeps an argument) that returns an SI quantity. It wears :func:`formula`,
-which does three things so that no formula repeats them:
+which does two things so that no formula repeats them, and a third for the few
+formulas the book typesets:
 
 * **validation**: each argument is declared with its symbol and its domain,
   e.g. ``n_layers="L int>=1"``; a value outside the domain, a NaN, an
@@ -12,11 +13,16 @@ which does three things so that no formula repeats them:
 * **scalar or array**: the body receives Python floats for scalars and
   float numpy arrays for arrays, and a scalar call returns a Python
   ``float`` (``int`` with ``out=int``), an array call an array;
-* **the sympy twin**: the first argument is the formula written with the
-  declared symbols (``"2*L*H_kv*d_head*b_KV"``); ``fn.sym`` parses it the
-  first time it is asked for, so importing :mod:`aiinfra` or any formula
-  module never imports sympy. ``tests/test_twins.py`` evaluates every twin in
-  :data:`TWINS` against its function.
+* **the sympy twin**, optional: where a page typesets the formula
+  (:func:`aiinfra.book.glue.formula_md`) or derives from it (``fn.sym``), the
+  first argument is the formula written with the declared symbols
+  (``"2*L*H_kv*d_head*b_KV"``); ``fn.sym`` parses it the first time it is
+  asked for, so importing :mod:`aiinfra` or any formula module never imports
+  sympy. ``tests/test_twins.py`` evaluates every twin in :data:`TWINS` against
+  its function and checks that a page uses it. Every other formula is written
+  once, as its body: ``@formula(n_layers="L int>=1", ...)``. The symbols are
+  declared either way (``fn.sym_args``): they name the argument in the book's
+  notation.
 
 Domains: ``>0``, ``>=0``, ``>=X``, ``>X`` (any real bound), ``int>=K`` (whole
 numbers), the intervals ``(0,1]``, ``[0,1]``, ``[0,1)``, ``(0,1)``, ``any``
@@ -463,14 +469,15 @@ def _scalar_or_array(result, out: type):
     return result if arr.ndim else arr.item()
 
 
-def formula(expr: str | None, *, sample: dict | None = None, out: type = float, **specs: str):
-    """Declare a formula: its twin ``expr`` and, per argument, ``"SYMBOL DOMAIN"`` (see the module docstring).
+def formula(expr: str | None = None, *, sample: dict | None = None, out: type = float, **specs: str):
+    """Declare a formula: per argument ``"SYMBOL DOMAIN"``, and its twin ``expr`` where a page shows it (module docstring).
 
     ``sample`` maps an argument to the ``(low, high[, kind])`` range the twin
     test draws from, where the domain's default range would leave the
     formula's own conditions (``ttft_s < end_to_end_s``, say). ``out=int``
-    returns whole numbers (counts, floors, ceilings). ``expr=None`` declares a
-    validated function without a twin (its specs are then bare domains).
+    returns whole numbers (counts, floors, ceilings). Without ``expr`` the
+    function is validated and its symbols declared, but it has no twin (its
+    specs may then also be bare domains).
     """
 
     def decorate(fn):

@@ -1,8 +1,8 @@
 """Bytes in GPU memory: weights, the KV cache, how they split over cards, and the bus that feeds them.
 
 Every function returns bytes as SI floats (decimal GB = 1e9 B; use
-:mod:`aiinfra.units` to print GiB). The scalar formulas carry symbolic twins
-(``fn.sym``) so chapters can show the equation they compute; the wrappers
+:mod:`aiinfra.units` to print GiB). The scalar formulas a chapter typesets carry
+symbolic twins (``fn.sym``); the wrappers
 that take a :class:`~aiinfra.catalog.models.ModelConfig` call those cores with
 exact counts from :mod:`aiinfra.catalog.models`.
 
@@ -29,7 +29,7 @@ from aiinfra.formula import check, formula
 # --------------------------------------------------------------------------------------
 
 
-@formula("N*b_W", n_params="N >=0", bytes_per_param="b_W >0")
+@formula(n_params="N >=0", bytes_per_param="b_W >0")
 def weight_bytes_formula(n_params, bytes_per_param):
     """Weight bytes ``N * b_W``: parameter count times bytes per parameter. Accepts arrays."""
     return n_params * bytes_per_param
@@ -44,7 +44,6 @@ def weight_bytes(m, precision: str = "bf16") -> float:
 
 
 @formula(
-    "N_q*q/8 + N_q*s_g/g + N_o*b_o",
     n_quant_params="N_q >=0",
     n_other_params="N_o >=0",
     bits="q >0",
@@ -293,8 +292,6 @@ def state_bytes_per_request(m, bytes_per_element=2, state_bytes_per_element=4) -
 
 
 @formula(
-    "K*Max(1/t, 1/h_KV)",
-    sample={"tensor_parallel": (1, 128), "kv_heads": (1, 128)},
     kv_bytes="K >=0",
     tensor_parallel="t int>=1",
     kv_heads="h_KV int>=1",
@@ -327,7 +324,6 @@ def request_state_bytes(m, context_tokens, bytes_per_element=2, state_bytes_per_
 
 
 @formula(
-    "M_cap - (M_W + M_S + M_ws)",
     weights_bytes="M_W >=0",
     state_bytes="M_S >=0",
     workspace_bytes="M_ws >=0",
@@ -351,7 +347,7 @@ def fits(weights_bytes, state_bytes, workspace_bytes, capacity_bytes):
     return bool(left >= 0) if np.ndim(left) == 0 else np.asarray(left) >= 0
 
 
-@formula("M/n_G", total_bytes="M >=0", n_cards="n_G int>=1")
+@formula(total_bytes="M >=0", n_cards="n_G int>=1")
 def split_even(total_bytes, n_cards):
     """Bytes per card when ``total_bytes`` is split evenly over ``n_cards``: ``M / n_G``.
 
@@ -407,13 +403,7 @@ def split_by_capacity(total_bytes, capacities_bytes, reserve_bytes_per_card=0) -
 
 
 @formula(
-    "ceiling(M/(M_cap - M_res))",
     out=int,
-    sample={
-        "capacity_bytes_per_card": (500.0, 1000.0),
-        "reserve_bytes_per_card": (0.5, 400.0),
-        "total_bytes": (0.5, 1e5),
-    },
     total_bytes="M >=0",
     capacity_bytes_per_card="M_cap >0",
     reserve_bytes_per_card="M_res >=0",
@@ -463,8 +453,6 @@ def mha_equivalent_kv_bytes_per_token(m, bytes_per_element=2):
 
 
 @formula(
-    "k_tok*(P + G)",
-    sample={"prompt_tokens": (1, 5000), "output_tokens": (1, 5000), "kv_bytes_per_token": (1e3, 1e6)},
     kv_bytes_per_token="k_tok >0",
     prompt_tokens="P int>=0",
     output_tokens="G int>=0",
@@ -499,9 +487,7 @@ def kv_bytes_read(kv_bytes_per_token, prompt_tokens, output_tokens):
     return kv_bytes_per_token * (g * p + g * (g - 1) / 2)
 
 
-@formula(
-    "G*R_W", sample={"output_tokens": (1, 5000)}, weight_bytes_per_step="R_W >0", output_tokens="G int>=0"
-)
+@formula(weight_bytes_per_step="R_W >0", output_tokens="G int>=0")
 def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
     """Weight bytes streamed from device memory over a request at batch 1: ``G R_W``.
 
@@ -514,8 +500,6 @@ def _weight_bytes_streamed(weight_bytes_per_step, output_tokens):
 
 
 @formula(
-    "d*b_act",
-    sample={"hidden_size": (64, 16384), "bytes_per_element": (1, 4, "int")},
     hidden_size="d int>=1",
     bytes_per_element="b_act >0",
 )
@@ -570,7 +554,7 @@ HBM_BITS_PER_STACK = 1024
 DDR_BITS_PER_CHANNEL = 64
 
 
-@formula("1024*n_stack", out=int, sample={"stacks": (1, 16)}, stacks="n_stack int>=1")
+@formula(out=int, stacks="n_stack int>=1")
 def hbm_bus_width_bits(stacks):
     """Data width of a memory interface built from ``stacks`` HBM stacks: ``1,024`` bits each.
 
@@ -580,8 +564,6 @@ def hbm_bus_width_bits(stacks):
 
 
 @formula(
-    "w_bus*r_pin/8",
-    sample={"bus_width_bits": (64, 8192), "transfers_per_s": (1e9, 1e10)},
     bus_width_bits="w_bus int>=1",
     transfers_per_s="r_pin >0",
 )
@@ -598,8 +580,6 @@ def bus_bandwidth_bytes_per_s(bus_width_bits, transfers_per_s):
 
 
 @formula(
-    "8*beta/w_bus",
-    sample={"bus_width_bits": (64, 8192)},
     bandwidth_bytes_per_s="beta >0",
     bus_width_bits="w_bus int>=1",
 )

@@ -113,7 +113,7 @@ def _two_times(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f, et
     )
 
 
-@formula("Max(F/(eta_F*Pi), R/(eta_B*beta))", **_TWO_TIMES)
+@formula(**_TWO_TIMES)
 def step_time_overlapped_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Step time when reads and arithmetic overlap: ``max(F/(eta_F Pi), R/(eta_B beta))``.
 
@@ -124,7 +124,7 @@ def step_time_overlapped_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_
     return np.maximum(tc, tm)
 
 
-@formula("F/(eta_F*Pi) + R/(eta_B*beta)", **_TWO_TIMES)
+@formula(**_TWO_TIMES)
 def step_time_serial_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, eta_f=1.0, eta_b=1.0):
     """Step time when reads and arithmetic cannot overlap: ``F/(eta_F Pi) + R/(eta_B beta)``.
 
@@ -135,13 +135,13 @@ def step_time_serial_s(flops, bytes_moved, flops_per_s, bandwidth_bytes_per_s, e
     return tc + tm
 
 
-@formula("F/R", flops="F >=0", bytes_moved="R >0")
+@formula(flops="F >=0", bytes_moved="R >0")
 def arithmetic_intensity_flops_per_byte(flops, bytes_moved):
     """Arithmetic intensity ``I = F / R``: FLOPs performed per byte moved."""
     return flops / bytes_moved
 
 
-@formula("Pi/beta", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
+@formula(flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
 def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
     """Ridge point ``Pi / beta``: the intensity where compute and memory time are equal.
 
@@ -154,7 +154,6 @@ def ridge_point_flops_per_byte(flops_per_s, bandwidth_bytes_per_s):
 
 
 @formula(
-    "2*g*s_q/b_KV",
     group_size="g int>=1",
     query_tokens="s_q int>=1",
     bytes_per_element="b_KV >0",
@@ -173,7 +172,6 @@ def gqa_decode_attention_intensity_flops_per_byte(group_size, query_tokens=1, by
 
 
 @formula(
-    "2*h_q*s_q*(2*r_kv + d_rope)/((r_kv + d_rope)*b_KV)",
     n_q_heads="h_q int>=1",
     kv_lora_rank="r_kv int>=1",
     qk_rope_head_dim="d_rope int>=0",
@@ -286,9 +284,7 @@ def model_decode_step_intensity_flops_per_byte(
     return decode_step_intensity_flops_per_byte(batch, compute.flops_per_token(m), weights, i_attn, kv)
 
 
-@formula(
-    "Min(Pi, I*beta)", intensity_flops_per_byte="I >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0"
-)
+@formula(intensity_flops_per_byte="I >=0", flops_per_s="Pi >0", bandwidth_bytes_per_s="beta >0")
 def attainable_flops_per_s(intensity_flops_per_byte, flops_per_s, bandwidth_bytes_per_s):
     """The roofline itself: ``min(Pi, I * beta)``, the best rate work of intensity ``I`` can reach."""
     return np.minimum(flops_per_s, intensity_flops_per_byte * bandwidth_bytes_per_s)
@@ -313,7 +309,7 @@ def mac_array_peak_flops_per_s(rows, cols, clock_hz):
     return units.FLOPS_PER_MAC * rows * cols * clock_hz
 
 
-@formula("2*Pi", flops_per_s="Pi >0")
+@formula(flops_per_s="Pi >0")
 def sparse_peak_flops_per_s(flops_per_s):
     """The 2:4 structured-sparse peak vendors headline: twice the dense peak ``Pi``.
 
@@ -359,8 +355,6 @@ def _utilisation(name_work, w, name_rate, r, elapsed_s):
 
 
 @formula(
-    "F/(Pi*T)",
-    sample={"flops": (0.5, 10), "flops_per_s": (10, 100), "elapsed_s": (1, 100)},
     flops="F >=0",
     flops_per_s="Pi >0",
     elapsed_s="T >0",
@@ -377,8 +371,6 @@ def mfu(flops, flops_per_s, elapsed_s):
 
 
 @formula(
-    "R/(beta*T)",
-    sample={"bytes_moved": (0.5, 10), "bandwidth_bytes_per_s": (10, 100), "elapsed_s": (1, 100)},
     bytes_moved="R >=0",
     bandwidth_bytes_per_s="beta >0",
     elapsed_s="T >0",
@@ -470,7 +462,7 @@ def amdahl_limit(fraction):
     return 1.0 / (1.0 - fraction)
 
 
-@formula("T*((1 - f) + f/s)", original_time_s="T >=0", fraction="f [0,1]", speedup="s >0")
+@formula(original_time_s="T >=0", fraction="f [0,1]", speedup="s >0")
 def time_after_speedup_s(original_time_s, fraction, speedup):
     """New duration ``T ((1 - f) + f / s)`` of a job of ``original_time_s`` seconds.
 
@@ -480,8 +472,6 @@ def time_after_speedup_s(original_time_s, fraction, speedup):
 
 
 @formula(
-    "k*t_seek + t_cpu",
-    sample={"n_seeks": (0, 100), "compute_time_s": (0.0, 10.0)},
     n_seeks="k int>=0",
     seek_time_s="t_seek >0",
     compute_time_s="t_cpu >=0",

@@ -81,7 +81,7 @@ _BYTE_UNITS = {**_DECIMAL_BYTE_UNITS, **_BINARY_BYTE_UNITS}
 Gbit: float = 1e9
 
 
-@formula("n_bits/8", bits="n_bits >=0")
+@formula(bits="n_bits >=0")
 def bytes_from_bits(bits):
     """Bytes in ``bits`` bits: ``bits / 8``; bits per second to bytes per second alike. Accepts arrays.
 
@@ -91,13 +91,13 @@ def bytes_from_bits(bits):
     return bits / BITS_PER_BYTE
 
 
-@formula("8*n_B", n_bytes="n_B >=0")
+@formula(n_bytes="n_B >=0")
 def _bits_from_bytes(n_bytes):
     """Bits in ``n_bytes`` bytes: ``8 * n_bytes``. Accepts arrays."""
     return n_bytes * BITS_PER_BYTE
 
 
-@formula("r_Gbit*10**9/8", gbit_per_s="r_Gbit >=0")
+@formula(gbit_per_s="r_Gbit >=0")
 def bytes_per_s_from_gbit_per_s(gbit_per_s):
     """Convert a line rate in Gbit/s (decimal giga, bits) to bytes per second.
 
@@ -107,13 +107,13 @@ def bytes_per_s_from_gbit_per_s(gbit_per_s):
     return bytes_from_bits(gbit_per_s * Gbit)
 
 
-@formula("beta*8/10**9", bytes_per_s="beta >=0")
+@formula(bytes_per_s="beta >=0")
 def gbit_per_s_from_bytes_per_s(bytes_per_s):
     """Convert bytes per second to Gbit/s (decimal giga, bits): ``8 * x / 1e9``."""
     return _bits_from_bytes(bytes_per_s) / Gbit
 
 
-@formula("g*2**30/10**9", gib="g >=0")
+@formula(gib="g >=0")
 def gb_from_gib(gib):
     """Decimal gigabytes in ``gib`` binary gibibytes (1 GiB = 1.073741824 GB)."""
     return gib * GiB / GB

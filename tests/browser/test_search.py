@@ -1,7 +1,7 @@
 """One search box per page: a reader saw two on every page (issue 20).
 
 sphinx-book-theme puts a search field in the primary sidebar; pydata-sphinx-theme adds a second,
-"persistent" one to the header unless ``navbar_persistent`` is set (``book/_ext/aiinfra_book.py``
+"persistent" one to the header unless ``navbar_persistent`` is set (``tools/aiinfra_build/sphinx_book.py``
 sets it empty). Counted as the reader sees them: visible search controls, on a wide screen where
 the sidebar is open and on a narrow one where it is folded away.
 """

@@ -396,7 +396,7 @@ def test_7_the_personal_notebook_checks_at_home_and_grades_in_full(tmp_path):
         tmp_path / "roster.txt",
     )
     roster.write_text("alice\nbob\n")
-    tool = [sys.executable, str(REPO / "tools" / "build_exercises.py"), "--variants", "--chapter", "ch01"]
+    tool = [sys.executable, "-m", "aiinfra_build.build_exercises", "--variants", "--chapter", "ch01"]
     done = subprocess.run(
         tool + ["--key", key_file, "--roster", roster, "--out", handout], capture_output=True, text=True
     )

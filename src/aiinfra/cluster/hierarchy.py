@@ -72,8 +72,6 @@ DENSE_RACK_POWER_RANGE_W = (40e3, 100e3)
 
 
 @formula(
-    "beta/k_over",
-    sample={"oversubscription": (1.0, 16.0)},
     bandwidth_bytes_per_s="beta >0",
     oversubscription="k_over >=1",
 )
@@ -88,8 +86,6 @@ def oversubscribed_bandwidth_bytes_per_s(bandwidth_bytes_per_s, oversubscription
 
 
 @formula(
-    "P_server/n_server",
-    sample={"gpus_per_server": (1, 16)},
     server_power_w="P_server >0",
     gpus_per_server="n_server int>=1",
 )
@@ -103,13 +99,13 @@ def watts_per_gpu_at_server(server_power_w, gpus_per_server):
     return server_power_w / gpus_per_server
 
 
-@formula("E_home*1000/8760", household_kwh_per_year="E_home >0")
+@formula(household_kwh_per_year="E_home >0")
 def household_average_power_w(household_kwh_per_year=HOUSEHOLD_KWH_PER_YEAR):
     """Average power of a household using ``E`` kWh per year: ``1000 E / 8760`` W. Chapter 6."""
     return household_kwh_per_year * 1000.0 / HOURS_PER_YEAR
 
 
-@formula("P_W*8760/(1000*E_home)", power_w="P_W >=0", household_kwh_per_year="E_home >0")
+@formula(power_w="P_W >=0", household_kwh_per_year="E_home >0")
 def households_equivalent(power_w, household_kwh_per_year=HOUSEHOLD_KWH_PER_YEAR):
     """How many average households draw ``power_w`` between them. Chapter 6."""
     return power_w / household_average_power_w(household_kwh_per_year)
@@ -124,8 +120,6 @@ WAFER_DIAMETER_M = 0.3
 
 
 @formula(
-    "Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))",
-    sample={"die_area_m2": (1e-5, 1e-3), "wafer_diameter_m": (0.1, 0.45)},
     die_area_m2="A_die >0",
     wafer_diameter_m="d_w >0",
 )
@@ -147,8 +141,6 @@ def gross_dies_per_wafer(die_area_m2, wafer_diameter_m=WAFER_DIAMETER_M):
 
 
 @formula(
-    "A_die*D_0",
-    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
     die_area_m2="A_die >0",
     defects_per_m2="D_0 >=0",
 )
@@ -158,8 +150,6 @@ def expected_defects_per_die(die_area_m2, defects_per_m2):
 
 
 @formula(
-    "exp(-A_die*D_0)",
-    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0)},
     die_area_m2="A_die >0",
     defects_per_m2="D_0 >=0",
 )
@@ -192,8 +182,6 @@ def murphy_die_yield(die_area_m2, defects_per_m2):
 
 
 @formula(
-    "Max(0, pi*(d_w/2)**2/A_die - pi*d_w/sqrt(2*A_die))*((1 - exp(-A_die*D_0))/(A_die*D_0))**2",
-    sample={"die_area_m2": (1e-5, 1e-3), "defects_per_m2": (10.0, 5000.0), "wafer_diameter_m": (0.1, 0.45)},
     die_area_m2="A_die >0",
     defects_per_m2="D_0 >0",
     wafer_diameter_m="d_w >0",

@@ -129,7 +129,7 @@ def misread_factor(printed_in_bits: bool, printed_both_directions: bool) -> int:
     return (units.BITS_PER_BYTE if bits else 1) * (2 if both else 1)
 
 
-@formula("2*beta", per_direction_bytes_per_s="beta >0")
+@formula(per_direction_bytes_per_s="beta >0")
 def bidirectional_from_per_direction(per_direction_bytes_per_s):
     """Both-directions total from a per-direction figure: ``2 beta`` (what a vendor prints)."""
     return per_direction_bytes_per_s * 2.0
@@ -141,8 +141,6 @@ def bidirectional_from_per_direction(per_direction_bytes_per_s):
 
 
 @formula(
-    "t_0 + S/beta",
-    sample={"latency_s": (0.0, 10.0)},
     size_bytes="S >=0",
     bandwidth_bytes_per_s="beta >0",
     latency_s="t_0 >=0",
@@ -158,8 +156,6 @@ def transfer_time_s(size_bytes, bandwidth_bytes_per_s, latency_s=0.0):
 
 
 @formula(
-    "t_0/(t_0 + S/beta)",
-    sample={"latency_s": (1e-6, 10.0)},
     size_bytes="S >=0",
     bandwidth_bytes_per_s="beta >0",
     latency_s="t_0 >0",
@@ -238,7 +234,7 @@ def ring_allreduce_time_s(size_bytes, n_ranks, bandwidth_bytes_per_s, latency_s=
     return 2.0 * (n - 1.0) / n * size_bytes / bandwidth_bytes_per_s + 2.0 * (n - 1.0) * latency_s
 
 
-@formula("S/T", size_bytes="S >=0", elapsed_s="T >0")
+@formula(size_bytes="S >=0", elapsed_s="T >0")
 def algorithm_bandwidth_bytes_per_s(size_bytes, elapsed_s):
     """NCCL's algorithm bandwidth ``algbw = S / t``: message size over measured time."""
     return size_bytes / elapsed_s
@@ -346,8 +342,6 @@ ALLREDUCE_REGIMES = {
 
 
 @formula(
-    "t_AR + k*S/(eta_AR*beta)",
-    sample={"latency_s": (0.0, 1e-4)},
     size_bytes="S >=0",
     bytes_per_rank_factor="k >=0",
     link_bytes_per_s="beta >0",
@@ -488,8 +482,6 @@ ALL_TO_ALL_REGIMES = {
 
 
 @formula(
-    "t_A2A + S/(eta_A2A*beta)",
-    sample={"latency_s": (0.0, 1e-4)},
     size_bytes="S >=0",
     link_bytes_per_s="beta >0",
     link_fraction="eta_A2A (0,1]",
@@ -523,8 +515,6 @@ def all_to_all_time_s(size_bytes, link_bytes_per_s, regime="nvlink"):
 
 
 @formula(
-    "r_bits/(8*s_frame)",
-    sample={"frame_bytes_on_wire": (64, 1600)},
     link_bits_per_s="r_bits >0",
     frame_bytes_on_wire="s_frame >0",
 )
@@ -539,9 +529,7 @@ def packets_per_s(link_bits_per_s, frame_bytes_on_wire=MIN_ETHERNET_FRAME_BYTES_
 
 
 @formula(
-    "ceiling(lambda_packet/mu_core)",
     out=int,
-    sample={"packets_per_s": (1.0, 1000.0), "packets_per_s_per_core": (0.5, 50.0)},
     packets_per_s="lambda_packet >=0",
     packets_per_s_per_core="mu_core >0",
 )

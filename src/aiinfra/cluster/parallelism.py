@@ -68,7 +68,7 @@ ALLREDUCES_PER_LAYER = {"forward": 2, "training": 4}
 ASSUMED_STEP_LATENCY_S = {"nvlink": 1e-6, "infiniband": 3e-6}
 
 
-@formula("n_tok*d*b_act", tokens="n_tok >0", d_model="d >0", bytes_per_element="b_act >0")
+@formula(tokens="n_tok >0", d_model="d >0", bytes_per_element="b_act >0")
 def tp_allreduce_message_bytes(tokens, d_model, bytes_per_element=2.0):
     """Bytes of one tensor-parallel all-reduce: ``n_tok * d * b``.
 
@@ -82,8 +82,6 @@ def tp_allreduce_message_bytes(tokens, d_model, bytes_per_element=2.0):
 
 
 @formula(
-    "k_AR*L",
-    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
     n_layers="L int>=1",
     allreduces_per_layer="k_AR int>=1",
 )
@@ -99,8 +97,6 @@ def tp_allreduce_count(n_layers, allreduces_per_layer=2):
 
 
 @formula(
-    "k_AR*L*d*b_act",
-    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
     n_layers="L int>=1",
     d_model="d >0",
     bytes_per_element="b_act >0",
@@ -117,8 +113,6 @@ def tp_allreduce_bytes_per_token(n_layers, d_model, bytes_per_element=2.0, allre
 
 
 @formula(
-    "k_AR*L*t_AR",
-    sample={"n_layers": (1, 200), "allreduces_per_layer": (1, 4)},
     n_layers="L int>=1",
     allreduce_time_s="t_AR >=0",
     allreduces_per_layer="k_AR int>=1",
@@ -135,8 +129,6 @@ def tp_comm_time_per_step_s(n_layers, allreduce_time_s, allreduces_per_layer=2):
 
 
 @formula(
-    "(p - 1)*n_tok*d*b_act",
-    sample={"stages": (1, 64)},
     tokens="n_tok >0",
     d_model="d >0",
     stages="p int>=1",
@@ -154,8 +146,6 @@ def pp_boundary_bytes(tokens, d_model, stages, bytes_per_element=2.0):
 
 
 @formula(
-    "(p - 1)/(m + p - 1)",
-    sample={"stages": (1, 64), "microbatches": (1, 256)},
     stages="p int>=1",
     microbatches="m int>=1",
 )
@@ -173,7 +163,7 @@ def pipeline_bubble_fraction(stages, microbatches):
     return (p - 1) / (m + p - 1)
 
 
-@formula("N*b_g", params="N >0", bytes_per_gradient="b_g >0")
+@formula(params="N >0", bytes_per_gradient="b_g >0")
 def dp_gradient_bytes(params, bytes_per_gradient=2.0):
     """Message of the data-parallel gradient all-reduce per training step: ``N b_g``.
 
@@ -186,8 +176,6 @@ def dp_gradient_bytes(params, bytes_per_gradient=2.0):
 
 
 @formula(
-    "W/(t*p)",
-    sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64)},
     weight_bytes="W >0",
     tensor_parallel="t int>=1",
     pipeline_parallel="p int>=1",
@@ -202,8 +190,6 @@ def weight_bytes_per_gpu(weight_bytes, tensor_parallel=1, pipeline_parallel=1):
 
 
 @formula(
-    "t*p*r",
-    sample={"tensor_parallel": (1, 64), "pipeline_parallel": (1, 64), "data_parallel": (1, 512)},
     tensor_parallel="t int>=1",
     pipeline_parallel="p int>=1",
     data_parallel="r int>=1",

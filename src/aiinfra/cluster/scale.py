@@ -61,15 +61,13 @@ MFU_DROP_PER_DOUBLING = 0.02
 COMM_PER_DOUBLING = 0.0625
 
 
-@formula("n_G*Pi", n_gpus="n_G >0", flops_per_s_per_gpu="Pi >0")
+@formula(n_gpus="n_G >0", flops_per_s_per_gpu="Pi >0")
 def peak_flops_per_s(n_gpus, flops_per_s_per_gpu):
     """Peak compute of the cluster: ``G * Pi`` (use one precision, dense, for every GPU)."""
     return n_gpus * flops_per_s_per_gpu
 
 
 @formula(
-    "n_G*Pi*eta_F",
-    sample={"mfu": (0.01, 1.0)},
     n_gpus="n_G >0",
     flops_per_s_per_gpu="Pi >0",
     mfu="eta_F (0,1]",
@@ -102,8 +100,6 @@ def mfu_log2_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP
 
 
 @formula(
-    "2**(m_1/d)",
-    sample={"mfu_at_one": (0.4, 1.0), "drop_per_doubling": (0.01, 0.1)},
     mfu_at_one="m_1 (0,1]",
     drop_per_doubling="d >0",
 )
@@ -117,8 +113,6 @@ def mfu_log2_zero_gpus(mfu_at_one=MFU_AT_ONE_GPU, drop_per_doubling=MFU_DROP_PER
 
 
 @formula(
-    "k*log(n_G, 2)/(1 + k*log(n_G, 2))",
-    sample={"n_gpus": (1, 1e6), "comm_per_doubling": (0.0, 1.0)},
     n_gpus="n_G >=1",
     comm_per_doubling="k >=0",
 )
@@ -154,8 +148,6 @@ def mfu_comm_fraction_model(n_gpus, mfu_at_one=MFU_AT_ONE_GPU, comm_per_doubling
 
 
 @formula(
-    "n_G*P_GPU*PUE",
-    sample={"pue": (1.0, 3.0)},
     n_gpus="n_G >=0",
     watts_per_gpu="P_GPU >0",
     pue="PUE >=1",
@@ -180,7 +172,7 @@ def cluster_power_w(n_gpus, watts_per_gpu, pue, convention="chip-only"):
     return n_gpus * watts_per_gpu * pue
 
 
-@formula("P_total/r_tok", power_w="P_total >=0", tokens_per_s="r_tok >0")
+@formula(power_w="P_total >=0", tokens_per_s="r_tok >0")
 def energy_per_token_j(power_w, tokens_per_s):
     """Energy per generated token: ``P / (tokens/s)`` joules.
 

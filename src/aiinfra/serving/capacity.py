@@ -39,6 +39,7 @@ __all__ = [
     "tpot_with_prefill_s",
     "prefill_time_per_request_s",
     "cost_per_million_tokens",
+    "replica_cost_per_million_tokens",
     "gpu_hours_for_tokens",
     "ContextCost",
     "cost_vs_context",
@@ -94,7 +95,6 @@ class CapacityPlan:
 
 
 @formula(
-    "T_step + u*T_prefill/G",
     step_time_s="T_step >0",
     users="u >=0",
     prefill_s="T_prefill >=0",
@@ -250,7 +250,7 @@ def fleet_economics(plan: CapacityPlan, watts_per_gpu, pue, usd_per_gpu_hour) ->
     return FleetEconomics(float(tok_s), float(power), float(usd))
 
 
-@formula("p_GPUh/3600/r_tok*10**6", usd_per_gpu_hour="p_GPUh >=0", tokens_per_s_per_gpu="r_tok >0")
+@formula(usd_per_gpu_hour="p_GPUh >=0", tokens_per_s_per_gpu="r_tok >0")
 def cost_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
     """US dollars per million generated tokens: ``price_per_GPU_hour / 3600 / (tokens/s per GPU) * 1e6``.
 
@@ -261,7 +261,18 @@ def cost_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
     return usd_per_gpu_hour / 3600.0 / tokens_per_s_per_gpu * 1e6
 
 
-@formula("n_tok/r_tok/3600", tokens="n_tok >=0", tokens_per_s_per_gpu="r_tok >0")
+def replica_cost_per_million_tokens(deployment, usd_per_gpu_hour, batch, context_tokens):
+    """Floor price of a million output tokens on ``deployment`` at ``batch`` requests of ``context_tokens`` each.
+
+    The replica's aggregate rate (:meth:`~aiinfra.deployment.Deployment.step`)
+    divided by its GPU count, priced by :func:`cost_per_million_tokens`.
+    Accepts arrays. Chapters 4 and 5.
+    """
+    per_gpu = deployment.step(batch, context_tokens).tokens_per_s / deployment.n_gpus
+    return cost_per_million_tokens(usd_per_gpu_hour, per_gpu)
+
+
+@formula(tokens="n_tok >=0", tokens_per_s_per_gpu="r_tok >0")
 def gpu_hours_for_tokens(tokens, tokens_per_s_per_gpu):
     """GPU-hours needed to generate ``tokens`` at ``tokens_per_s_per_gpu``: ``n / r / 3600``. Accepts arrays."""
     return tokens / tokens_per_s_per_gpu / 3600.0

@@ -29,8 +29,6 @@ __all__ = ["chunk_step_time_s", "chunked_ttft_s", "chunk_step_times_s"]
 
 
 @formula(
-    "Max((C + B)*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta)) + t_fix",
-    sample={"overhead_s": (0.0, 1e-2)},
     chunk_tokens="C int>=0",
     decode_batch="B int>=0",
     flops_per_token="F_1 >0",
@@ -68,8 +66,6 @@ def chunk_step_time_s(
 
 
 @formula(
-    "ceiling(P/C)*T",
-    sample={"prompt_tokens": (1, 100_000), "chunk_tokens": (1, 10_000)},
     prompt_tokens="P int>=1",
     chunk_tokens="C int>=1",
     step_time_s="T >0",

@@ -49,12 +49,8 @@ __all__ = [
     "layerwise_kv_exposed_s",
 ]
 
-_U = {"prefill_busy_fraction": (0.0, 0.95)}
-
 
 @formula(
-    "lambda_*t_p",
-    sample={"prefill_rate_per_s": (0.01, 10.0), "prefill_time_s": (0.001, 0.09)},
     prefill_rate_per_s="lambda_ >=0",
     prefill_time_s="t_p >0",
 )
@@ -68,7 +64,7 @@ def prefill_busy_fraction(prefill_rate_per_s, prefill_time_s):
     return prefill_rate_per_s * prefill_time_s
 
 
-@formula("t_d/(1 - u)", sample=_U, decode_step_time_s="t_d >0", prefill_busy_fraction="u [0,1)")
+@formula(decode_step_time_s="t_d >0", prefill_busy_fraction="u [0,1)")
 def colocated_tpot_s(decode_step_time_s, prefill_busy_fraction):
     """Mean time per output token when prefills preempt decode: ``t_d / (1 - u)``.
 
@@ -79,7 +75,7 @@ def colocated_tpot_s(decode_step_time_s, prefill_busy_fraction):
     return decode_step_time_s / (1.0 - prefill_busy_fraction)
 
 
-@formula("t_d + t_p", decode_step_time_s="t_d >0", prefill_time_s="t_p >=0")
+@formula(decode_step_time_s="t_d >0", prefill_time_s="t_p >=0")
 def colocated_worst_gap_s(decode_step_time_s, prefill_time_s):
     """Longest gap between two output tokens on a colocated server: ``t_d + t_p``.
 
@@ -90,8 +86,6 @@ def colocated_worst_gap_s(decode_step_time_s, prefill_time_s):
 
 
 @formula(
-    "t_0 + P*kv/beta",
-    sample={"latency_s": (0.0, 1e-3)},
     prompt_tokens="P >=0",
     kv_bytes_per_token="kv >0",
     bandwidth_bytes_per_s="beta >0",
@@ -108,7 +102,7 @@ def kv_handoff_time_s(prompt_tokens, kv_bytes_per_token, bandwidth_bytes_per_s, 
     return latency_s + prompt_tokens * kv_bytes_per_token / bandwidth_bytes_per_s
 
 
-@formula("lambda_*P*kv", prefill_rate_per_s="lambda_ >=0", prompt_tokens="P >=0", kv_bytes_per_token="kv >0")
+@formula(prefill_rate_per_s="lambda_ >=0", prompt_tokens="P >=0", kv_bytes_per_token="kv >0")
 def kv_handoff_bandwidth_bytes_per_s(prefill_rate_per_s, prompt_tokens, kv_bytes_per_token):
     """Network bandwidth the KV hand-off needs: ``lam P kv`` bytes per second.
 
@@ -119,8 +113,6 @@ def kv_handoff_bandwidth_bytes_per_s(prefill_rate_per_s, prompt_tokens, kv_bytes
 
 
 @formula(
-    "G*t_d*u/(1 - u) - t_kv",
-    sample=_U,
     decode_step_time_s="t_d >0",
     prefill_busy_fraction="u [0,1)",
     output_tokens="G >=0",
@@ -139,8 +131,6 @@ def disaggregation_gain_s(decode_step_time_s, prefill_busy_fraction, output_toke
 
 
 @formula(
-    "t_kv*(1 - u)/(t_d*u)",
-    sample={"prefill_busy_fraction": (0.01, 0.95)},
     decode_step_time_s="t_d >0",
     prefill_busy_fraction="u (0,1)",
     kv_handoff_time_s="t_kv >=0",
@@ -156,8 +146,6 @@ def breakeven_output_tokens(decode_step_time_s, prefill_busy_fraction, kv_handof
 
 
 @formula(
-    "Max(t_kv/L, t_kv - t_p + t_p/L)",
-    sample={"n_layers": (1, 128)},
     prefill_time_s="t_p >0",
     kv_transfer_time_s="t_kv >=0",
     n_layers="L int>=1",

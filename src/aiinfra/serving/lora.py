@@ -44,20 +44,19 @@ def adapted_width_sum(model, groups=ADAPTED_GROUPS) -> int:
     return total
 
 
-@formula("r*w*b_W", rank="r int>=1", width_sum="w >0", bytes_per_param="b_W >0")
+@formula(rank="r int>=1", width_sum="w >0", bytes_per_param="b_W >0")
 def lora_adapter_bytes(rank, width_sum, bytes_per_param=2.0):
     """Bytes of one adapter of rank ``r`` over matrices with widths summing to ``w``: ``r w b_W``. Chapter 7."""
     return rank * width_sum * bytes_per_param
 
 
-@formula("2*r*w", rank="r int>=1", width_sum="w >0")
+@formula(rank="r int>=1", width_sum="w >0")
 def lora_flops_per_token(rank, width_sum):
     """Extra FLOPs one token pays for its adapter: ``2 r w`` (``x A`` then ``(x A) B``). Chapter 7."""
     return 2.0 * rank * width_sum
 
 
 @formula(
-    "R_W + n_a*M_a",
     weight_bytes="R_W >0",
     distinct_adapters="n_a int>=0",
     adapter_bytes="M_a >0",

@@ -29,8 +29,6 @@ __all__ = ["expected_expert_fraction", "step_read_params"]
 
 
 @formula(
-    "1 - (1 - k/E)**B",
-    sample={"tokens": (1, 512), "experts_per_token": (1, 8), "n_experts": (8, 256)},
     tokens="B int>=1",
     experts_per_token="k int>=1",
     n_experts="E int>=1",

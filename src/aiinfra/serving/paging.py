@@ -65,9 +65,7 @@ def paged_reserved_tokens(context_tokens, page_tokens):
 
 
 @formula(
-    "ceiling(n/p)*p - n",
     out=int,
-    sample={"context_tokens": (0, 100_000), "page_tokens": (1, 100_000)},
     context_tokens="n int>=0",
     page_tokens="p int>=1",
 )
@@ -77,9 +75,7 @@ def paged_waste_tokens(context_tokens, page_tokens):
 
 
 @formula(
-    "n_max - n",
     out=int,
-    sample={"context_tokens": (0, 1000), "max_context_tokens": (1000, 100_000)},
     context_tokens="n int>=0",
     max_context_tokens="n_max int>=1",
 )
@@ -134,13 +130,7 @@ def kv_footprint(context_tokens, max_context_tokens, page_tokens, kv_bytes_per_t
 
 
 @formula(
-    "floor(M_KV/(n_max*k))",
     out=int,
-    sample={
-        "kv_budget_bytes": (0.0, 1e6),
-        "max_context_tokens": (1, 1000),
-        "kv_bytes_per_token": (0.5, 100.0),
-    },
     kv_budget_bytes="M_KV >=0",
     max_context_tokens="n_max int>=1",
     kv_bytes_per_token="k >0",

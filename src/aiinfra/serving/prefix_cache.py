@@ -49,8 +49,6 @@ def _cached_within_prompt(prompt_tokens, cached_tokens):
 
 
 @formula(
-    "f*(P - c) + a*(P*(P + 1) - c*(c + 1))/2",
-    sample={"prompt_tokens": (500.0, 1000.0), "cached_tokens": (0.0, 500.0)},
     prompt_tokens="P >=0",
     cached_tokens="c >=0",
     flops_per_token="f >0",
@@ -101,8 +99,6 @@ def expected_ttft_saved_s(
 
 
 @formula(
-    "n_p*c*kv",
-    sample={"distinct_prefixes": (1, 1000)},
     cached_tokens="c >=0",
     kv_bytes_per_token="kv >0",
     distinct_prefixes="n_p int>=1",
@@ -113,7 +109,6 @@ def prefix_cache_bytes(cached_tokens, kv_bytes_per_token, distinct_prefixes=1):
 
 
 @formula(
-    "f*beta/(eta_F*Pi*kv)",
     flops_per_token="f >0",
     flops_per_s="Pi >0",
     kv_bytes_per_token="kv >0",
@@ -132,7 +127,6 @@ def reload_speedup(flops_per_token, flops_per_s, kv_bytes_per_token, bandwidth_b
 
 
 @formula(
-    "eta_F*Pi*kv/f",
     flops_per_token="f >0",
     flops_per_s="Pi >0",
     kv_bytes_per_token="kv >0",

@@ -38,7 +38,7 @@ def slo_attainment(ttft_s, tpot_s, ttft_slo_s, tpot_slo_s) -> float:
     return float(np.mean(ok))
 
 
-@formula("lambda_*a", requests_per_s="lambda_ >=0", attainment="a [0,1]")
+@formula(requests_per_s="lambda_ >=0", attainment="a [0,1]")
 def goodput_per_s(requests_per_s, attainment):
     """Requests per second that meet their SLOs: ``lambda a``. Chapter 7."""
     return requests_per_s * attainment

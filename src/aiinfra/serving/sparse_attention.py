@@ -31,12 +31,8 @@ from aiinfra.formula import formula
 
 __all__ = ["sparse_attention_flops_per_token", "sparse_attention_read_bytes_per_token"]
 
-_CTX = {"context_tokens": (0, 200_000), "topk_tokens": (1, 4096), "n_layers": (1, 128)}
-
 
 @formula(
-    "2*L*Min(n_ctx, k)*(w_qk + w_v) + 2*L*n_ctx*H_I*d_I",
-    sample=_CTX,
     n_layers="L int>=1",
     qk_width="w_qk >0",
     v_width="w_v >0",
@@ -59,8 +55,6 @@ def sparse_attention_flops_per_token(
 
 
 @formula(
-    "L*(Min(n_ctx, k)*kv_L + n_ctx*d_I*b_I)",
-    sample=_CTX,
     n_layers="L int>=1",
     context_tokens="n_ctx int>=0",
     topk_tokens="k int>=1",

@@ -68,8 +68,6 @@ def expected_tokens_per_target_pass(alpha, gamma):
 
 
 @formula(
-    "(1 - alpha**(gamma + 1))/((1 - alpha)*(gamma*c + 1))",
-    sample={**_SAMPLE, "draft_cost_ratio": (0.0, 1.0)},
     alpha="alpha [0,1]",
     gamma="gamma int>=1",
     draft_cost_ratio="c >=0",
@@ -84,8 +82,6 @@ def speculative_speedup(alpha, gamma, draft_cost_ratio):
 
 
 @formula(
-    "((1 - alpha**(gamma + 1))/(1 - alpha) - 1)/gamma",
-    sample=_SAMPLE,
     alpha="alpha [0,1]",
     gamma="gamma int>=1",
 )
@@ -137,7 +133,7 @@ def best_gamma(alpha, draft_cost_ratio, max_gamma=16):
     return int(gammas[i]), float(speed[i])
 
 
-@formula("B_star/(gamma + 1)", critical_batch="B_star >0", gamma="gamma int>=1")
+@formula(critical_batch="B_star >0", gamma="gamma int>=1")
 def free_verification_batch(critical_batch, gamma):
     """Largest batch whose verification pass is still memory-bound: ``B* / (gamma + 1)``.
 
@@ -150,7 +146,7 @@ def free_verification_batch(critical_batch, gamma):
     return critical_batch / (gamma + 1.0)
 
 
-@formula("1 - (1 - alpha)**k", alpha="alpha [0,1]", width="k int>=1")
+@formula(alpha="alpha [0,1]", width="k int>=1")
 def tree_level_acceptance(alpha, width):
     """Probability that one depth of a draft tree is accepted: ``1 - (1 - alpha)^k`` for ``k`` candidates.
 
@@ -162,8 +158,6 @@ def tree_level_acceptance(alpha, width):
 
 
 @formula(
-    "(1 - (1 - (1 - alpha)**k)**(D + 1))/(1 - (1 - (1 - alpha)**k))",
-    sample={"alpha": (0.05, 0.9), "depth": (1, 12), "width": (1, 4)},
     alpha="alpha [0,1]",
     depth="D int>=1",
     width="k int>=1",
@@ -177,7 +171,7 @@ def tree_expected_tokens_per_pass(alpha, depth, width):
     return _expected_tokens(1.0 - (1.0 - alpha) ** width, depth)
 
 
-@formula("1 + k*D", depth="D int>=1", width="k int>=1", out=int)
+@formula(depth="D int>=1", width="k int>=1", out=int)
 def tree_verified_tokens(depth, width):
     """Positions the target scores in one verification pass of a tree of ``depth`` x ``width``: ``1 + k D``.
 
@@ -188,8 +182,6 @@ def tree_verified_tokens(depth, width):
 
 
 @formula(
-    "2*L*T*n_ctx*(w_qk + w_v)",
-    sample={"n_layers": (1, 128), "context_tokens": (0, 100_000), "verified_tokens": (1, 64)},
     n_layers="L int>=1",
     qk_width="w_qk >0",
     v_width="w_v >0",

@@ -22,7 +22,7 @@ from aiinfra.formula import check
 #: A literal dollar sign that reads as text everywhere a table is shown: MyST and CommonMark
 #: decode the entity, and JupyterLab's and Colab's MathJax skip elements of these classes
 #: (they would otherwise pair it with the next dollar into mathematics). As
-#: book/_ext/doctree_markdown.py writes it into the saved notebooks.
+#: tools/aiinfra_build/doctree_markdown.py writes it into the saved notebooks.
 DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
 
 

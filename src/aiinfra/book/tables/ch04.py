@@ -129,7 +129,7 @@ def batch_sweep_markdown(deployment, context_tokens, batches) -> str:
 def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -> str:
     """Per-user and per-GPU rate and the floor price per million output tokens, one row per batch (chapter 4).
 
-    The price is :meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`:
+    The price is :func:`aiinfra.serving.capacity.replica_cost_per_million_tokens`:
     the replica's aggregate bound divided by its GPU count; beside each bound
     the calibrated prediction (:func:`aiinfra.predict.calibrated_step_s`).
     """
@@ -149,7 +149,7 @@ def cost_sweep_markdown(deployment, context_tokens, batches, usd_per_gpu_hour) -
                 f"{b:,}",
                 f"{s.tokens_per_s_per_user:,.0f} / {_rate_text(pred and pred / b, ',.0f')}",
                 f"{s.tokens_per_s / d.n_gpus:,.0f} / {_rate_text(pred and pred / d.n_gpus, ',.0f')}",
-                f"\\${d.cost_per_million_tokens(usd_per_gpu_hour, b, ctx):,.2f} / "
+                f"\\${capacity.replica_cost_per_million_tokens(d, usd_per_gpu_hour, b, ctx):,.2f} / "
                 + ("-" if pred_usd is None else f"\\${pred_usd:,.2f}"),
             ]
         )

@@ -186,10 +186,12 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
     Columns: the batch (:meth:`~aiinfra.deployment.Deployment.max_batch`), the
     step time and its bound (:meth:`~aiinfra.deployment.Deployment.step`),
     tokens/s per GPU and the floor price per million output tokens
-    (:meth:`~aiinfra.deployment.Deployment.cost_per_million_tokens`), each
+    (:func:`aiinfra.serving.capacity.replica_cost_per_million_tokens`), each
     followed by the calibrated prediction at the same batch
     (:func:`aiinfra.predict.calibrated_step_s`).
     """
+    from aiinfra.serving import capacity
+
     d = _deployment(deployment)
     rows = []
     for c in _whole_numbers("contexts", contexts):
@@ -198,7 +200,7 @@ def context_cost_markdown(deployment, contexts, usd_per_gpu_hour) -> str:
             raise ValueError(f"contexts must each leave room for one request's KV cache, got {c:,} tokens")
         s = d.step(b, c)
         pred = _predicted_tokens_per_s(d, b, c)
-        floor = d.cost_per_million_tokens(usd_per_gpu_hour, b, c)
+        floor = capacity.replica_cost_per_million_tokens(d, usd_per_gpu_hour, b, c)
         rows.append(
             [
                 f"{c:,}",

@@ -4,7 +4,7 @@ Writing exercises for a chapter
 ===============================
 Create ``src/aiinfra/course/exercises/chNN.py`` (copy ``ch01.py``) holding a tuple
 ``EXERCISES`` of :class:`Exercise`. Nothing else needs registering: the
-registry, ``tools/build_exercises.py`` and ``aiinfra-grade`` find every
+registry, ``python -m aiinfra_build.build_exercises`` and ``aiinfra-grade`` find every
 ``chNN`` module. A minimal exercise::
 
     from aiinfra import units
@@ -56,7 +56,7 @@ Using them
 * Slips: a numeric part may declare the mistakes worth naming
   (``slips=("per-direction-vs-both", node_slip(8), Slip(...))``); the unit
   already implies prefix, GiB-vs-GB and percentage slips.
-* Notebooks: ``python tools/build_exercises.py [--variants]`` writes
+* Notebooks: ``python -m aiinfra_build.build_exercises [--variants]`` writes
   ``exercises/chNN.ipynb`` (student) and ``solutions/chNN.ipynb`` (reference).
   In them: ``set_student("id")``, ``prompt("1-2")``, ``params("1-2")``,
   ``answer("1-2", "a", 141.1)`` and ``check("1-2")``.

@@ -1,7 +1,7 @@
 """Build the student notebook and the reference-solution notebook of a chapter.
 
 Both are plain nbformat-4.5 dictionaries with deterministic cell ids and no
-outputs, so that ``tools/build_exercises.py --check`` can compare them byte
+outputs, so that ``python -m aiinfra_build.build_exercises --check`` can compare them byte
 for byte with the committed files. The student notebook never contains a
 reference value: ``check()`` recomputes them in the kernel. The solution
 notebook shows the source of every reference function, so the worked

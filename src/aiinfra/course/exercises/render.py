@@ -21,7 +21,7 @@ from aiinfra.course.exercises._format import DEFAULT_REL_TOL, Exercise
 from aiinfra.course.exercises.record import Markdown, MystBlocks  # noqa: F401  (re-exported)
 from aiinfra.course.exercises.variants import namespace, params_for, references
 
-#: A dollar sign that no notebook client takes for a math delimiter (as book/_ext/doctree_markdown.py writes it).
+#: A dollar sign that no notebook client takes for a math delimiter (as tools/aiinfra_build/doctree_markdown.py writes it).
 DOLLAR = '<span class="tex2jax_ignore mathjax_ignore">&#36;</span>'
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 

@@ -53,7 +53,7 @@ def configure(chapter: str, variants: bool = False, params: dict | None = None) 
     this student's parameters (``{exercise id: {name: value}}``).
 
     Per-student parameters are drawn with the instructor's secret key, which never leaves the
-    instructor: the personal notebook (``tools/build_exercises.py --variants --key FILE --roster
+    instructor: the personal notebook (``python -m aiinfra_build.build_exercises --variants --key FILE --roster
     FILE``) passes them here, for ``params()``, ``prompt()`` and ``check()`` at home. The grader
     ignores all of this and uses the instructor's settings and key instead.
     """

@@ -6,7 +6,7 @@ variants on, parameter ``name`` of exercise ``ex`` for student ``sid`` is
 ``HMAC-SHA256(key, "aiinfra-variant/" + sid + "/" + ex + "/" + name)`` and ``key`` is
 the instructor's secret variant key (32 random bytes, kept in a key file outside the
 hand-out: :func:`new_key`, :func:`read_key`). Without the key nobody can compute a
-student's parameters, not even their own: ``tools/build_exercises.py --variants --key FILE
+student's parameters, not even their own: ``python -m aiinfra_build.build_exercises --variants --key FILE
 --roster FILE`` writes each student a notebook that carries their own parameters, and the
 grader, given the same key, recomputes them. The grader never hands the key to a kernel.
 """

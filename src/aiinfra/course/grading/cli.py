@@ -69,7 +69,7 @@ def load_assignment(spec: str, variants: bool | None, key_file: Path | None = No
         meta = nb.get("metadata", {}).get("aiinfra", {}) if isinstance(nb, dict) else {}
         if not isinstance(meta, dict) or "chapter" not in meta:
             raise ValueError(
-                f"{spec} has no metadata.aiinfra.chapter: build it with tools/build_exercises.py"
+                f"{spec} has no metadata.aiinfra.chapter: build it with python -m aiinfra_build.build_exercises"
             )
         chapter, on = meta["chapter"], bool(meta.get("variants")) if variants is None else variants
     if not on:
@@ -77,7 +77,7 @@ def load_assignment(spec: str, variants: bool | None, key_file: Path | None = No
     if key_file is None:
         raise ValueError(
             "per-student variants need the instructor's key: --variant-key FILE "
-            "(the file given to tools/build_exercises.py --variants --key FILE)"
+            "(the file given to python -m aiinfra_build.build_exercises --variants --key FILE)"
         )
     if str(Path(key_file).resolve().parent) in SYSTEM_DIRS:
         raise ValueError(f"--variant-key {key_file}: keep the key outside {', '.join(SYSTEM_DIRS)}")

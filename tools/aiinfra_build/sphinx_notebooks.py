@@ -2,7 +2,7 @@
 
 Each notebook page of the book (a MyST file with a ``kernelspec``) becomes
 ``_build/notebooks/<page>.ipynb`` while Sphinx writes its HTML (``doctree-resolved``), so
-the notebook is made from exactly what the page shows. ``tools/notebooks.py --write``
+the notebook is made from exactly what the page shows. ``python -m aiinfra_build.notebooks --write``
 copies these into ``notebooks/`` (Colab, Binder and the page's ``.ipynb`` download all
 open that file), and ``--check`` fails when the committed copies differ.
 
@@ -24,7 +24,7 @@ A generated notebook is:
   (numbers as text, math with the book's equation numbers, links into the published book).
 
 Nothing in a notebook depends on the machine that built it, so the committed copy is the same
-file on every machine and ``tools/notebooks.py --check`` compares bytes.
+file on every machine and ``python -m aiinfra_build.notebooks --check`` compares bytes.
 
 Nothing here imports the book's library except :mod:`aiinfra.book.colab` (the set-up cell).
 """
@@ -42,7 +42,7 @@ import nbformat
 from docutils import nodes
 from sphinx.util import logging
 
-import doctree_markdown as dm
+from aiinfra_build import doctree_markdown as dm
 
 logger = logging.getLogger(__name__)
 

@@ -5,11 +5,12 @@ exactly as myst-nb does, runs the ones the cache (``_build/.jupyter_cache``) doe
 yet on ``-j`` worker processes, and stores the results there; the build that follows then
 finds every page in the cache. A page that raises fails this step with its traceback.
 
-Each page still gets a fresh kernel of its own, but forked (:mod:`forkkernel`) from a process
+Each page still gets a fresh kernel of its own, but forked (:mod:`.forkkernel`) from a process
 that has already imported what the pages import, so no page pays for the imports again;
-``--no-fork`` starts every kernel from scratch as Jupyter would (for comparison).
+``--no-fork`` starts every kernel from scratch as Jupyter would (for comparison, and what the
+build falls back to where forking is unavailable).
 
-    python tools/preexecute.py [-j 2] [--no-fork]
+    python -m aiinfra_build.preexecute [-j 2] [--no-fork]
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from notebooks import pages  # noqa: E402 - importable only after the sys.path insert above
+from aiinfra_build import ROOT, forkkernel
+from aiinfra_build.notebooks import pages
 
-_FORK = False  # set in each worker process by _start_worker
+_KERNEL_MANAGER = None  # set in each worker process by _start_worker: None is nbclient's own
 
 
 def read_page(path: Path):
@@ -43,30 +43,25 @@ def read_page(path: Path):
 
 def _start_worker(statements: list[str] | None) -> None:
     """Worker start-up: the book-build environment, and (unless ``None``) a zygote importing ``statements``."""
-    global _FORK
+    global _KERNEL_MANAGER
     os.environ["AIINFRA_BOOK_BUILD"] = "1"
     if statements is not None:
-        import forkkernel
-
         os.environ.setdefault(
             "MPLBACKEND", "module://matplotlib_inline.backend_inline"
         )  # as ipykernel sets it
         from multiprocessing.util import Finalize
 
-        zygote = forkkernel.use(statements, env=dict(os.environ))
-        Finalize(zygote, zygote.close, exitpriority=10)  # reaped, so its kernels' CPU time is counted
-        _FORK = True
+        zygote = forkkernel.start(statements, env=dict(os.environ))
+        if zygote is not None:
+            Finalize(zygote, zygote.close, exitpriority=10)  # reaped, so its kernels' CPU time is counted
+        _KERNEL_MANAGER = forkkernel.kernel_manager_class()
 
 
 def execute(path: Path, timeout_s: int):
     from jupyter_cache.executors.utils import single_nb_execution
 
     nb = read_page(path)
-    extra = {}
-    if _FORK:
-        import forkkernel
-
-        extra["kernel_manager_class"] = forkkernel.ForkKernelManager
+    extra = {} if _KERNEL_MANAGER is None else {"kernel_manager_class": _KERNEL_MANAGER}
     result = single_nb_execution(
         nb, cwd=str(path.parent), allow_errors=False, timeout=timeout_s, meta_override=True, **extra
     )
@@ -74,8 +69,6 @@ def execute(path: Path, timeout_s: int):
 
 
 def imports_of(notebooks) -> list[str]:
-    import forkkernel
-
     return forkkernel.page_imports([c.source for nb in notebooks for c in nb.cells if c.cell_type == "code"])
 
 

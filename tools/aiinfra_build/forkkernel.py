@@ -9,6 +9,13 @@ process group, exactly one notebook's lifetime, and no state of any other notebo
 zygote never executes a cell). :class:`ForkKernelManager` plugs it into nbclient (and so into
 jupyter-cache and myst-nb) through ``kernel_manager_class``.
 
+It leans on jupyter_client internals (pinned in requirements.txt): the manager's
+``_async_pre_start_kernel`` and the ``process``/``pid``/``pgid`` fields of its
+``LocalProvisioner``. :func:`missing_private_api` is the one place that checks them; where it
+finds one missing, or the zygote does not start, or a fork fails, the build falls back to
+nbclient's own kernels (:func:`start` returns None, :func:`kernel_manager_class` None, a failed
+spawn launches the kernel the ordinary way).
+
 The kernel is launched as ``python -m ipykernel_launcher`` would launch it: the current
 folder out of ``sys.path`` until IPython puts it back, ``sys.argv`` of the launcher, a new
 session, the environment of the request (plus what the imports set, e.g. ipykernel's
@@ -27,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -188,11 +196,7 @@ class Zygote:
 
     def __init__(self, statements: list[str], env: dict | None = None, python: str = sys.executable):
         mine, theirs = socket.socketpair()
-        tools = str(Path(__file__).resolve().parent)
-        code = (
-            f"import sys; sys.path.insert(0, {tools!r}); import forkkernel; sys.path.remove({tools!r}); "
-            f"forkkernel.zygote_main({theirs.fileno()}, sys.argv[1])"
-        )
+        code = f"import sys; from aiinfra_build import forkkernel; forkkernel.zygote_main({theirs.fileno()}, sys.argv[1])"
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             [python, "-c", code, json.dumps(statements)],
@@ -276,8 +280,13 @@ class ForkProvisioner(LocalProvisioner):
         args = cmd[cmd.index("ipykernel_launcher") + 1 :]
         env = dict(kwargs.get("env") or os.environ)
         env["JPY_PARENT_PID"] = str(os.getpid())
-        pid = self.zygote.spawn(args, str(kwargs.get("cwd") or os.getcwd()), env)
-        self.process = _Forked(pid)
+        try:
+            pid = self.zygote.spawn(args, str(kwargs.get("cwd") or os.getcwd()), env)
+            process = _Forked(pid)
+        except (OSError, RuntimeError, ValueError) as exc:  # the zygote died, or fork/pidfd failed
+            warnings.warn(f"forked kernel unavailable ({exc!r}): starting a plain kernel", stacklevel=1)
+            return await super().launch_kernel(cmd, **kwargs)
+        self.process = process
         self.pid = self.pgid = pid
         self.cwd = kwargs.get("cwd", Path.cwd())
         return self.connection_info
@@ -297,7 +306,40 @@ class ForkKernelManager(AsyncKernelManager):
     pre_start_kernel = _async_pre_start_kernel
 
 
-def use(statements: list[str], env: dict | None = None) -> Zygote:
-    """Start this process's zygote; every :class:`ForkKernelManager` then forks from it."""
-    ForkProvisioner.zygote = Zygote(statements, env=env)
+def missing_private_api() -> str | None:
+    """What of jupyter_client's internals :class:`ForkKernelManager` relies on is missing (None: all there).
+
+    The manager overrides ``_async_pre_start_kernel`` (to install :class:`ForkProvisioner`), and
+    the provisioner sets the ``process``, ``pid`` and ``pgid`` that ``LocalProvisioner`` keeps.
+    """
+    if not callable(getattr(AsyncKernelManager, "_async_pre_start_kernel", None)):
+        return "AsyncKernelManager._async_pre_start_kernel"
+    for name in ("process", "pid", "pgid", "launch_kernel", "connection_info"):
+        if not hasattr(LocalProvisioner, name):
+            return f"LocalProvisioner.{name}"
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return "os.pidfd_open (Linux 5.3 or later, Python 3.9 or later)"
+    return None
+
+
+def start(statements: list[str], env: dict | None = None) -> Zygote | None:
+    """Start this process's zygote, every :class:`ForkKernelManager` then forks from it; None: plain kernels.
+
+    None (with a warning) when :func:`missing_private_api` names something or the zygote does
+    not start; :func:`kernel_manager_class` then gives nbclient's own manager.
+    """
+    missing = missing_private_api()
+    if missing is not None:
+        warnings.warn(f"jupyter_client has no {missing}: plain kernels, not forked", stacklevel=2)
+        return None
+    try:
+        ForkProvisioner.zygote = Zygote(statements, env=env)
+    except (OSError, RuntimeError, ValueError) as exc:
+        warnings.warn(f"the kernel zygote did not start ({exc!r}): plain kernels", stacklevel=2)
+        return None
     return ForkProvisioner.zygote
+
+
+def kernel_manager_class() -> type[AsyncKernelManager] | None:
+    """The kernel manager for nbclient: :class:`ForkKernelManager` while a zygote runs, else None (nbclient's)."""
+    return ForkKernelManager if ForkProvisioner.zygote is not None else None

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate exercises/chNN.ipynb (student) and solutions/chNN.ipynb (reference) for every chapter module.
 
-    python tools/build_exercises.py                    # write the repo's copies (variants off)
-    python tools/build_exercises.py --check            # exit 1 if a committed file is stale
-    python tools/build_exercises.py --variants --key ~/course/variant.key --roster roster.txt --out handout/
+    python -m aiinfra_build.build_exercises                    # write the repo's copies (variants off)
+    python -m aiinfra_build.build_exercises --check            # exit 1 if a committed file is stale
+    python -m aiinfra_build.build_exercises --variants --key ~/course/variant.key --roster roster.txt --out handout/
 
 The last form is an instructor's per-student hand-out: ``handout/exercises/chNN.ipynb`` (the
 assignment, for ``aiinfra-grade --assignment``), ``handout/solutions/chNN.ipynb`` and one
@@ -18,7 +18,7 @@ check mode compares bytes. Never edit the generated files by hand: edit
 src/aiinfra/course/exercises/chNN.py and rerun.
 
 The exercise texts are written in the book's MyST; their Markdown cells go through the
-same converter as the chapter notebooks (book/_ext/doctree_markdown.py), so Colab and
+same converter as the chapter notebooks (tools/aiinfra_build/doctree_markdown.py), so Colab and
 JupyterLab show them as the book does (a dollar sign is math only where the book
 typesets math).
 """
@@ -33,11 +33,9 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-sys.path.insert(0, str(REPO / "book" / "_ext"))
-from doctree_markdown import from_myst  # noqa: E402 - importable only after the sys.path insert above
-from notebooks import pip_source  # noqa: E402 - importable only after the sys.path insert above
+from aiinfra_build import ROOT as REPO
+from aiinfra_build.doctree_markdown import from_myst
+from aiinfra_build.notebooks import pip_source
 
 
 def plain(nb: dict) -> dict:
@@ -152,7 +150,7 @@ def main(argv=None) -> int:
         print(f"wrote {path}")
     if args.check:
         for path in stale:
-            print(f"stale: {path} (run: python tools/build_exercises.py)", file=sys.stderr)
+            print(f"stale: {path} (run: python -m aiinfra_build.build_exercises)", file=sys.stderr)
         if not stale:
             print(f"{len(files)} generated notebooks are up to date")
         return 1 if stale else 0

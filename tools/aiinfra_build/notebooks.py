@@ -1,11 +1,11 @@
 """The book's notebooks (notebooks/): one per page, made by the book build from the resolved pages.
 
     make notebooks                      # make book, then --write
-    python tools/notebooks.py --write   # copy the notebooks the last build made into notebooks/
-    python tools/notebooks.py --check   # exit 1 if notebooks/ is missing, stale or orphaned
+    python -m aiinfra_build.notebooks --write   # copy the notebooks the last build made into notebooks/
+    python -m aiinfra_build.notebooks --check   # exit 1 if notebooks/ is missing, stale or orphaned
 
 `make book` writes one notebook per notebook page to `_build/notebooks/` while Sphinx writes
-the page (`book/_ext/aiinfra_notebooks.py`): the page's code cells with the outputs it was
+the page (`tools/aiinfra_build/sphinx_notebooks.py`): the page's code cells with the outputs it was
 built with, its prose converted to plain Markdown (numbers, equation numbers and links
 resolved). Colab, Binder and the page's `.ipynb` download all open the committed copy in
 `notebooks/`. Nothing in a generated notebook depends on the machine that built it: cells
@@ -25,8 +25,8 @@ from pathlib import Path
 import yaml
 
 from aiinfra.book import colab
+from aiinfra_build import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 OUT = ROOT / "notebooks"
 BUILT = ROOT / "_build" / "notebooks"
