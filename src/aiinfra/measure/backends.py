@@ -19,11 +19,6 @@ from aiinfra.formula import choice
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
-# ---------------------------------------------------------------------------
-# backends
-# ---------------------------------------------------------------------------
-
-
 class Backend:
     """What a measurement needs from an array library: allocate, copy, reduce, multiply, wait.
 

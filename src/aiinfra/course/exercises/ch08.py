@@ -159,7 +159,9 @@ def ref_8_2_a(p):
 
 
 def ref_8_2_b(p):
-    return roofline.cpu_peak_flops_per_s(p["cores"], p["ghz"] * units.GIGA, 2, p["simd_bits"], 32) / units.GIGA
+    return (
+        roofline.cpu_peak_flops_per_s(p["cores"], p["ghz"] * units.GIGA, 2, p["simd_bits"], 32) / units.GIGA
+    )
 
 
 def ref_8_2_c(p):
