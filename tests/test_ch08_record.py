@@ -52,3 +52,15 @@ def test_every_ch08_page_quotes_the_one_record():
     assert f"knee of a float32 decode step {knee}" in table
     assert f"one tiny call {tiny}" in table
     assert rec.backend in page_text("index") and rec.backend in table
+
+
+def test_the_toy_decode_figure_at_rest_is_the_stored_sweep_not_this_build():
+    # the stored sweep is a constant of the library: glued as text, never marked as measured
+    stored = measure.stored_decode_sweep()
+    quoted = "".join(page_text("03-toy-decode").split())  # the tags around a glued value leave spaces
+    said = (
+        f"measured by the same code on {stored.machine.backend}, on {stored.measured_on} ({stored.source})."
+    )
+    assert "".join(said.split()) in quoted
+    assert stored.machine.backend not in measured("03-toy-decode")
+    assert stored.measured_on not in measured("03-toy-decode")

@@ -97,3 +97,19 @@ def test_calls_overhead():
 def test_rejections(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_the_stored_sweep_draws_the_figure_with_its_own_ceilings():
+    stored = measure.stored_decode_sweep()
+    fixed = ch08.toy_decode_fixed(stored, "the reference machine")
+    ceil = stored.machine.ceilings
+    assert fixed["batches"] == stored.batches and fixed["times_s"] == stored.times_s
+    assert (fixed["flops_per_s"], fixed["bandwidth_bytes_per_s"]) == (
+        ceil.flops_per_s,
+        ceil.bandwidth_bytes_per_s,
+    )
+    assert fixed["bytes_per_weight"] == 4
+    _, r = ch08.toy_decode_roofline(1, **fixed)
+    assert r["measured"] == units.fmt_time(stored.times_s[0], 2, "ms")
+    knee = measure.predicted_knee_batch(4, ceil)
+    assert r["knee: predicted / measured"].startswith(f"{knee:.1f} / ")

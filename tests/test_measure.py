@@ -6,14 +6,20 @@ within a sane factor); the prediction code is checked against the roofline
 and decode functions it must call.
 """
 
+import ast
+import datetime
+import importlib
 import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from aiinfra import decode, measure, roofline
-from aiinfra.measure import Ceilings, Measurement, Timing
+from aiinfra.measure import Ceilings, Measurement, Timing, kernels, record
+
+MEASURE_DIR = Path(measure.__file__).parent
 
 
 class FakeClock:
@@ -136,7 +142,7 @@ def test_toy_decode_shape_holds_about_n_weights(n):
 
 
 def test_cache_and_stream_sizes():
-    llc = measure._last_level_cache_bytes()
+    llc = kernels._last_level_cache_bytes()
     assert llc is None or llc > 0
     size = measure.default_stream_bytes(measure.get_backend("numpy"))
     assert size >= measure.MIN_STREAM_BYTES
@@ -348,17 +354,17 @@ def test_rejections(call, name):
 
 
 def test_datasheet_ceilings_of_a_cpu():
-    assert measure.cpu_flops_per_cycle(2, 256, 32) == 32  # two AVX2 FMA units, float32
-    assert measure.cpu_flops_per_cycle(2, 512, 64) == 32  # two AVX-512 FMA units, float64
-    assert measure.cpu_peak_flops_per_s(8, 3e9, 2, 256, 32) == pytest.approx(768e9)
-    np.testing.assert_allclose(measure.cpu_peak_flops_per_s(np.array([1, 2]), 1e9, 1, 128, 32), [8e9, 16e9])
+    assert roofline.cpu_flops_per_cycle(2, 256, 32) == 32  # two AVX2 FMA units, float32
+    assert roofline.cpu_flops_per_cycle(2, 512, 64) == 32  # two AVX-512 FMA units, float64
+    assert roofline.cpu_peak_flops_per_s(8, 3e9, 2, 256, 32) == pytest.approx(768e9)
+    np.testing.assert_allclose(roofline.cpu_peak_flops_per_s(np.array([1, 2]), 1e9, 1, 128, 32), [8e9, 16e9])
     assert measure.achieved_rate_per_s(16e9, 0.005) == pytest.approx(3.2e12)
     for call, name in [
-        (lambda: measure.cpu_flops_per_cycle(0, 256, 32), "fma_units"),
-        (lambda: measure.cpu_flops_per_cycle(2, 256.5, 32), "simd_bits"),
-        (lambda: measure.cpu_flops_per_cycle(2, 256, 0), "bits_per_element"),
-        (lambda: measure.cpu_peak_flops_per_s(0, 1e9, 2, 256, 32), "cores"),
-        (lambda: measure.cpu_peak_flops_per_s(1, 0, 2, 256, 32), "clock_hz"),
+        (lambda: roofline.cpu_flops_per_cycle(0, 256, 32), "fma_units"),
+        (lambda: roofline.cpu_flops_per_cycle(2, 256.5, 32), "simd_bits"),
+        (lambda: roofline.cpu_flops_per_cycle(2, 256, 0), "bits_per_element"),
+        (lambda: roofline.cpu_peak_flops_per_s(0, 1e9, 2, 256, 32), "cores"),
+        (lambda: roofline.cpu_peak_flops_per_s(1, 0, 2, 256, 32), "clock_hz"),
         (lambda: measure.achieved_rate_per_s(-1, 1), "amount"),
         (lambda: measure.achieved_rate_per_s(1, 0), "elapsed_s"),
     ]:
@@ -411,5 +417,75 @@ def test_machine_record_is_measured_once_and_read_back_equal(monkeypatch, tmp_pa
     def measuring_again(**kwargs):
         raise AssertionError("a second page measured again")
 
-    monkeypatch.setattr(measure, "_measure_machine", measuring_again)
+    monkeypatch.setattr(record, "_measure_machine", measuring_again)
     assert measure.machine_record() == first
+
+
+# --------------------------------------------------------------------- the package and its modules
+
+
+def _public_names(module) -> set[str]:
+    """The public names a module defines at its top level, read from its source (not from an import)."""
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_the_package_offers_exactly_the_public_names_of_its_modules():
+    modules = [importlib.import_module(f"aiinfra.measure.{p.stem}") for p in MEASURE_DIR.glob("[!_]*.py")]
+    assert {m.__name__.rsplit(".", 1)[1] for m in modules} == {
+        "backends",
+        "harness",
+        "kernels",
+        "predictions",
+        "record",
+    }
+    offered = {n for n in vars(measure) if not n.startswith("_")} - {
+        m.__name__.rsplit(".", 1)[1] for m in modules
+    }
+    defined = {n: m for m in modules for n in _public_names(m)}
+    assert offered == set(defined)
+    for name, module in defined.items():
+        assert getattr(measure, name) is getattr(module, name), name
+
+
+def test_the_cpu_peak_lives_with_the_other_peak_formulas():
+    assert not hasattr(measure, "cpu_peak_flops_per_s")
+    assert roofline.cpu_peak_flops_per_s.sym is not None
+
+
+# --------------------------------------------------------------------- the stored toy decode sweep
+
+
+STORED = MEASURE_DIR.parent / "catalog" / "data" / measure.STORED_SWEEP
+
+
+def test_the_stored_sweep_is_a_canonical_record_of_one_cpu_run():
+    s = measure.stored_decode_sweep()
+    assert STORED.read_text(encoding="utf-8") == s.to_json()  # the file is what the record writes
+    assert measure.DecodeSweep.from_json(s.to_json()) == s
+    assert s.batches == measure.SWEEP_BATCHES[s.machine.device] == (1, 2, 4, 8, 16, 32, 64)
+    assert {m.kind for m in s.sweep} == {"decode"}
+    rows, cols = s.sweep[0].params["rows"], s.sweep[0].params["cols"]
+    assert {m.params["n_params"] for m in s.sweep} == {rows * cols}
+    assert (rows, cols) == measure.toy_decode_shape(rows * cols)
+    assert {m.backend for m in s.sweep} == {s.machine.backend}
+    assert all(math.isfinite(t) and t > 0 for t in s.times_s)
+    assert datetime.date.fromisoformat(s.measured_on).year >= 2026
+    assert s.source.startswith("tools/record_toy_decode.py")
+
+
+def test_a_fresh_sweep_record_carries_its_machine_and_the_batches_of_its_device(monkeypatch):
+    stored = measure.stored_decode_sweep()
+    monkeypatch.setattr(record, "machine_record", lambda be: stored.machine)
+    monkeypatch.setattr(record, "default_stream_bytes", lambda be: 4 * 2**14)
+    mine = measure.measure_decode_sweep_record(budget_s=0.05, source="a test", backend=NP)
+    assert mine.machine is stored.machine and mine.source == "a test"
+    assert mine.batches == (1, 2, 4, 8, 16, 32, 64)
+    assert mine.sweep[0].params["n_params"] == 128 * 128
+    assert mine.measured_on == datetime.date.today().isoformat()

@@ -55,6 +55,8 @@ __all__ = [
     "model_decode_step_intensity_flops_per_byte",
     "attainable_flops_per_s",
     "mac_array_peak_flops_per_s",
+    "cpu_flops_per_cycle",
+    "cpu_peak_flops_per_s",
     "sparse_peak_flops_per_s",
     "bound_label",
     "bound_of",
@@ -307,6 +309,43 @@ def mac_array_peak_flops_per_s(rows, cols, clock_hz):
     2017) round to 92 TOPS. Chapter 2.
     """
     return units.FLOPS_PER_MAC * rows * cols * clock_hz
+
+
+_CPU = {"fma_units": (1, 4), "simd_bits": (128, 512), "bits_per_element": (16, 64)}
+
+
+@formula(
+    fma_units="n_FMA int>=1",
+    simd_bits="w_SIMD int>=1",
+    bits_per_element="w_elem int>=1",
+)
+def cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element):
+    """Peak FLOPs one CPU core can finish per clock cycle: ``2 n_FMA w_SIMD / w_elem``.
+
+    Each fused multiply-add (FMA) unit takes one ``simd_bits``-wide vector
+    per cycle, i.e. ``simd_bits / bits_per_element`` lanes, and an FMA counts
+    as 2 FLOPs. Two 256-bit FMA units in float32: ``2 x 2 x 8 = 32``.
+    Chapter 8.
+    """
+    return 2.0 * fma_units * simd_bits / bits_per_element
+
+
+@formula(
+    "n_cores*f_clk*2*n_FMA*w_SIMD/w_elem",
+    sample={**_CPU, "cores": (1, 128)},
+    cores="n_cores int>=1",
+    clock_hz="f_clk >0",
+    fma_units="n_FMA int>=1",
+    simd_bits="w_SIMD int>=1",
+    bits_per_element="w_elem int>=1",
+)
+def cpu_peak_flops_per_s(cores, clock_hz, fma_units, simd_bits, bits_per_element):
+    """Datasheet-style peak of a CPU: ``cores x clock x`` :func:`cpu_flops_per_cycle`.
+
+    Assumes every core runs its FMA units every cycle at ``clock_hz`` (real
+    all-core clocks under wide vector load are often lower). Chapter 8.
+    """
+    return cores * clock_hz * cpu_flops_per_cycle(fma_units, simd_bits, bits_per_element)
 
 
 @formula(flops_per_s="Pi >0")

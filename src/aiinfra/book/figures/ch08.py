@@ -12,9 +12,9 @@
   bound or the calibrated prediction, log-log, with x1.25 and x2 bands; the
   controls pick the column and the engine shown in colour.
 
-The measured numbers come in as plain tuples (the chapter measures, then
-passes them through ``fixed=``), so the functions stay pure and testable with
-synthetic data. Every predicted number comes from :mod:`aiinfra.measure`,
+The measured numbers come in as plain tuples (the chapter measures, or reads
+the stored sweep, then passes them through ``fixed=``; :func:`toy_decode_fixed`
+unpacks a sweep), so the functions stay pure and testable with synthetic data. Every predicted number comes from :mod:`aiinfra.measure`,
 which calls :mod:`aiinfra.roofline`.
 """
 
@@ -36,6 +36,7 @@ from . import FONT, PALETTE, new_figure, panel_title
 __all__ = [
     "toy_decode_roofline",
     "toy_decode_sliders",
+    "toy_decode_fixed",
     "calls_overhead",
     "model_vs_measured",
     "model_vs_measured_sliders",
@@ -196,6 +197,25 @@ def toy_decode_sliders(batches):
     """The one slider of :func:`toy_decode_roofline`: the measured batch sizes."""
     bs = [int(b) for b in _series("batches", batches, minimum=1)]
     return [Slider("batch", bs, label="batch B", default=bs[0], fmt="B = {}")]
+
+
+def toy_decode_fixed(sweep: measure.DecodeSweep, machine: str) -> dict:
+    """The ``fixed=`` arguments of :func:`toy_decode_roofline` for one sweep and its machine's ceilings.
+
+    ``sweep`` is a :class:`aiinfra.measure.DecodeSweep` (the stored one, or a reader's own);
+    ``machine`` names it in the right panel's title.
+    """
+    first = sweep.sweep[0].params
+    ceil = sweep.machine.ceilings
+    return {
+        "batches": sweep.batches,
+        "times_s": sweep.times_s,
+        "n_params": first["n_params"],
+        "bytes_per_weight": first["bytes_per_weight"],
+        "flops_per_s": ceil.flops_per_s,
+        "bandwidth_bytes_per_s": ceil.bandwidth_bytes_per_s,
+        "machine": machine,
+    }
 
 
 def calls_overhead(pieces, times_s, base_s, per_call_s, machine="this machine"):

@@ -155,11 +155,13 @@ EX_8_1 = Exercise(
 
 
 def ref_8_2_a(p):
-    return measure.cpu_flops_per_cycle(2, p["simd_bits"], 32)
+    return roofline.cpu_flops_per_cycle(2, p["simd_bits"], 32)
 
 
 def ref_8_2_b(p):
-    return measure.cpu_peak_flops_per_s(p["cores"], p["ghz"] * units.GIGA, 2, p["simd_bits"], 32) / units.GIGA
+    return (
+        roofline.cpu_peak_flops_per_s(p["cores"], p["ghz"] * units.GIGA, 2, p["simd_bits"], 32) / units.GIGA
+    )
 
 
 def ref_8_2_c(p):
