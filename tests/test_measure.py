@@ -310,7 +310,7 @@ def test_gemm_and_decode_measurements_are_positive_and_consistent():
 
 
 def test_decode_sweep_shares_one_matrix():
-    sweep = measure.measure_decode_sweep([1, 4, 16], 2**16, budget_s=0.1, backend=NP)
+    sweep = kernels._measure_decode_sweep([1, 4, 16], 2**16, budget_s=0.1, backend=NP)
     assert [m.params["batch"] for m in sweep] == [1, 4, 16]
     assert len({m.params["n_params"] for m in sweep}) == 1
     assert all(_finite_positive(m.seconds) for m in sweep)
@@ -338,8 +338,8 @@ def test_call_overhead_and_ceilings():
         (lambda: measure.measure_gemm(1, backend=NP), "n"),
         (lambda: measure.measure_decode_step(2**10, batch=0, backend=NP), "batch"),
         (lambda: measure.measure_decode_step(2, backend=NP), "n_params"),
-        (lambda: measure.measure_decode_sweep([], 2**10, backend=NP), "batches"),
-        (lambda: measure.measure_decode_sweep([1, 0], 2**10, backend=NP), "batches"),
+        (lambda: kernels._measure_decode_sweep([], 2**10, backend=NP), "batches"),
+        (lambda: kernels._measure_decode_sweep([1, 0], 2**10, backend=NP), "batches"),
         (lambda: measure.measure_call_overhead(size=0, backend=NP), "size"),
         (lambda: measure.measure_call_overhead(calls=0, backend=NP), "calls"),
         (lambda: measure.measure_call_overhead(op="fft", backend=NP), "op"),

@@ -62,8 +62,8 @@ def test_every_submodule_imports_and_the_registry_is_filled():
 PAGES = sorted((Path(__file__).resolve().parents[1] / "book").rglob("*.md"))
 SYMBOLIC_PAGES = {p: p.read_text(encoding="utf-8") for p in PAGES}
 SYMBOLIC_PAGES = {p: t for p, t in SYMBOLIC_PAGES.items() if "formula_md(" in t or ".sym" in t}
-# chapter 8's measurement module is being split into a package (issue 26, item 4); its twins
-# follow the rule when it lands.
+
+
 @pytest.mark.parametrize("qualname", [q for q, _ in TWINS])
 def test_every_twin_is_typeset_or_derived_from_by_a_page(qualname):
     name = re.compile(rf"\b{re.escape(qualname.rsplit('.', 1)[1])}\b")

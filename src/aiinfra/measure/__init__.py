@@ -39,7 +39,6 @@ from .kernels import matmul_min_bytes as matmul_min_bytes
 from .kernels import measure_call_overhead as measure_call_overhead
 from .kernels import measure_copy_bandwidth as measure_copy_bandwidth
 from .kernels import measure_decode_step as measure_decode_step
-from .kernels import measure_decode_sweep as measure_decode_sweep
 from .kernels import measure_gemm as measure_gemm
 from .kernels import measure_read_bandwidth as measure_read_bandwidth
 from .kernels import measure_split_read as measure_split_read

@@ -291,7 +291,7 @@ def _decode_runs(plan, n_params, dtype, budget_s, backend) -> list[Measurement]:
     return _DecodeSetup(be, n, dtype).run(plan, total)
 
 
-def measure_decode_sweep(
+def _measure_decode_sweep(
     batches: Sequence[int], n_params=None, *, dtype="float32", budget_s=2.0, backend=None
 ) -> list[Measurement]:
     """The toy decode step at every batch size in ``batches``, sharing one weight matrix.

@@ -19,10 +19,10 @@ from aiinfra.formula import check
 from .backends import resolve
 from .harness import Measurement, Timing
 from .kernels import (
+    _measure_decode_sweep,
     default_stream_bytes,
     measure_call_overhead,
     measure_copy_bandwidth,
-    measure_decode_sweep,
     measure_gemm,
     measure_read_bandwidth,
 )
@@ -191,7 +191,7 @@ def measure_decode_sweep_record(*, budget_s=1.6, source="", backend=None) -> Dec
     """
     be = resolve(backend)
     n_params = default_stream_bytes(be) // 4
-    sweep = measure_decode_sweep(SWEEP_BATCHES[be.device], n_params, budget_s=budget_s, backend=be)
+    sweep = _measure_decode_sweep(SWEEP_BATCHES[be.device], n_params, budget_s=budget_s, backend=be)
     return DecodeSweep(machine_record(be), tuple(sweep), datetime.date.today().isoformat(), source)
 
 
