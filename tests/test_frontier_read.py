@@ -111,3 +111,18 @@ def test_self_check_shows_the_rubric_of_a_free_answer(fresh):
     # the grader's verdict (no namespace) stays the short one its exports print
     graded = score_part("6-5", free, encode_answer("some text"), None)
     assert graded.reason == "needs manual grading"
+
+
+def test_block_scaled_formats_count_their_scales():
+    from aiinfra.catalog import hardware
+
+    # FP8 with one 4-byte scale per 128 x 128 tile: 1 + 4 / 16,384 bytes per weight
+    assert hardware.weight_format("FP8 (128 x 128 blocks)").bytes_per_weight == pytest.approx(1.000244140625)
+    # NVFP4: half a byte plus one 1-byte scale per 16 = 0.5625; MXFP4: one 1-byte scale per 32 = 0.53125
+    assert hardware.weight_format("nvfp4").bytes_per_weight == 0.5625
+    assert hardware.weight_format("MXFP4").bytes_per_weight == 0.53125
+    # each runs at the rate its peak names: B300's dense FP4 is 105 PFLOP/s per 8 GPUs
+    fmt = hardware.weight_format("NVFP4")
+    assert hardware.gpu("B300").dense_flops_per_s(fmt.peak) == pytest.approx(105e15 / 8)
+    with pytest.raises(ValueError, match="name"):
+        hardware.weight_format("int3")
