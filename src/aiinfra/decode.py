@@ -75,7 +75,8 @@ _STEP: dict[str, Any] = dict(
 
 
 @formula(
-    "Max((B + C)*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))",
+    "Max(B*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))",  # the plain step, C = 0, as chapters 2 and 4 show it
+    sample={"prefill_tokens": (0, 0, "int")},
     batch="B >=0",
     prefill_tokens="C int>=0",
     **_STEP,
