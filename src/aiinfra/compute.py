@@ -50,6 +50,7 @@ __all__ = [
     "kaplan_attention_flops_per_token",
     "flops_per_token",
     "decode_flops",
+    "decode_attention_widths",
     "prefill_flops",
     "request_flops",
 ]
@@ -304,21 +305,52 @@ def flops_per_token(model):
     return _forward_flops_per_token(n_lin, n_head)
 
 
+def decode_attention_widths(model) -> tuple[float, float]:
+    """The query widths ``(w_qk, w_v)`` of one layer as a decode token's attention multiplies them.
+
+    MHA and GQA: ``heads x head_dim`` each (:func:`aiinfra.catalog.models.attention_qk_width`).
+    MLA decodes in the absorbed form: the up-projections fold into the query
+    and the output projection (DeepSeek-V2 report, section 2.1.2; FlashMLA),
+    so each of the ``h`` heads scores the cached latent and rotary key,
+    ``w_qk = h (r_kv + d_rope)``, and sums the latent, ``w_v = h r_kv``:
+    DeepSeek-V3, 128 x 576 and 128 x 512. The matrix FLOPs do not change,
+    since the folded products have the parameters of the up-projection they
+    replace. Prefill runs the expanded form (per-head keys and values), as
+    engines do. Chapters 3 and 7.
+    """
+    m = models.load(model)
+    if m.attention_kind == "mla":
+        return float(m.n_heads * (m.kv_lora_rank + m.qk_rope_head_dim)), float(m.n_heads * m.kv_lora_rank)
+    return float(models.attention_qk_width(m)), float(models.attention_v_width(m))
+
+
+def _decode_groups(m, groups):
+    """The attention groups as decode runs them: MLA absorbed (:func:`decode_attention_widths`), others as they are."""
+    if m.attention_kind != "mla":
+        return groups
+    qk, v = decode_attention_widths(m)
+    return [(n, qk, v, window) for n, _, _, window in groups]
+
+
 @formula(None, model="label", context_tokens="int>=0")
 def decode_flops(model, context_tokens):
     """FLOPs of one decode step of ``model`` with ``context_tokens`` keys in the cache.
 
     :func:`flops_per_token` plus attention ``2 n (w_qk + w_v)`` per layer,
-    ``n`` capped at the layer's window in sliding-window layers. Contexts
-    past the model's ``max_position_embeddings`` are computed as asked (a
-    curve may run past them); the KV of such a request warns
+    ``n`` capped at the layer's window in sliding-window layers. MLA layers
+    count the absorbed form engines decode with (:func:`decode_attention_widths`;
+    DeepSeek-V3: 2 x 128 x 1,088 FLOPs per cached token and layer, 3.4 times
+    the expanded form's 2 x 128 x 320), the form of
+    :func:`aiinfra.roofline.mla_decode_attention_intensity_flops_per_byte`.
+    Contexts past the model's ``max_position_embeddings`` are computed as
+    asked (a curve may run past them); the KV of such a request warns
     (:func:`aiinfra.memory.kv_bytes_per_request`). Qwen3-8B at 2,048 tokens:
     16.34e9. Accepts an array of contexts.
     """
-    _, n_lin, n_head, groups = _shape(model)
+    m, n_lin, n_head, groups = _shape(model)
     ctx = context_tokens
     total = np.asarray(_forward_flops_per_token(n_lin, n_head)) + np.zeros_like(ctx)
-    for n, wq, wv, window in groups:
+    for n, wq, wv, window in _decode_groups(m, groups):
         total = total + attention_flops_per_token(
             n, wq, wv, ctx if window is None else np.minimum(ctx, window)
         )
@@ -352,7 +384,10 @@ def request_flops(model, prompt_tokens, generated_tokens):
 
     See :func:`request_step_flops`; set it beside
     ``approx_flops_2n(models.total_params(model), P, G)``. Sliding-window
-    layers count ``sum_i min(i, window)`` query-key pairs.
+    layers count ``sum_i min(i, window)`` query-key pairs. The prefill's
+    attention is expanded, the decode steps' absorbed for MLA
+    (:func:`decode_flops`), so the total is :func:`prefill_flops` plus the
+    ``G - 1`` decode steps.
     """
     m, n_lin, n_head, groups = _shape(model)
     p, g = prompt_tokens, generated_tokens
@@ -365,6 +400,10 @@ def request_flops(model, prompt_tokens, generated_tokens):
         total = 2.0 * n_lin * seen + 2.0 * n_head * g
     for n, wq, wv, window in groups[1:] if full else groups:
         total = total + 2.0 * n * (wq + wv) * _causal_pairs(seen, window)
+    for (n, wq, wv, window), (_, aq, av, _) in zip(groups, _decode_groups(m, groups)):
+        # decode steps attend in their own form (absorbed MLA): P + j keys at step j = 1 .. G - 1
+        keys = _causal_pairs(seen, window) - _causal_pairs(p, window)
+        total = total + 2.0 * n * (aq + av - wq - wv) * keys
     return total
 
 

@@ -74,7 +74,13 @@ _STEP: dict[str, Any] = dict(
 )
 
 
-@formula("Max(B*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))", batch="B >0", **_STEP)
+@formula(
+    "Max(B*F_1/(eta_F*Pi), (R_W + B*R_state)/(eta_B*beta))",  # the plain step, C = 0, as chapters 2 and 4 show it
+    sample={"prefill_tokens": (0, 0, "int")},
+    batch="B >=0",
+    prefill_tokens="C int>=0",
+    **_STEP,
+)
 def batched_decode_step_time_s(
     batch,
     flops_per_request,
@@ -84,20 +90,26 @@ def batched_decode_step_time_s(
     bandwidth_bytes_per_s,
     eta_f=1.0,
     eta_b=1.0,
+    prefill_tokens=0,
 ):
     """Time of one decode step for ``batch`` requests that share one weight read.
 
-    ``max(B F_1 / (eta_F Pi), (R_W + B R_state) / (eta_B beta))``, with
+    ``max((B + C) F_1 / (eta_F Pi), (R_W + B R_state) / (eta_B beta))``, with
     ``F_1`` the FLOPs of one request's token, ``R_W`` the weight bytes read
     per step and ``R_state`` the KV (state) bytes one request reads per step.
-    Assumes reads and arithmetic overlap and ignores launch and host overhead,
-    so it is a lower bound. ``batch`` may be a real number (for crossing
-    points) or an array (for curves).
+    ``C`` (``prefill_tokens``, 0 by default) are prompt tokens that ride in
+    the same step, a prefill chunk (chapter 7): each adds ``F_1`` FLOPs and
+    no state read of its own. Assumes reads and arithmetic overlap and
+    ignores launch and host overhead, so it is a lower bound. ``batch`` may
+    be a real number (for crossing points) or an array (for curves); a step
+    must carry at least one token (``B + C > 0``).
     """
     b = batch
+    if np.any(np.asarray(b) + prefill_tokens <= 0):
+        raise ValueError("batch must be > 0 when prefill_tokens is 0: a step must carry a token")
     t = np.asarray(
         roofline.step_time_overlapped_s(
-            b * flops_per_request,
+            (b + prefill_tokens) * flops_per_request,
             weight_bytes + b * state_bytes_per_request,
             flops_per_s,
             bandwidth_bytes_per_s,

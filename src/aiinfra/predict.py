@@ -70,6 +70,7 @@ __all__ = [
     "reply_s",
     "calibrated_step_s",
     "min_gpus",
+    "step_overhead_s",
     "WEIGHT_PRECISIONS",
     "COMPUTE_PRECISIONS",
 ]
@@ -624,20 +625,26 @@ def min_gpus(deployment, p: Parameters, batch, prompt_tokens, output_tokens, lim
     )
 
 
-def _plan_overhead(deployment, p: Parameters):
-    """The fixed time a prediction adds to one decode step of ``users`` tokens on ``n_gpus``: layers x (cost + all-reduces)."""
-    m = deployment.model
-    link = deployment.gpu.scaleup_bytes_per_s_per_direction
-    switched = "pcie" not in deployment.gpu.scaleup_link.lower()
+def step_overhead_s(deployment, p: Parameters, tokens, n_gpus=None) -> float:
+    """The fixed time a prediction adds to one step of ``tokens`` tokens: ``L (t_layer + 2 t_allreduce)``.
 
-    def overhead(n_gpus, users):
-        comm = 0.0
-        if n_gpus > 1:
-            size = users * m.hidden_size * _ACT_BYTES
-            comm = 2.0 * network.tp_allreduce_time_s(size, n_gpus, link, switched)
-        return m.n_layers * (p.layer_overhead_graph_s + comm)
-
-    return overhead
+    Every one of the model's ``L`` layers pays the fitted graph-captured cost
+    per layer (:attr:`Parameters.layer_overhead_graph_s`) and, on more than
+    one GPU, two all-reduces of ``tokens`` BF16 rows of the hidden width over
+    the tensor-parallel group of ``n_gpus`` (``deployment.n_gpus`` by default)
+    on its scale-up link (:func:`aiinfra.cluster.network.tp_allreduce_time_s`).
+    The roofline's arithmetic and reads are not in it: add it to a bound's
+    step to get the prediction's. Chapter 7 (capacity plans, chunked prefill).
+    """
+    n = check("n_gpus", deployment.n_gpus if n_gpus is None else n_gpus, "int>=1", scalar=True)
+    t = check("tokens", tokens, "int>=1", scalar=True)
+    comm = 0.0
+    if n > 1:
+        link = deployment.gpu.scaleup_bytes_per_s_per_direction
+        switched = "pcie" not in deployment.gpu.scaleup_link.lower()
+        size = t * deployment.model.hidden_size * _ACT_BYTES
+        comm = 2.0 * network.tp_allreduce_time_s(size, n, link, switched)
+    return deployment.model.n_layers * (p.layer_overhead_graph_s + comm)
 
 
 def plan(deployment, concurrent_users, target_tpot_s, context_tokens, calibration=None, **workload):
@@ -663,7 +670,7 @@ def plan(deployment, concurrent_users, target_tpot_s, context_tokens, calibratio
         target_tpot_s,
         context_tokens,
         prefill_eta_f=p.eta_f_prefill,
-        step_overhead_s=_plan_overhead(deployment, p),
+        step_overhead_s=lambda n_gpus, users: step_overhead_s(deployment, p, users, n_gpus),
         **workload,
     )
 

@@ -1235,6 +1235,74 @@ def server_links(names=None) -> list[Link]:
 
 
 @dataclass(frozen=True)
+class WeightFormat:
+    """A block-scaled weight format: ``bits`` per element plus one ``scale_bytes`` scale per block.
+
+    A block is ``block_elements`` consecutive weights of a row (``block_rows``
+    rows of them for a 2-D tile), so the stored bytes per weight are
+    ``bits / 8 + scale_bytes / (block_elements block_rows)``
+    (:attr:`bytes_per_weight`). ``peak`` names the tensor-core rate it runs at
+    (:meth:`GPU.dense_flops_per_s`). A per-tensor scale (NVFP4's FP32 one) is
+    a few bytes per matrix and left out. Chapter 2.
+    """
+
+    name: str
+    bits: int
+    block_elements: int
+    block_rows: int
+    scale_bytes: int
+    peak: str
+    source: str
+
+    @property
+    def bytes_per_weight(self) -> float:
+        """Stored bytes per weight, its block's scale included."""
+        return self.bits / 8 + self.scale_bytes / (self.block_elements * self.block_rows)
+
+
+#: The block-scaled formats of 2025-2026 serving, smallest scale overhead last.
+WEIGHT_FORMATS = (
+    WeightFormat(
+        "FP8 (128 x 128 blocks)",
+        8,
+        128,
+        128,
+        4,
+        "fp8",
+        "DeepSeek-V3 checkpoint config.json, quantization_config: e4m3, weight_block_size [128, 128], "
+        "one FP32 scale_inv per block",
+    ),
+    WeightFormat(
+        "NVFP4",
+        4,
+        16,
+        1,
+        1,
+        "fp4",
+        "NVIDIA technical blog 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference' "
+        "(June 2025): E2M1 values, one FP8 (E4M3) scale per 16 values, one FP32 scale per tensor",
+    ),
+    WeightFormat(
+        "MXFP4",
+        4,
+        32,
+        1,
+        1,
+        "fp4",
+        "OCP Microscaling Formats (MX) Specification v1.0 (2023): E2M1 values, one E8M0 scale per 32",
+    ),
+)
+
+
+def weight_format(name: str) -> WeightFormat:
+    """The :data:`WEIGHT_FORMATS` record called ``name`` (case and spaces ignored)."""
+    for f in WEIGHT_FORMATS:
+        if _norm(f.name) == _norm(name):
+            return f
+    raise ValueError(f"name must be one of {[f.name for f in WEIGHT_FORMATS]}, got {name!r}")
+
+
+@dataclass(frozen=True)
 class ScaleUpDomain:
     """A group of GPUs joined all-to-all by one switched link (an NVLink domain).
 
@@ -1350,4 +1418,7 @@ __all__ = [
     "MIG_COMPUTE_SLICES",
     "MIG_MEMORY_SLICES",
     "mig_instance",
+    "WeightFormat",
+    "WEIGHT_FORMATS",
+    "weight_format",
 ]

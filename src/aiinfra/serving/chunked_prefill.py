@@ -5,7 +5,7 @@ running decode for that step. With chunked prefill each step carries at most
 ``C`` prompt tokens beside the ``B`` decoding requests, so one step does the
 matrix work of ``C + B`` tokens while it reads the weights once:
 
-    T_step(C) = max((C + B) F_1 / (eta_F Pi), (R_W + B R_state) / (eta_B beta)) + t_fix
+    T_step(C) = max((C + B) F_1 / (eta_F Pi), R_W / (eta_B beta) + B R_state / (eta_KV beta)) + t_fix
 
 (:func:`chunk_step_time_s`), and a prompt of ``P`` tokens reaches its first
 token after ``ceil(P / C)`` such steps (:func:`chunked_ttft_s`). The running
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aiinfra import predict
+from aiinfra import decode, predict
 from aiinfra.formula import check, formula
 
 __all__ = ["chunk_step_time_s", "chunked_ttft_s", "chunk_step_times_s"]
@@ -39,6 +39,7 @@ __all__ = ["chunk_step_time_s", "chunked_ttft_s", "chunk_step_times_s"]
     eta_f="eta_F (0,1]",
     eta_b="eta_B (0,1]",
     overhead_s="t_fix >=0",
+    eta_kv="eta_KV (0,1]",
 )
 def chunk_step_time_s(
     chunk_tokens,
@@ -51,18 +52,31 @@ def chunk_step_time_s(
     eta_f=1.0,
     eta_b=1.0,
     overhead_s=0.0,
+    eta_kv=1.0,
 ):
     """One engine step carrying ``chunk_tokens`` prompt tokens and ``decode_batch`` decodes, in seconds.
 
-    ``max((C + B) F_1 / (eta_F Pi), (R_W + B R_state) / (eta_B beta)) + t_fix``:
+    ``max((C + B) F_1 / (eta_F Pi), R_W / (eta_B beta) + B R_state / (eta_KV beta)) + t_fix``:
     the tokens' matrix work against one read of the weights and of the
-    decodes' KV (``state_bytes_per_request`` each), plus a fixed cost per step
+    decodes' KV (``state_bytes_per_request`` each, read at ``eta_kv`` of the
+    bandwidth), plus a fixed cost per step
     (``overhead_s``: launches, all-reduces; 0 for the bound). ``C = 0`` is a
-    plain decode step. Chapter 7.
+    plain decode step (:func:`aiinfra.decode.batched_decode_step_time_s` with
+    the chunk as its ``prefill_tokens``, plus ``t_fix``). Chapter 7.
     """
-    compute = (chunk_tokens + decode_batch) * flops_per_token / (eta_f * flops_per_s)
-    reads = weight_bytes + decode_batch * state_bytes_per_request
-    return np.maximum(compute, reads / (eta_b * bandwidth_bytes_per_s)) + overhead_s
+    kv_at_eta_b = state_bytes_per_request * eta_b / eta_kv  # the same read time at eta_b
+    step = decode.batched_decode_step_time_s(
+        decode_batch,
+        flops_per_token,
+        weight_bytes,
+        kv_at_eta_b,
+        flops_per_s,
+        bandwidth_bytes_per_s,
+        eta_f,
+        eta_b,
+        prefill_tokens=chunk_tokens,
+    )
+    return step + overhead_s
 
 
 @formula(
@@ -87,8 +101,11 @@ def chunk_step_times_s(deployment, chunk_tokens, decode_batch, context_tokens, c
     The bound is :func:`chunk_step_time_s` at 100% of the dense peak and of
     the bandwidth, with no fixed cost. The prediction uses the stored
     calibration (:func:`aiinfra.calibration.load`): its prefill share of the
-    peak, its decode share of the bandwidth, and its fixed cost and tensor-
-    parallel all-reduces per layer for ``chunk_tokens + decode_batch`` rows.
+    peak, its decode shares of the bandwidth for the weights and for the KV
+    (as :func:`aiinfra.predict.decode_step_s` reads them, so that a step
+    without a chunk is that function's memory-bound step), and its fixed cost and tensor-
+    parallel all-reduces per layer for ``chunk_tokens + decode_batch`` rows
+    (:func:`aiinfra.predict.step_overhead_s`).
     ``context_tokens`` sets the decodes' KV and FLOPs per token. Arrays of
     ``chunk_tokens`` give arrays. Chapter 7.
     """
@@ -102,9 +119,6 @@ def chunk_step_times_s(deployment, chunk_tokens, decode_batch, context_tokens, c
     args = (one.flops, one.weight_bytes, one.kv_bytes, d.peak_flops_per_s, d.bandwidth_bytes_per_s)
     bound = chunk_step_time_s(chunks, b, *args)
     p = (cal.load() if calibration is None else calibration).parameters
-    fixed = predict._plan_overhead(d, p)
-    overhead = np.vectorize(lambda c: fixed(d.n_gpus, int(c) + b))(chunks)
-    pred = chunk_step_time_s(
-        chunks, b, *args, eta_f=p.eta_f_prefill, eta_b=p.eta_b_decode, overhead_s=overhead
-    )
+    overhead = np.vectorize(lambda c: predict.step_overhead_s(d, p, int(c) + b))(chunks)
+    pred = chunk_step_time_s(chunks, b, *args, p.eta_f_prefill, p.eta_b_decode, overhead, eta_kv=p.eta_b_kv)
     return bound, pred

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiinfra import calibration, compute, memory, units
+from aiinfra import calibration, compute, memory, predict, units
 from aiinfra.book.tables import markdown_table
 from aiinfra.catalog import hardware, models
 from aiinfra.formula import check
@@ -226,7 +226,7 @@ def serving_techniques_values(
         gcfg["index_n_heads"],
         g.index_head_dim,
     )
-    gq, gv = models.attention_qk_width(g), models.attention_v_width(g)
+    gq, gv = compute.decode_attention_widths(g)
 
     def attn(n):
         return compute.decode_flops_breakdown(n, LONG)["exact"]["attention"]
@@ -253,6 +253,8 @@ def serving_techniques_values(
         ttftw_p=(prd[2], "s ms 0"),
         eta_fp=(cal.eta_f_prefill, ".0%"),
         eta_bd=(cal.eta_b_decode, ".0%"),
+        eta_kv=(cal.eta_b_kv, ".0%"),
+        fix=(predict.step_overhead_s(server, cal, batch + chunk), "s ms 1"),
         att256=(att[256], ".0%"),
         attc=(att[CHUNK], ".0%"),
         att1k=(att[1024], ".0%"),

@@ -409,11 +409,31 @@ def _item_candidates(candidates, i: int | None):
     return out
 
 
-def score_part(ex_id: str, part, record, ref, slips=None) -> PartResult:
+def rubric_reason(part, ns) -> str:
+    """What a self-check says of a free answer: it waits for a person, who awards the rubric's criteria.
+
+    ``ns`` is the student's namespace (parameters and given values, never the
+    references), which the criteria may quote. A part without a rubric only
+    says that it needs manual grading.
+    """
+    from aiinfra.course.exercises.render import fill  # render imports this module's importers
+
+    if not part.rubric:
+        return "needs manual grading"
+    items = "; ".join(
+        f"{pts:g} point{'' if pts == 1 else 's'}: {fill(text, ns).strip()}" for pts, text in part.rubric
+    )
+    return f"needs manual grading. Rubric: {items}"
+
+
+def score_part(ex_id: str, part, record, ref, slips=None, rubric_ns=None) -> PartResult:
     """Score one part. ``record`` is the raw record (or None), ``ref`` the grader's reference.
 
     ``slips`` are the part's namespace-dependent slips, resolved by
     :func:`aiinfra.course.exercises.variants.resolved_slips` (optional).
+    ``rubric_ns`` (the student's namespace, for the self-check) makes a free
+    answer's reason quote its rubric (:func:`rubric_reason`); the grader
+    leaves it out.
     """
     base = dict(exercise=ex_id, part=part.part, kind=part.kind, max_points=float(part.points))
     if record is None:
@@ -431,7 +451,8 @@ def score_part(ex_id: str, part, record, ref, slips=None) -> PartResult:
                 answer=v,
                 **base,
             )
-        return PartResult(points=0.0, status="manual", reason="needs manual grading", answer=v, **base)
+        reason = "needs manual grading" if rubric_ns is None else rubric_reason(part, rubric_ns)
+        return PartResult(points=0.0, status="manual", reason=reason, answer=v, **base)
     if part.kind == "choice":
         options = ", ".join(repr(o) for o in part.options)
         if not any(type(v) is type(o) and v == o for o in part.options):

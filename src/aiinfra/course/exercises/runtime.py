@@ -243,7 +243,7 @@ def check(target: str) -> CheckReport:
         lines.append(f"**Exercise {ex.id}**")
         for p in ex.parts:
             r = feedback.score_part(
-                ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part), slips.get(p.part)
+                ex.id, p, _state["answers"].get((ex.id, p.part)), refs.get(p.part), slips.get(p.part), ns
             )
             results.append(r)
             mark = _MARK.get(r.status, "❌")
