@@ -254,7 +254,7 @@ def serving_techniques_values(
         eta_fp=(cal.eta_f_prefill, ".0%"),
         eta_bd=(cal.eta_b_decode, ".0%"),
         eta_kv=(cal.eta_b_kv, ".0%"),
-        fix=(predict.step_overhead_s(server, cal, batch + chunk), "s ms 1"),
+        fix=(predict.step_overhead_s(server, cal, BATCH + CHUNK), "s ms 1"),
         att256=(att[256], ".0%"),
         attc=(att[CHUNK], ".0%"),
         att1k=(att[1024], ".0%"),
