@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_MAX_FRAMES",
     "STATIC_DENSITIES",
     "LIVE_DENSITY",
+    "LIVE_FRAMES_KEPT",
     "PALETTE_COLORS",
     "Slider",
     "View",
@@ -88,6 +89,8 @@ DEFAULT_MAX_FRAMES = 96
 STATIC_DENSITIES = (2.0, 1.5, 1.25, 1.0)
 #: Device pixels per CSS pixel of the live (kernel) image.
 LIVE_DENSITY = 1.5
+#: Live images (and their readouts) kept per figure, by slider setting, for a return to a setting seen before.
+LIVE_FRAMES_KEPT = 64
 #: Colours kept in a quantised static layer.
 PALETTE_COLORS = 96
 #: Per-widget JSON overhead assumed by the payload estimate (bytes).
@@ -257,6 +260,7 @@ class InteractiveFigure:
         self.last_update_s: float | None = None
         self._redrawer = Redrawer(fn)
         self._raster: Raster | None = None
+        self._live_frames: dict[tuple[int, ...], tuple[bytes, str]] = {}
         self.widget = self._build_static() if mode == "static" else self._build_live()
 
     # ----- shared pieces -------------------------------------------------
@@ -306,18 +310,31 @@ class InteractiveFigure:
         return png_codec.encode(raster.composite()), readouts_html(readouts)
 
     # ----- live ----------------------------------------------------------
-    def _live_step(self, params: dict) -> tuple[bytes, str]:
-        readouts = self._redrawer.update(params)
-        if self._redrawer.rebuilt or self._raster is None:
-            self._raster = Raster(self._redrawer.view, self.live_density, cache_text=True)
-        return png_codec.encode_live(self._raster.blit()), readouts_html(readouts)
+    def _live_step(self, point: tuple[int, ...]) -> tuple[bytes, str]:
+        """PNG and readout HTML at the slider indices ``point``: kept from an earlier visit, else drawn.
+
+        A figure is a pure function of its parameters, so a setting seen
+        before (the default again, a slider dragged back) shows its kept image
+        at once; the :data:`LIVE_FRAMES_KEPT` most recent are kept.
+        """
+        shown = self._live_frames.pop(point, None)
+        if shown is None:
+            chosen = {s.name: s._values[i] for s, i in zip(self.sliders, point)}
+            readouts = self._redrawer.update(self.params(**chosen))
+            if self._redrawer.rebuilt or self._raster is None:
+                self._raster = Raster(self._redrawer.view, self.live_density, cache_text=True)
+            shown = png_codec.encode_live(self._raster.blit()), readouts_html(readouts)
+            if len(self._live_frames) >= LIVE_FRAMES_KEPT:
+                del self._live_frames[next(iter(self._live_frames))]  # the least recently shown
+        self._live_frames[point] = shown
+        return shown
 
     def _build_live(self):
         import ipywidgets as w
 
         self._raster = None
         sliders = [self._slider_widget(s, s._values) for s in self.sliders]
-        png, rh = self._live_step(self.params())
+        png, rh = self._live_step(tuple(sl.value for sl in sliders))
         self.width_px = width_css(self._redrawer.view.fig)
         img = w.Image(
             value=png,
@@ -329,8 +346,7 @@ class InteractiveFigure:
 
         def on_change(_change=None):
             t0 = time.perf_counter()
-            chosen = {s.name: s._values[sl.value] for s, sl in zip(self.sliders, sliders)}
-            img.value, readout.value = self._live_step(self.params(**chosen))
+            img.value, readout.value = self._live_step(tuple(sl.value for sl in sliders))
             self.last_update_s = time.perf_counter() - t0
 
         for sl in sliders:

@@ -37,8 +37,10 @@ def encode_live(rgba) -> bytes:
 
     Pillow tries every PNG row filter on every row; for line art on white an
     unfiltered row compresses about as well, and zlib at level 1 then takes a
-    third of Pillow's time (about 7 ms for a 1,180 x 504 figure at the live
-    density) for the same bytes within a few percent.
+    third of Pillow's time (about 4 ms for a 1,036 x 518 figure at the live
+    density) for the same bytes within a few percent. Pillow's packer drops
+    the alpha channel (a strided numpy copy takes five times as long), and
+    each row gets its filter byte in one contiguous copy.
     """
     import struct
     import zlib
@@ -47,10 +49,10 @@ def encode_live(rgba) -> bytes:
     from PIL import Image as PILImage
 
     h, w = rgba.shape[:2]
-    rgb = PILImage.frombuffer("RGBA", (w, h), rgba, "raw", "RGBA", 0, 1).convert("RGB")
+    rgb = PILImage.frombuffer("RGBA", (w, h), rgba, "raw", "RGBA", 0, 1).tobytes("raw", "RGB")
     rows = np.empty((h, 1 + 3 * w), dtype=np.uint8)
     rows[:, 0] = 0  # filter type 0 (none) before every row
-    rows[:, 1:] = np.frombuffer(rgb.tobytes(), dtype=np.uint8).reshape(h, 3 * w)
+    rows[:, 1:] = np.frombuffer(rgb, dtype=np.uint8).reshape(h, 3 * w)
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (

@@ -171,6 +171,7 @@ class Raster:
         self.canvas = canvas if isinstance(canvas, FigureCanvasAgg) else FigureCanvasAgg(self.fig)
         for a in self.moving:
             a.set_animated(True)
+        _keep_font_metrics(self.canvas.get_renderer())
         self.canvas.draw()
         self.background = self._buffer()[..., :3].copy()
         self._region = self.canvas.copy_from_bbox(self.fig.bbox)
@@ -181,7 +182,7 @@ class Raster:
         return np.asarray(self.canvas.buffer_rgba())
 
     def _draw_moving(self):
-        renderer = self.canvas.get_renderer()
+        renderer = _keep_font_metrics(self.canvas.get_renderer())
         for a in self.moving:
             a.draw(renderer)
 
@@ -210,6 +211,49 @@ class Raster:
     def composite(self):
         """The whole figure (RGB): the background with the moving artists drawn over it."""
         return self.blit()[..., :3].copy()
+
+
+def _font_height_metrics(prop, dpi: float) -> tuple[float | None, float | None, float]:
+    """A font's ascent, descent and line gap in pixels at ``dpi``, read from its tables as matplotlib reads them.
+
+    The same lookup as :meth:`matplotlib.text.Text._get_layout` when the
+    renderer offers no ``_get_font_height_metrics``: the OS/2 typographic
+    metrics, else the hhea ones, scaled to the size in points; ``(None, None, 0)``
+    when the font has neither (the caller then measures the text).
+    """
+    from matplotlib.font_manager import fontManager, get_font
+
+    font = get_font(fontManager._find_fonts_by_props(prop))
+    for table_name, gap_key, ascent_key, descent_key in (
+        ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+        ("hhea", "lineGap", "ascent", "descent"),
+    ):
+        table = font.get_sfnt_table(table_name)
+        if table is not None:
+            # the same operations in the same order as matplotlib's, so the same floats
+            scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+            return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
+    return None, None, 0.0
+
+
+def _keep_font_metrics(renderer):
+    """Give an Agg renderer a kept ``_get_font_height_metrics``: matplotlib 3.11 otherwise finds the font and
+    reads its tables again for every text it lays out (a tenth of a live step). Returns the renderer.
+
+    Matplotlib calls this hook, where a backend has it, instead of reading the tables itself, so the text
+    is laid out with the same numbers; older versions never call it.
+    """
+    if getattr(renderer, "_get_font_height_metrics", None) is None:
+        kept: dict = {}
+
+        def metrics(prop):
+            key = (prop, renderer.dpi)
+            if key not in kept:
+                kept[(prop.copy(), renderer.dpi)] = _font_height_metrics(prop, renderer.dpi)
+            return kept[key]
+
+        renderer._get_font_height_metrics = metrics
+    return renderer
 
 
 def width_css(fig) -> int:
