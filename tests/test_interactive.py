@@ -447,3 +447,53 @@ def test_kept_texts_match_texts_drawn_afresh_and_follow_each_change():
     assert (
         len(raster._texts.patches) == 3
     )  # one per distinct text: "a" and "bb" were drawn again from the cache
+
+
+def test_live_return_to_a_setting_shows_its_kept_image_without_drawing_again(monkeypatch):
+    calls = []
+
+    def fn(freq, amp=1.0):
+        calls.append(freq)
+        return wave(freq, amp)
+
+    monkeypatch.setattr(ia, "LIVE_FRAMES_KEPT", 2)
+    f = interactive_figure(fn, [Slider("freq", [1, 2, 3, 4])], mode="live")
+    img, readout = f._live_image, f._live_readout
+    first = img.value, readout.value
+    f.set(freq=3)
+    f.set(freq=1)  # seen before: its image and readouts come back, fn is not called
+    assert calls == [1, 3] and (img.value, readout.value) == first
+    f.set(freq=2)  # a third setting: the least recently shown (3) is dropped, 1 and 2 are kept
+    f.set(freq=1)
+    f.set(freq=3)
+    assert calls == [1, 3, 2, 3]
+    assert "3 Hz" in readout.value
+
+
+def test_kept_font_metrics_lay_out_every_text_as_matplotlib_does():
+    """Texts laid out through the kept metrics sit exactly where matplotlib's own table lookup puts them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from aiinfra.book import raster as rasters
+
+    fig = Figure(figsize=(4, 2), dpi=144)
+    canvas = FigureCanvasAgg(fig)
+    texts = [
+        fig.text(0.1, 0.2, "tokens/s", fontsize=9),
+        fig.text(0.5, 0.5, "two\nlines", fontsize=12, ha="center", va="center", weight="bold"),
+        fig.text(0.9, 0.8, "rotated", fontsize=8.5, rotation=90, family="monospace"),
+    ]
+    renderer = canvas.get_renderer()
+    assert getattr(renderer, "_get_font_height_metrics", None) is None
+
+    def layouts():
+        out = []
+        for t in texts:
+            bbox, lines, descent = t._get_layout(renderer)
+            out.append((tuple(bbox.bounds), lines, descent))
+        return out
+
+    expected = layouts()
+    assert rasters._keep_font_metrics(renderer) is renderer
+    assert renderer._get_font_height_metrics is not None
+    assert layouts() == expected
