@@ -11,7 +11,7 @@ kernel's CPU seconds split into
 
 * ``imports``: time under ``importlib`` (the first import of every module);
 * ``figures``: time under matplotlib's drawing and PNG encoding (Agg ``draw``, ``print_figure``,
-  the frames' ``_render_png``);
+  the frames' PNG encoding in :mod:`aiinfra.book.png`);
 * ``sympy``: time under sympy outside imports;
 * ``other``: everything else the cells ran;
 
@@ -52,10 +52,8 @@ CATEGORIES = [
     (
         "figures",
         lambda f: (
-            (
-                f[2] in ("print_figure", "savefig", "_render_png")
-                and ("matplotlib" in f[0] or "aiinfra" in f[0])
-            )
+            (f[2] in ("print_figure", "savefig") and ("matplotlib" in f[0] or "aiinfra" in f[0]))
+            or (f[2] in ("encode", "encode_live") and f[0].endswith("aiinfra/book/png.py"))
             or (f[2] == "draw" and f[0].endswith("backend_agg.py"))
         ),
     ),

@@ -29,8 +29,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
 from aiinfra import memory
-from aiinfra.book import figures, model_check
+from aiinfra.book import figures, model_check, views
 from aiinfra.book import interactive as ia
+from aiinfra.book import raster as ia_raster
 from aiinfra.book.figures import (
     MAX_WIDTH_IN,
     ch01,
@@ -41,7 +42,7 @@ from aiinfra.cluster import parallelism
 from aiinfra.deployment import SERVING_70B, SERVING_CONTEXT_TOKENS, SERVING_TPOT_S, Deployment
 from aiinfra.serving import prefix_cache
 
-PX_PER_PT = ia.DISPLAY_DPI / 72
+PX_PER_PT = ia_raster.DISPLAY_DPI / 72
 MIN_PX = 11.0
 #: Characters a slider's readout shows uncut: ipywidgets gives it 148 CSS px of 13 px type, which
 #: cut ch05/02's "GQA, 8 KV heads (Llama-3.1-70B)" after its 21st character.
@@ -225,7 +226,7 @@ def legibility_problems(fig) -> list[str]:
         problems.append(
             f"figure is {fig.get_figwidth():.2f} in wide, over {MAX_WIDTH_IN} in (it would be scaled down)"
         )
-    fig.set_dpi(ia.DISPLAY_DPI)
+    fig.set_dpi(ia_raster.DISPLAY_DPI)
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
@@ -296,15 +297,15 @@ def test_layers_of_a_view_add_up_to_the_figure_built_afresh(name):
     assert hasattr(fn, "build") and {s.name for s in sliders()} <= set(fn.moves), (
         f"{name}: every slider must move the view in place"
     )
-    redrawer = ia._Redrawer(fn)
+    redrawer = views.Redrawer(fn)
     points = corner_points(sliders())
     raster = None
     for point in (points[1:] + points[:1]) * 2:
         params = dict(point, **fixed())
         redrawer.update(params)
         assert raster is None or not redrawer.rebuilt, f"{name}: moving to {point} rebuilt the figure"
-        raster = raster or ia._Raster(redrawer.view, 1.0, cache_text=True)
-        fresh = ia._Raster(ia.View(fn(**params)[0], lambda: {}), 1.0).composite()
+        raster = raster or ia_raster.Raster(redrawer.view, 1.0, cache_text=True)
+        fresh = ia_raster.Raster(views.View(fn(**params)[0], lambda: {}), 1.0).composite()
         live = raster.blit()[..., :3].copy()
         static = over(raster.overlay(), raster.background)
         for what, layered in (("live blit", live), ("static layers", static)):

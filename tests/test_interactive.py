@@ -10,8 +10,10 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
+from aiinfra.book import frame_html, png, views
 from aiinfra.book import interactive as ia
 from aiinfra.book.interactive import Slider, interactive_figure
+from aiinfra.book.raster import DISPLAY_DPI, Raster
 
 
 def wave(freq=1, amp=1.0, noise=0):
@@ -97,35 +99,40 @@ def test_build_mode_follows_environment(monkeypatch):
 
 
 def test_readouts_html_escapes_and_labels():
-    html = ia._readouts_html({"a<b": "1 < 2 tok/s", "n": 3.14159})
+    html = frame_html.readouts_html({"a<b": "1 < 2 tok/s", "n": 3.14159})
     assert "a&lt;b" in html and "1 &lt; 2 tok/s" in html and "3.14" in html
-    assert f'class="{ia.CSS_READOUT}"' in html
-    assert "plain &amp; simple" in ia._readouts_html("plain & simple")
+    assert f'class="{frame_html.CSS_READOUT}"' in html
+    assert "plain &amp; simple" in frame_html.readouts_html("plain & simple")
     with pytest.raises(ValueError, match="readouts"):
-        ia._readouts_html({})
+        frame_html.readouts_html({})
     with pytest.raises(ValueError, match="readouts"):
-        ia._readouts_html([("a", "b")])
+        frame_html.readouts_html([("a", "b")])
+
+
+def _render_png(fig, density, palette_colors=None) -> bytes:
+    """A whole figure as PNG bytes at ``density``, as a static frame without layers is encoded."""
+    return png.encode(Raster(views.View(fig, lambda: {}), density).composite(), palette_colors)
 
 
 def test_render_png_size_follows_density_and_palette_shrinks():
-    full = ia._render_png(wave(3)[0], 1.0)
+    full = _render_png(wave(3)[0], 1.0)
     assert full[:8] == b"\x89PNG\r\n\x1a\n"
-    assert _png_size(full) == (4 * ia.DISPLAY_DPI, round(2.5 * ia.DISPLAY_DPI))
-    assert _png_size(ia._render_png(wave(3)[0], 2.0)) == (8 * ia.DISPLAY_DPI, 5 * ia.DISPLAY_DPI)
-    pal = ia._render_png(wave(3)[0], 1.0, palette_colors=32)
+    assert _png_size(full) == (4 * DISPLAY_DPI, round(2.5 * DISPLAY_DPI))
+    assert _png_size(_render_png(wave(3)[0], 2.0)) == (8 * DISPLAY_DPI, 5 * DISPLAY_DPI)
+    pal = _render_png(wave(3)[0], 1.0, palette_colors=32)
     assert Image.open(io.BytesIO(pal)).mode == "P"
     assert len(pal) < len(full)
     with pytest.raises(ValueError, match="density"):
-        ia._render_png(wave(3)[0], 0)
+        _render_png(wave(3)[0], 0)
     with pytest.raises(ValueError, match="palette_colors"):
-        ia._render_png(wave(3)[0], 1.0, palette_colors=1)
+        _render_png(wave(3)[0], 1.0, palette_colors=1)
 
 
 def test_b64_len():
     import base64
 
     for n in (0, 1, 2, 3, 4, 1000, 1001):
-        assert ia._b64_len(n) == len(base64.b64encode(b"x" * n))
+        assert png.b64_len(n) == len(base64.b64encode(b"x" * n))
 
 
 # ----- interactive_figure: validation ----------------------------------------
@@ -177,14 +184,16 @@ def test_static_one_slider_frames_follow_grid_and_link_index():
     assert all("Hz" in fr.readout_html for fr in f.frames)
 
     root = f.widget
-    assert ia.CSS_FIGURE in root._dom_classes
+    assert frame_html.CSS_FIGURE in root._dom_classes
     sliders = [c for c in root.children if isinstance(c, w.SelectionSlider)]
     stacks = [c for c in root.children if isinstance(c, w.Stack)]
     assert len(sliders) == 1 and len(stacks) == 1
-    assert ia.CSS_SLIDER in sliders[0]._dom_classes
+    assert frame_html.CSS_SLIDER in sliders[0]._dom_classes
     assert sliders[0].index == 1 and stacks[0].selected_index == 1  # default freq=2
     assert len(stacks[0].children) == 4
-    assert all(ia.CSS_FRAME in c.value and "data:image/png;base64," in c.value for c in stacks[0].children)
+    assert all(
+        frame_html.CSS_FRAME in c.value and "data:image/png;base64," in c.value for c in stacks[0].children
+    )
     assert [(x.source, x.target) for x in f.links] == [((sliders[0], "index"), (stacks[0], "selected_index"))]
     assert all(type(x).__name__ == "DirectionalLink" for x in f.links)
 
@@ -219,8 +228,8 @@ def test_static_large_grid_makes_second_slider_live_only():
     assert f.live_only == ["amp"]
     assert len(f.frames) == 10
     disabled = [c for c in f.widget.children if isinstance(c, w.SelectionSlider) and c.disabled]
-    assert len(disabled) == 1 and ia.CSS_LIVE_ONLY in disabled[0]._dom_classes
-    notes = [c for c in f.widget.children if isinstance(c, w.HTML) and ia.CSS_LIVE_ONLY in c.value]
+    assert len(disabled) == 1 and frame_html.CSS_LIVE_ONLY in disabled[0]._dom_classes
+    notes = [c for c in f.widget.children if isinstance(c, w.HTML) and frame_html.CSS_LIVE_ONLY in c.value]
     assert notes and "kernel" in notes[0].value
 
 
@@ -230,7 +239,7 @@ def test_static_payload_within_budget_and_estimate_close():
     assert exact <= ia.DEFAULT_MAX_BYTES
     assert f.payload_bytes <= ia.DEFAULT_MAX_BYTES
     assert abs(f.payload_bytes - exact) / exact < 0.3, (f.payload_bytes, exact)
-    assert f.density in ia.STATIC_DENSITIES and f.dpi == ia.DISPLAY_DPI * f.density
+    assert f.density in ia.STATIC_DENSITIES and f.dpi == DISPLAY_DPI * f.density
 
 
 def test_static_budget_steps_dpi_down_then_refuses():
@@ -257,7 +266,9 @@ def test_live_mode_redraws_on_change():
 
     f = interactive_figure(fn, [Slider("freq", [1, 2, 3])], mode="live")
     img = next(c for c in f.widget.children if isinstance(c, w.Image))
-    readout = next(c for c in f.widget.children if isinstance(c, w.HTML) and ia.CSS_READOUT in c.value)
+    readout = next(
+        c for c in f.widget.children if isinstance(c, w.HTML) and frame_html.CSS_READOUT in c.value
+    )
     first_png, first_text = img.value, readout.value
     assert calls == [1]
     f.set(freq=3)
@@ -338,7 +349,7 @@ def wave_view(freq=1, amp=1.0):
         title.set_text(f"f={freq}")
         return {"frequency": f"{freq} Hz"}
 
-    return ia.View(fig, update, [line, title])
+    return views.View(fig, update, [line, title])
 
 
 def test_redraws_keeps_signature_and_returns_a_plain_figure():
@@ -355,7 +366,7 @@ def test_redraws_keeps_signature_and_returns_a_plain_figure():
     with pytest.raises(ValueError, match="View"):
         ia.redraws("freq")(lambda freq=1: Figure())()
     with pytest.raises(ValueError, match="artists"):
-        ia.View(Figure(), lambda: {}, ["not an artist"])
+        views.View(Figure(), lambda: {}, ["not an artist"])
 
 
 def test_live_step_reuses_the_figure_and_its_artists():
@@ -375,7 +386,7 @@ def test_live_step_reuses_the_figure_and_its_artists():
     # the live image is the figure drawn afresh at the same parameters
     live = np.asarray(Image.open(io.BytesIO(img.value)).convert("RGB")).astype(int)
     fresh = np.asarray(
-        Image.open(io.BytesIO(ia._render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB")
+        Image.open(io.BytesIO(_render_png(wave_view(3, amp=1.5)[0], ia.LIVE_DENSITY))).convert("RGB")
     )
     assert live.shape == fresh.shape
     assert (np.abs(live - fresh.astype(int)).max(axis=-1) > 48).mean() < 0.002
@@ -392,7 +403,7 @@ def test_static_view_stores_one_background_and_transparent_layers():
     assert all((layer[..., 3] == 0).mean() > 0.8 for layer in layers), "a moving layer is mostly transparent"
     assert len({fr.png for fr in f.frames}) == 4
     box = f.widget.children[0]
-    assert "<style>" in box.value and ia.CSS_BACKGROUND in box.value
+    assert "<style>" in box.value and frame_html.CSS_BACKGROUND in box.value
 
 
 # ----- the live step's encoder and kept texts ---------------------------------
@@ -402,7 +413,7 @@ def test_live_png_is_lossless_rgb():
     rng = np.random.default_rng(0)
     rgba = rng.integers(0, 256, size=(37, 53, 4), dtype=np.uint8)
     rgba[..., 3] = 255
-    img = Image.open(io.BytesIO(ia._png_live(rgba)))
+    img = Image.open(io.BytesIO(png.encode_live(rgba)))
     assert img.mode == "RGB" and img.size == (53, 37)
     assert np.array_equal(np.asarray(img), rgba[..., :3])
 
@@ -419,20 +430,70 @@ def labelled(label="a"):
         title.set_text(f"label {label}")
         return {"label": label}
 
-    return ia.View(fig, update, [title])
+    return views.View(fig, update, [title])
 
 
 def test_kept_texts_match_texts_drawn_afresh_and_follow_each_change():
-    redrawer = ia._Redrawer(labelled)
+    redrawer = views.Redrawer(labelled)
     raster = None
     for label in ("a", "bb", "a", "bb", "ccc"):
         redrawer.update({"label": label})
-        raster = raster or ia._Raster(redrawer.view, 1.5, cache_text=True)
+        raster = raster or Raster(redrawer.view, 1.5, cache_text=True)
         live = raster.blit()[..., :3].astype(int)
-        fresh = ia._Raster(ia.View(labelled(label)[0], lambda: {}), 1.5).composite().astype(int)
+        fresh = Raster(views.View(labelled(label)[0], lambda: {}), 1.5).composite().astype(int)
         assert np.abs(live - fresh).max() <= 3, (
             f"label {label!r}: kept text differs from the text drawn afresh"
         )
     assert (
         len(raster._texts.patches) == 3
     )  # one per distinct text: "a" and "bb" were drawn again from the cache
+
+
+def test_live_return_to_a_setting_shows_its_kept_image_without_drawing_again(monkeypatch):
+    calls = []
+
+    def fn(freq, amp=1.0):
+        calls.append(freq)
+        return wave(freq, amp)
+
+    monkeypatch.setattr(ia, "LIVE_FRAMES_KEPT", 2)
+    f = interactive_figure(fn, [Slider("freq", [1, 2, 3, 4])], mode="live")
+    img, readout = f._live_image, f._live_readout
+    first = img.value, readout.value
+    f.set(freq=3)
+    f.set(freq=1)  # seen before: its image and readouts come back, fn is not called
+    assert calls == [1, 3] and (img.value, readout.value) == first
+    f.set(freq=2)  # a third setting: the least recently shown (3) is dropped, 1 and 2 are kept
+    f.set(freq=1)
+    f.set(freq=3)
+    assert calls == [1, 3, 2, 3]
+    assert "3 Hz" in readout.value
+
+
+def test_kept_font_metrics_lay_out_every_text_as_matplotlib_does():
+    """Texts laid out through the kept metrics sit exactly where matplotlib's own table lookup puts them."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from aiinfra.book import raster as rasters
+
+    fig = Figure(figsize=(4, 2), dpi=144)
+    canvas = FigureCanvasAgg(fig)
+    texts = [
+        fig.text(0.1, 0.2, "tokens/s", fontsize=9),
+        fig.text(0.5, 0.5, "two\nlines", fontsize=12, ha="center", va="center", weight="bold"),
+        fig.text(0.9, 0.8, "rotated", fontsize=8.5, rotation=90, family="monospace"),
+    ]
+    renderer = canvas.get_renderer()
+    assert getattr(renderer, "_get_font_height_metrics", None) is None
+
+    def layouts():
+        out = []
+        for t in texts:
+            bbox, lines, descent = t._get_layout(renderer)
+            out.append((tuple(bbox.bounds), lines, descent))
+        return out
+
+    expected = layouts()
+    assert rasters._keep_font_metrics(renderer) is renderer
+    assert renderer._get_font_height_metrics is not None
+    assert layouts() == expected

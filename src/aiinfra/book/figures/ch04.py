@@ -122,7 +122,10 @@ def throughput_latency(context_tokens=4096, precision="bf16", model="Qwen3-8B", 
         step = d.step(batch, ctx)
         user, total = step.tokens_per_s_per_user, step.tokens_per_s
         curve.set_data(user, total)
-        pred_total = np.array([b / predict.calibrated_step_s(d, int(b), ctx) for b in batch])
+        # predict.calibrated_step_s for every batch, its setup and fitted parameters found once per step
+        predict.calibrated_step_s(d, 1, ctx)  # rejects what no stored run calibrates (a TPU)
+        setup, fit = predict.setup_of_deployment(d), predict.fitted()
+        pred_total = np.array([b / predict.decode_step_s(setup, fit, int(b), ctx) for b in batch])
         pred_curve.set_data(pred_total / batch, pred_total)
         for b, dot, note in marks:
             i = int(np.searchsorted(batch, b))
