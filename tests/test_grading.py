@@ -12,14 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from aiinfra.course.exercises import registry
 from aiinfra.course.exercises.variants import namespace, params_for, references
 from aiinfra.course.grading import bounded, cli, export
-from aiinfra.course.grading.extract import parse_answers, parse_notebook
+from aiinfra.course.grading.extract import _CappedClient, parse_answers, parse_notebook
 from aiinfra.course.grading.gradebook import Gradebook, Lock
-from aiinfra.course.grading.sandbox import Limits, Plan, make_plan
+from aiinfra.course.grading.sandbox import Limits, Plan, compile_package, make_plan
 from aiinfra.course.grading.score import Assignment, score_submission
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,6 +127,7 @@ def test_parse_notebook_keeps_code_cells_only(tmp_path):
     assert (
         why is None and [c.source for c in parsed.cells] == ["x = 1\ny = 2"] and parsed.cells[0].outputs == []
     )
+    nbformat.validate(parsed)  # built without validating, so checked here against the real schema
     assert "format 4" in parse_notebook(b'{"cells": [], "nbformat": 3}', lim)[1]
     assert (
         "no source text"
@@ -135,6 +137,29 @@ def test_parse_notebook_keeps_code_cells_only(tmp_path):
         "nested deeper"
         in parse_notebook(b'{"nbformat": 4, "cells": ' + b"[" * 100 + b"]" * 100 + b"}", lim)[1]
     )
+
+
+def test_the_worker_counts_cell_output_against_its_cap_and_keeps_none(tmp_path):
+    parsed, _ = parse_notebook(b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": "1"}]}', Limits())
+    client = _CappedClient(parsed)
+    client.output_cap = 10
+    outs: list = []
+    stream = {"msg_type": "stream", "parent_header": {}, "content": {"name": "stdout", "text": "123456"}}
+    assert client.output(outs, stream, None, 0) is None and outs == [] and not client.output_truncated
+    assert client.output(outs, stream, None, 0) is None and outs == [] and client.output_truncated
+    assert client._output_bytes == 12
+
+
+def test_the_package_is_compiled_once_for_the_read_only_kernels(tmp_path):
+    import importlib.util
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py"):
+        (pkg / rel).write_text("X = 1\n")
+    assert compile_package(str(pkg)) is True
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/b.py"):
+        assert Path(importlib.util.cache_from_source(str(pkg / rel))).is_file()
 
 
 def test_iterative_walk_and_remove_handle_deep_trees(tmp_path):
@@ -505,13 +530,13 @@ def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):
 
 def test_the_kernel_loads_jupyter_client_lean_and_a_notebook_still_sees_all_of_it():
     """The sandboxed kernel registers jupyter_client without its package body (its managers,
-    provisioners and their entry points) before ipykernel starts; a notebook's own
-    ``from jupyter_client import KernelManager`` then runs that body and gets the real class."""
+    provisioners and their entry points) before ipykernel starts, and its kernel application
+    does not load it either; a notebook's own ``from jupyter_client import KernelManager``
+    then runs that body and gets the real class."""
     code = (
         "import sys\n"
         "from aiinfra.course.grading import kernel\n"
-        "kernel._lean_imports()\n"
-        "from ipykernel.kernelapp import IPKernelApp\n"
+        "app = kernel._kernel_app_class(1024).instance()\n"
         "before = sorted(m for m in ('jupyter_client.manager', 'jupyter_client.provisioning',"
         " 'jupyter_client.kernelspec', 'debugpy') if sys.modules.get(m) is not None)\n"
         "from jupyter_client import KernelManager\n"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import resource
 import signal
@@ -234,15 +235,29 @@ def _chunked_outstream(limit_chars: int):
 
 def _kernel_app_class(stream_limit_chars: int):
     _lean_imports()
+    from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelapp import IPKernelApp
+    from ipykernel.kernelbase import Kernel
+    from IPython.core.compilerop import CachingCompiler
+    from traitlets import Type
 
     outstream = _chunked_outstream(stream_limit_chars)
+
+    class SandboxKernel(IPythonKernel):
+        """IPython's own cell compiler: ipykernel's names every cell by a pure-Python hash, for
+        debuggers (about a millisecond a cell), and no debugger attaches to a graded kernel."""
+
+        compiler_class = Type(CachingCompiler)
 
     class SandboxKernelApp(IPKernelApp):
         """An IPython kernel that connects to sockets the grader has bound, and runs no heartbeat."""
 
         _deferred = None
         outstream_class = outstream
+        kernel_class = Type(SandboxKernel, klass=Kernel)
+        # a kernel makes no client; resolving the default ("jupyter_client.BlockingKernelClient")
+        # would run the package body that _lean_imports leaves out
+        blocking_class = Type(object, klass=object)
 
         def _try_bind_socket(self, s, port):
             url = f"ipc://{self.ip}-{port}"
@@ -294,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
     app.initialize(
         ["-f", spec["connection_file"], "--HistoryManager.enabled=False", "--IPKernelApp.log_level=CRITICAL"]
     )
+    app.log.setLevel(logging.CRITICAL)  # not just the handler: each debug call would still build a record
     app.start()
 
 

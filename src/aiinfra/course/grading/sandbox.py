@@ -331,6 +331,19 @@ def _bytecode(folder: str, module_file: str) -> list[str]:
         return []
 
 
+def compile_package(package_dir: str) -> bool:
+    """Write the bytecode of every module of the package the kernels load, once per batch.
+
+    The kernels see the package read-only and write no bytecode, so a module nothing had
+    imported outside the sandbox before (an editable checkout) would be compiled again in
+    every kernel that imports it. Returns False where the folder is not writable (an
+    installation owned by another user; its installer wrote the bytecode).
+    """
+    import compileall
+
+    return bool(compileall.compile_dir(package_dir, quiet=2))
+
+
 def write_identity_files(stage: str, uid: int | None) -> None:
     """/etc/passwd and /etc/group as the kernel sees them: root and the sandbox user."""
     u = uid if uid is not None else os.getuid()
@@ -494,6 +507,7 @@ def make_plan(
         and Path(package_dir).parent.joinpath("__init__.py").exists()
     ):
         package_dir = str(Path(package_dir).parent)  # the top package, should exercises move deeper
+    compile_package(package_dir)
     root = os.geteuid() == 0
     bwrap_path, why_not = _find_bwrap(requested, bwrap)
     plan = Plan(
