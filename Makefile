@@ -58,10 +58,15 @@ book: $(STAMP) vendor library-stamp
 # holds notebooks/ to that build's outputs (`make nbval` re-executes them).
 # Property tests run derandomized (hypothesis profile "ci"); HYPOTHESIS_PROFILE=dev explores.
 # --dist loadgroup: one test at a time to either worker, a file whose tests share a module-scoped
-# fixture (or a notebook's cells) as one unit (tests/conftest.py); --durations=15: the slowest.
+# fixture (or a notebook's cells) as one unit, and the browser checks of one built page as one unit
+# (they read one chromium visit of it, tests/browser/snapshots.py) (tests/conftest.py);
+# --durations=15: the slowest. Bytecode is written even where the caller's shell turns it off
+# (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of Python processes (kernels, graders, CLI
+# runs, two workers), and without it each one compiles the library and pytest rewrites every test.
 HYPOTHESIS_PROFILE ?= ci
 test: book lint
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) env -u PYTHONDONTWRITEBYTECODE \
+	  $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15
 
 # Lint and types (configured in pyproject.toml): zero findings, or `make test` fails.
 LINTED := src tools tests benchmarks

@@ -12,12 +12,9 @@ notebook with check() calls are executed in a kernel of that environment.
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sysconfig
 import textwrap
-import venv
 from pathlib import Path
 
 import pytest
@@ -64,28 +61,14 @@ COLAB_SITE = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def colab_like(tmp_path_factory):
-    base = tmp_path_factory.mktemp("colab")
-    env_dir = base / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    site = Path(
-        subprocess.check_output(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
-        ).strip()
-    )
+def colab_like(fresh_venv):
+    fresh = fresh_venv("colab")
     # "Preinstalled" stack: a plain path entry, so .venv's own .pth files (the editable aiinfra) stay inactive.
-    (site / "colab_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    (site / "sitecustomize.py").write_text(COLAB_SITE)
-    # The remote repository, stood in for by a copy of the checkout's package sources.
-    remote = base / "remote"
-    remote.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, remote / name)
-    shutil.copytree(ROOT / "src", remote / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(AIINFRA_PIP_SOURCE=str(remote), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return python, env_dir, env, base
+    (fresh.site / "colab_stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (fresh.site / "sitecustomize.py").write_text(COLAB_SITE)
+    # The remote repository, stood in for by the copy of the checkout's package sources.
+    env = {**fresh.env, "AIINFRA_PIP_SOURCE": str(fresh.source)}
+    return fresh.python, fresh.env_dir, env, fresh.env_dir.parent
 
 
 def run_notebook(colab_like, notebook):

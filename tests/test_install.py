@@ -11,11 +11,8 @@ a figure module of the book asks for its extra (matplotlib).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
@@ -53,27 +50,13 @@ def core_modules() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def core_env(tmp_path_factory):
-    base = tmp_path_factory.mktemp("core-install")
-    env_dir = base / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    site = Path(
-        subprocess.check_output(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
-        ).strip()
-    )
+def core_env(fresh_venv):
+    fresh = fresh_venv("core-install")
+    python, env_dir, env, source = fresh.python, fresh.env_dir, fresh.env, fresh.source
     ours = Path(sysconfig.get_paths()["purelib"])
     for entry in ours.iterdir():
         if entry.name == "numpy" or entry.name.startswith(("numpy-", "numpy.libs")):
-            (site / entry.name).symlink_to(entry)
-    source = base / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+            (fresh.site / entry.name).symlink_to(entry)
     out = subprocess.run(
         [str(python), "-m", "pip", "install", "-q", str(source)],
         env=env,

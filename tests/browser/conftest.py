@@ -10,6 +10,7 @@ skip: ``make test`` builds the book first.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -23,6 +24,8 @@ from urllib.parse import urlparse
 import pytest
 
 from book_pages import sources
+
+from .snapshots import WIDE, Snapshot, gather
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("AIINFRA_BOOK_HTML", ROOT / "_build" / "html"))
@@ -76,12 +79,17 @@ def expected_figures(html: str) -> int:
     return n
 
 
+def has_math(html: str) -> bool:
+    """True for a page with math for MathJax to typeset."""
+    return 'class="math' in html
+
+
 def pytest_generate_tests(metafunc):
     if "page_path" in metafunc.fixturenames:
         metafunc.parametrize("page_path", book_pages())
     built = [p for p in book_pages() if (BUILD / p).is_file()]
     if "math_page" in metafunc.fixturenames:
-        pages = [p for p in built if 'class="math' in (BUILD / p).read_text(encoding="utf-8")]
+        pages = [p for p in built if has_math((BUILD / p).read_text(encoding="utf-8"))]
         metafunc.parametrize("math_page", pages or [MISSING])
     if "figure_page" in metafunc.fixturenames:
         with_figs = [p for p in built if expected_figures((BUILD / p).read_text(encoding="utf-8"))]
@@ -158,9 +166,10 @@ def _is_local(url: str, base: str) -> bool:
     return (u.scheme, u.netloc) == (b.scheme, b.netloc)
 
 
-@pytest.fixture
-def visit(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+@contextlib.contextmanager
+def open_visit(browser, server, width: int = WIDE):
+    """A fresh browser context whose page records console errors, blocked and failed requests."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, service_workers="block")
     page = context.new_page()
     v = Visit(page, server)
 
@@ -176,8 +185,44 @@ def visit(browser, server):
     page.on("pageerror", lambda e: v.console_errors.append(f"uncaught: {e}"))
     page.on("response", lambda r: r.status >= 400 and v.failed.append(f"{r.status} {r.url}"))
     page.on("requestfailed", lambda r: _is_local(r.url, server) and v.failed.append(f"failed {r.url}"))
-    yield v
-    context.close()
+    try:
+        yield v
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def visit(browser, server):
+    """A page of its own, for a check that changes the page (clicks, injected content)."""
+    with open_visit(browser, server) as v:
+        yield v
+
+
+@pytest.fixture(scope="session")
+def snapshots(browser, server, artifacts):
+    """``snapshots(page, width)``: this worker's one visit of a built page at a window width.
+
+    What the page checks read is gathered in that visit (:mod:`tests.browser.snapshots`); the
+    first check of a page pays for it and the others read the record.
+    """
+    cache: dict[tuple[str, int], Snapshot] = {}
+
+    def snapshot(page_path: str, width: int = WIDE) -> Snapshot:
+        if (page_path, width) not in cache:
+            html = (BUILD / page_path).read_text(encoding="utf-8")
+            with open_visit(browser, server, width) as v:
+                cache[page_path, width] = gather(
+                    v,
+                    page_path,
+                    width,
+                    math=has_math(html),
+                    figures=expected_figures(html),
+                    fit=has_math(html) or "<table" in html,
+                    artifacts=artifacts,
+                )
+        return cache[page_path, width]
+
+    return snapshot
 
 
 @pytest.fixture(scope="session")

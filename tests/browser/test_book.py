@@ -1,6 +1,7 @@
 """The built book works offline: pages load cleanly, math is typeset, links resolve.
 
-Pages are discovered from ``_build/html``; a missing build fails (see conftest).
+Pages are discovered from ``_build/html``; a missing build fails (see conftest). The checks in
+chromium read what this worker's one visit of the page recorded (:mod:`tests.browser.snapshots`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ FETCHING_RELS = {
     "preconnect",
     "dns-prefetch",
 }
-MATH_WAIT_MS = 20_000
 
 
 class _Refs(HTMLParser):
@@ -148,31 +148,25 @@ def test_internal_links_resolve(page_path, built_book):
     assert not broken, f"{page_path}: broken internal links:\n" + "\n".join(broken)
 
 
-def test_page_loads_clean(page_path, built_book, visit):
+def test_page_loads_clean(page_path, built_book, snapshots):
     """The page loads with no console error, no failed local request and nothing blocked."""
     _need(page_path, built_book)
-    visit.goto(page_path)
-    assert not visit.blocked, f"{page_path} tried to reach outside the book: {visit.blocked}"
-    assert not visit.failed, f"{page_path}: failed requests: {visit.failed}"
-    assert not visit.console_errors, f"{page_path}: console errors: {visit.console_errors}"
+    load = snapshots(page_path)["load"]
+    assert not load["blocked"], f"{page_path} tried to reach outside the book: {load['blocked']}"
+    assert not load["failed"], f"{page_path}: failed requests: {load['failed']}"
+    assert not load["console_errors"], f"{page_path}: console errors: {load['console_errors']}"
 
 
-def test_math_is_typeset(math_page, built_book, visit):
+def test_math_is_typeset(math_page, built_book, snapshots):
     """Pages with math get MathJax output (no raw TeX left, no MathJax error nodes)."""
     assert math_page != MISSING, "no page of the book contains math to typeset"
     page_path = math_page
-    page = visit.goto(page_path)
-    page.wait_for_function(
-        "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
-        timeout=MATH_WAIT_MS,
-    )
-    page.evaluate("() => window.MathJax.startup.promise")
-    n_math = page.locator(".math").count()
-    n_out = page.locator("mjx-container").count()
+    math = snapshots(page_path)["math"]
+    n_math, n_out = math["math"], math["typeset"]
     assert n_out > 0, f"{page_path}: {n_math} math elements but no MathJax output"
     assert n_out >= n_math, f"{page_path}: only {n_out} of {n_math} math elements typeset"
-    assert page.locator("mjx-merror").count() == 0, f"{page_path}: MathJax reported a TeX error"
-    src = page.evaluate("() => [...document.scripts].map(s => s.src).filter(s => s.includes('tex-chtml'))")
+    assert math["errors"] == 0, f"{page_path}: MathJax reported a TeX error"
+    src = math["sources"]
     assert src and all("/_static/vendor/mathjax/" in s for s in src), (
         f"MathJax not loaded from the vendored copy: {src}"
     )

@@ -6,7 +6,8 @@ test compares those pixels with the preview image that the page's notebook (this
 ``_build/notebooks/``) carries for clients without a kernel. Both are brought to the frame's
 CSS size; a pixel counts as a mismatch when it is ink (dark) in one and paper (near white) in
 the other, which is what a missing axis, tick label or still curve produces, while
-resampling only shifts grey levels at the edges.
+resampling only shifts grey levels at the edges. The frames are shot before any slider moves,
+in this worker's one visit of the page (:mod:`tests.browser.snapshots`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ NOTEBOOKS = ROOT / "_build" / "notebooks"
 INK, PAPER = 128, 235
 #: Share of pixels allowed to be ink in one image and paper in the other (anti-aliased edges).
 MAX_MISMATCH = 0.01
-RENDER_WAIT_MS = 20_000
 
 
 def previews(figure_page: str) -> list[Image.Image]:
@@ -59,7 +59,7 @@ def mismatch(a: np.ndarray, b: np.ndarray) -> float:
     return float((((a < INK) & (b > PAPER)) | ((b < INK) & (a > PAPER))).mean())
 
 
-def test_preview_is_the_books_first_frame(figure_page, built_book, visit, artifacts):
+def test_preview_is_the_books_first_frame(figure_page, built_book, snapshots, artifacts):
     assert figure_page != MISSING, "no page of the built book shows an interactive figure"
     # a figure drawn from this machine's measurements (a volatile cell) keeps no output in the committed
     # notebook, so that the notebook is the same on every machine: it has no preview to compare
@@ -68,16 +68,9 @@ def test_preview_is_the_books_first_frame(figure_page, built_book, visit, artifa
     )
     saved = previews(figure_page)
     assert len(saved) == expected, f"{figure_page}: {len(saved)} previews in its notebook, {expected} figures"
-    page = visit.goto(figure_page)
-    page.wait_for_function(
-        f"() => document.querySelectorAll('.aiinfra-figure .aiinfra-frame').length >= {expected}",
-        timeout=RENDER_WAIT_MS,
-    )
-    figs = page.locator(".aiinfra-figure")
+    frames = snapshots(figure_page)["first_frames"]
     for i, preview in enumerate(saved):
-        frame = figs.nth(i).locator(".aiinfra-frame:visible").first
-        frame.scroll_into_view_if_needed()
-        shown = Image.open(io.BytesIO(frame.screenshot())).convert("RGB")
+        shown = Image.open(io.BytesIO(frames[i])).convert("RGB")
         size = shown.size
         book, notebook = grey(shown, size), grey(preview, size)
         share = mismatch(book, notebook)
