@@ -65,7 +65,23 @@ def execute(path: Path, timeout_s: int):
     result = single_nb_execution(
         nb, cwd=str(path.parent), allow_errors=False, timeout=timeout_s, meta_override=True, **extra
     )
-    return path, nb, result.time, result.exc_string if result.err else None
+    return path, nb, result.time, result.exc_string if result.err else stderr_text(nb)
+
+
+def stderr_text(nb) -> str | None:
+    """What the cells wrote to stderr, or None: a page writes none, so any is a fault to fail on.
+
+    A warning, or a kernel's own error (a ZMQ fault under load once left "DELIM not in msg_list" in
+    a cell's output), would otherwise be cached and published as the page's output.
+    """
+    text = "".join(
+        "".join(out.get("text", ""))
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", ())
+        if out.get("output_type") == "stream" and out.get("name") == "stderr"
+    )
+    return f"a cell wrote to stderr:\n{text}" if text else None
 
 
 def imports_of(notebooks) -> list[str]:
