@@ -320,7 +320,8 @@ def decode_attention_widths(model) -> tuple[float, float]:
     """
     m = models.load(model)
     if m.attention_kind == "mla":
-        return float(m.n_heads * (m.kv_lora_rank + m.qk_rope_head_dim)), float(m.n_heads * m.kv_lora_rank)
+        r, rope = m.kv_lora_rank or 0, m.qk_rope_head_dim or 0  # an MLA config always has both (models.load)
+        return float(m.n_heads * (r + rope)), float(m.n_heads * r)
     return float(models.attention_qk_width(m)), float(models.attention_v_width(m))
 
 

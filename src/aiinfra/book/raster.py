@@ -15,6 +15,8 @@ pixels on screen.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiinfra.book.views import View
 from aiinfra.formula import check
 
@@ -224,14 +226,15 @@ def _font_height_metrics(prop, dpi: float) -> tuple[float | None, float | None, 
     from matplotlib.font_manager import fontManager, get_font
 
     font = get_font(fontManager._find_fonts_by_props(prop))
+    sfnt: Any = font.get_sfnt_table  # typed per table name by literal; the names below are matplotlib's own
     for table_name, gap_key, ascent_key, descent_key in (
         ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
         ("hhea", "lineGap", "ascent", "descent"),
     ):
-        table = font.get_sfnt_table(table_name)
+        table = sfnt(table_name)
         if table is not None:
             # the same operations in the same order as matplotlib's, so the same floats
-            scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+            scale = 1 / sfnt("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
             return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
     return None, None, 0.0
 

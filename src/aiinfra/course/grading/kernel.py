@@ -247,7 +247,8 @@ def _kernel_app_class(stream_limit_chars: int):
         """IPython's own cell compiler: ipykernel's names every cell by a pure-Python hash, for
         debuggers (about a millisecond a cell), and no debugger attaches to a graded kernel."""
 
-        compiler_class = Type(CachingCompiler)
+        # ipykernel types the trait as its XCachingCompiler subclass; IPython's base class is what we want
+        compiler_class = Type(CachingCompiler)  # type: ignore[assignment]
 
     class SandboxKernelApp(IPKernelApp):
         """An IPython kernel that connects to sockets the grader has bound, and runs no heartbeat."""
