@@ -11,6 +11,7 @@ import json
 import math
 import warnings
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -794,3 +795,9 @@ def test_an_estimate_says_how_it_read_a_window():
     assert m.sliding_window_layers == (0,) and any("alternate" in a for a in m.assumptions)
     m = models.load(dict(cfg, layer_types=["sliding_attention", "full_attention"]), approximate=True)
     assert m.sliding_window_layers == (0,) and m.sliding_window == 16
+
+
+def test_the_readme_names_every_exact_family_and_their_number():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"for the {len(A.EXACT_FAMILIES)} `model_type` families" in readme
+    assert [f for f in A.EXACT_FAMILIES if f"`{f}`" not in readme] == []
