@@ -322,17 +322,19 @@ def kv_reservation_sliders():
     ]
 
 
-def hybrid_request_bytes(hybrid="Qwen3-Next-80B-A3B-Instruct", attention="Qwen3-30B-A3B", max_tokens=262_144):
+def hybrid_request_bytes(hybrid="Qwen3-Next-80B-A3B-Instruct", attention="Qwen3-30B-A3B", max_tokens=None):
     """One request's cache against its context: a hybrid model (KV in a few layers plus a fixed state) and a
     pure-attention one (chapter 5, the KV formula page).
 
     Each curve is :func:`aiinfra.memory.request_state_bytes` (BF16 KV and conv state, FP32 recurrent
-    state); the hybrid's fixed state is drawn as its own dashed line. Returns the figure.
+    state); the hybrid's fixed state is drawn as its own dashed line. The context axis ends at
+    ``max_tokens``, by default the longest context both models are configured for. Returns the figure.
     """
     from aiinfra import memory
     from aiinfra.catalog import models
 
-    top = check("max_tokens", max_tokens, "int>=2", scalar=True)
+    longest = min(models.load(hybrid).max_position_embeddings, models.load(attention).max_position_embeddings)
+    top = check("max_tokens", longest if max_tokens is None else max_tokens, "int>=2", scalar=True)
     n = np.unique(np.geomspace(1, top, 200).astype(int))
     fig, ax = new_figure(6.4, 3.0, left=0.12, bottom=0.2)
     for name, colour in ((attention, PALETTE["orange"]), (hybrid, PALETTE["blue"])):
