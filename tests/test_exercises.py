@@ -438,6 +438,20 @@ def fresh(monkeypatch):
     runtime.reset()
 
 
+def test_self_check_shows_the_rubric_of_a_free_answer(fresh):
+    ex = registry.get("6-5")
+    free = next(p for p in ex.parts if p.kind == "free")
+    fresh.answer("6-5", free.part, "Wider groups free memory for caches; all-reduces cost latency.")
+    by = {r.part: r for r in fresh.check("6-5").results}
+    reason = by[free.part].reason
+    assert by[free.part].status == "manual" and reason.startswith("needs manual grading")
+    for points, criterion in free.rubric:
+        assert criterion.strip() in reason and f"{points:g} point" in reason
+    # the grader's verdict (no namespace) stays the short one its exports print
+    graded = feedback.score_part("6-5", free, feedback.encode_answer("some text"), None)
+    assert graded.reason == "needs manual grading"
+
+
 @pytest.fixture
 def answer_pipe(monkeypatch):
     """The grader's end of the answers channel: returns a function that reads what was sent."""
