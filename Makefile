@@ -16,6 +16,11 @@ $(STAMP): requirements.txt requirements-lint.txt pyproject.toml tools/pyproject.
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -r requirements-lint.txt
 	$(PY) -m pip uninstall -q -y jupyterlab-myst 2>/dev/null || true  # dropped: incompatible with JupyterLab 4.6
+	@# jsonschema builds an Earley parser of RFC 3987 at import when rfc3987-syntax is installed
+	@# (jupyter-events pulls it in, through jsonschema[format-nongpl]): 1.3 CPU s in every process
+	@# that imports nbformat (each pytest worker, every grader run, nbclient, the book build).
+	@# Nothing here checks the "iri" formats it serves; without it, jsonschema leaves them unchecked.
+	$(PY) -m pip uninstall -q -y rfc3987-syntax
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m pip install -q --no-deps -e tools  # aiinfra_build: the build tools, dev venv only (CONTRIBUTING)
 	@touch $(STAMP)

@@ -3,9 +3,16 @@
 The tests run over ``_build/html`` (or ``$AIINFRA_BOOK_HTML``), served from a
 localhost HTTP server thread, in Debian's ``/usr/bin/chromium`` driven by
 Playwright. Every request that does not go to that server (or is not a
-``data:``/``blob:`` URL) is aborted and recorded, so a test fails if the book
-tries to reach the internet. A missing book or browser is a failure, never a
-skip: ``make test`` builds the book first.
+``data:``/``blob:`` URL) is recorded, and fails: chromium sends it to a proxy that is a
+closed local port, so nothing reaches the network and a test fails if the book tries to. (A
+Playwright route would pause every request for a round trip through Python: about a third of
+a page load's CPU.) A missing book or browser is a failure, never a skip: ``make test`` builds
+the book first.
+
+The page checks read one visit of each page (:mod:`tests.browser.snapshots`), made in one tab
+per worker: a fresh browser context costs chromium a new renderer, about a CPU second, more
+than the rest of a load. Between two visits the tab goes to ``about:blank`` and forgets what the
+last page recorded. A check that changes its page gets a context of its own (``visit``).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import http.server
 import json
 import os
 import re
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,8 +141,10 @@ def browser():
         )
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with sync_playwright() as pw, socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))  # bound and never listening: a connection to it is refused
+        dead_end = {"server": f"http://127.0.0.1:{hole.getsockname()[1]}", "bypass": "127.0.0.1"}
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, proxy=dead_end)
         yield b
         b.close()
 
@@ -158,6 +168,13 @@ class Visit:
         self.page.wait_for_function(SETTLED_JS, timeout=LOAD_TIMEOUT_MS, polling=100)
         return self.page
 
+    def reset(self, width: int) -> None:
+        """Leave the last page (its late events stay with it) and forget what it recorded."""
+        self.page.goto("about:blank")
+        self.page.set_viewport_size({"width": width, "height": 900})
+        for record in (self.console_errors, self.blocked, self.failed):
+            record.clear()
+
 
 def _is_local(url: str, base: str) -> bool:
     if url.startswith(("data:", "blob:", "about:")):
@@ -173,14 +190,7 @@ def open_visit(browser, server, width: int = WIDE):
     page = context.new_page()
     v = Visit(page, server)
 
-    def route(r):
-        if _is_local(r.request.url, server):
-            r.continue_()
-        else:
-            v.blocked.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    page.on("request", lambda r: _is_local(r.url, server) or v.blocked.append(r.url))
     page.on("console", lambda m: m.type == "error" and v.console_errors.append(m.text))
     page.on("pageerror", lambda e: v.console_errors.append(f"uncaught: {e}"))
     page.on("response", lambda r: r.status >= 400 and v.failed.append(f"{r.status} {r.url}"))
@@ -203,16 +213,18 @@ def snapshots(browser, server, artifacts):
     """``snapshots(page, width)``: this worker's one visit of a built page at a window width.
 
     What the page checks read is gathered in that visit (:mod:`tests.browser.snapshots`); the
-    first check of a page pays for it and the others read the record.
+    first check of a page pays for it and the others read the record. Every visit of this
+    worker is made in one tab (the module's docstring).
     """
     cache: dict[tuple[str, int], Snapshot] = {}
+    with open_visit(browser, server) as tab:
 
-    def snapshot(page_path: str, width: int = WIDE) -> Snapshot:
-        if (page_path, width) not in cache:
-            html = (BUILD / page_path).read_text(encoding="utf-8")
-            with open_visit(browser, server, width) as v:
+        def snapshot(page_path: str, width: int = WIDE) -> Snapshot:
+            if (page_path, width) not in cache:
+                html = (BUILD / page_path).read_text(encoding="utf-8")
+                tab.reset(width)
                 cache[page_path, width] = gather(
-                    v,
+                    tab,
                     page_path,
                     width,
                     math=has_math(html),
@@ -220,9 +232,9 @@ def snapshots(browser, server, artifacts):
                     fit=has_math(html) or "<table" in html,
                     artifacts=artifacts,
                 )
-        return cache[page_path, width]
+            return cache[page_path, width]
 
-    return snapshot
+        yield snapshot
 
 
 @pytest.fixture(scope="session")

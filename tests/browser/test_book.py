@@ -157,6 +157,27 @@ def test_page_loads_clean(page_path, built_book, snapshots):
     assert not load["console_errors"], f"{page_path}: console errors: {load['console_errors']}"
 
 
+OUTSIDE = ("http://example.invalid/pixel.png", "http://192.0.2.1/pixel.png", "https://example.com/data.json")
+
+
+def test_a_request_outside_the_book_is_recorded_and_never_answered(built_book, visit):
+    """The guard the page checks rely on: a page reaching for a host name, an IP literal or an
+    https URL outside the local server has each request recorded as blocked, and none loads."""
+    visit.goto("index.html")
+    loaded = visit.page.evaluate(
+        """async (urls) => {
+          const image = (u) => new Promise(done => {
+            const img = new Image(); img.onload = () => done(true); img.onerror = () => done(false); img.src = u;
+          });
+          const fetched = (u) => fetch(u).then(() => true, () => false);
+          return [await image(urls[0]), await image(urls[1]), await fetched(urls[2])];
+        }""",
+        list(OUTSIDE),
+    )
+    assert loaded == [False, False, False]
+    assert sorted(set(visit.blocked)) == sorted(OUTSIDE)
+
+
 def test_math_is_typeset(math_page, built_book, snapshots):
     """Pages with math get MathJax output (no raw TeX left, no MathJax error nodes)."""
     assert math_page != MISSING, "no page of the book contains math to typeset"
