@@ -7,13 +7,17 @@ Each run is a fresh interpreter (``python -c``). Printed: the median and the bes
 ``--runs`` runs of the whole process (interpreter start-up included) and of the imports
 alone (timed inside the process), the modules the imports pulled in that they should not
 (sympy, matplotlib, ipywidgets), and the ten slowest modules by their own import time
-(``-X importtime``, best of the runs). Target: <= 350 ms, no sympy. Not a test: the machine
-may be shared (the load average is printed).
+(``-X importtime``, best of the runs). Target: <= 350 ms, no sympy. Then the start-up the tools
+pay in every process (``import nbformat``: each pytest worker, every grader run, nbclient, the
+book build), CPU median: jsonschema builds an RFC 3987 parser there when ``rfc3987-syntax`` is
+installed (1.3 CPU s; ``make venv`` removes it). Not a test: the machine may be shared (the
+load average is printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -37,6 +41,20 @@ PROBE = (
 def _children_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+TOOLS = "import nbformat"
+TOOLS_TARGET_S = 0.5
+
+
+def tools_cpu_s(runs: int) -> float:
+    """Median CPU seconds of a fresh interpreter that runs :data:`TOOLS`."""
+    cpus = []
+    for _ in range(runs):
+        c0 = _children_cpu_s()
+        subprocess.run([sys.executable, "-c", TOOLS], check=True)
+        cpus.append(_children_cpu_s() - c0)
+    return statistics.median(cpus)
 
 
 def one_run() -> tuple[float, float, float, list[str]]:
@@ -95,6 +113,15 @@ def main() -> None:
     print(
         f"  {verdict} the target (whole process <= {TARGET_S * 1e3:.0f} ms, no sympy); "
         f"load average after: {os.getloadavg()[0]:.2f}"
+    )
+    tools = tools_cpu_s(max(args.runs // 3, 3))
+    parser = importlib.util.find_spec("rfc3987_syntax") is not None
+    print(
+        f"  {TOOLS} (the tools' start-up): CPU median {tools * 1e3:.0f} ms; rfc3987-syntax installed: {parser}"
+    )
+    print(
+        f"row: {TOOLS + ' (tools start-up, CPU)':<44} {tools * 1e3:7.0f} ms goal <= {TOOLS_TARGET_S * 1e3:.0f} ms; "
+        f"rfc3987-syntax installed: {parser}"
     )
     print(
         f"row: {'import aiinfra + formula modules':<44} {statistics.median(walls) * 1e3:7.0f} ms goal <= "
