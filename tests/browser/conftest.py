@@ -184,9 +184,9 @@ def _is_local(url: str, base: str) -> bool:
 
 
 @contextlib.contextmanager
-def open_visit(browser, server, width: int = WIDE):
+def open_visit(browser, server):
     """A fresh browser context whose page records console errors, blocked and failed requests."""
-    context = browser.new_context(viewport={"width": width, "height": 900}, service_workers="block")
+    context = browser.new_context(viewport={"width": WIDE, "height": 900}, service_workers="block")
     page = context.new_page()
     v = Visit(page, server)
 
