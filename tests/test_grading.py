@@ -484,12 +484,13 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
 
     bases = {"": tmp_path / "v2"} if version == 2 else {"memory": tmp_path / "mem", "pids": tmp_path / "pids"}
     for base in bases.values():
-        (base / "aiinfra-grade-999999999" / "slot-0").mkdir(parents=True)  # left by a grader that is gone
+        (base / "aiinfra-grade-999999999-5" / "slot-0").mkdir(parents=True)  # left by a grader that is gone
     cg = Cgroups(bases, version, workers=2)
-    assert sorted(cg.cleaned) == sorted(str(b / "aiinfra-grade-999999999") for b in bases.values())
+    assert sorted(cg.cleaned) == sorted(str(b / "aiinfra-grade-999999999-5") for b in bases.values())
     slot = cg.slots[1]
     slot.prepare(512 * 2**20, 64)
-    d = {c: b / f"aiinfra-grade-{os.getpid()}" / "slot-1" for c, b in bases.items()}
+    start = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]
+    d = {c: b / f"aiinfra-grade-{os.getpid()}-{start}" / "slot-1" for c, b in bases.items()}
     if version == 2:
         assert (d[""].parent / "cgroup.subtree_control").read_text() == "+memory +pids"
         assert (d[""] / "memory.max").read_text() == str(512 * 2**20) and (
@@ -506,6 +507,30 @@ def test_cgroup_files_written_and_read_and_stale_groups_removed(tmp_path, versio
         (d["pids"] / "pids.events").write_text("max 3\n")
     assert slot.procs_files == [str(x / "cgroup.procs") for x in d.values()]
     assert slot.usage() == {"memory_peak_bytes": 1234, "oom_kills": 2, "fork_refusals": 3}
+
+
+def test_a_group_is_stale_when_its_pid_and_start_time_no_longer_name_a_process(tmp_path):
+    """A reused PID (same number, other start time) is not the grader; a grader run under a command
+    line that never says "aiinfra" (a wrapper script: here ``sleep``) still is."""
+    from aiinfra.course.grading.cgroups import Cgroups
+
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        start = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        live, reused, old = (
+            f"aiinfra-grade-{other.pid}-{start}",
+            f"aiinfra-grade-{other.pid}-{int(start) + 1}",
+            "aiinfra-grade-12345",  # not a name this version writes: left alone
+        )
+        for name in (live, reused, old):
+            (tmp_path / name / "slot-0").mkdir(parents=True)
+        cg = Cgroups({"": tmp_path}, 2, workers=1)
+        assert cg.cleaned == [str(tmp_path / reused)]
+        assert (tmp_path / live / "slot-0").is_dir() and (tmp_path / old / "slot-0").is_dir()
+        cg.close()
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_the_recording_side_may_not_import_what_the_sandbox_hides(tmp_path):

@@ -2,11 +2,13 @@
 
 cgroup v1 (``memory`` and ``pids`` hierarchies) and v2 (unified) are both
 handled. The groups live below the grader's own group (so the instructor's
-limits still apply), in ``aiinfra-grade-<grader pid>/slot-<n>``. The sandbox
+limits still apply), in ``aiinfra-grade-<grader pid>-<its start time>/slot-<n>``. The sandbox
 launcher writes its PID into the slot's ``cgroup.procs`` before it starts
 bubblewrap, so every process of the submission is counted and capped
 together. A grader that finds groups of a grader that is no longer running
-kills what is left in them and removes them.
+kills what is left in them and removes them. "No longer running" means that no process has
+that PID with that start time (field 22 of ``/proc/<pid>/stat``): a reused PID is not the
+grader, and a grader started under any command line (a wrapper script) is still one.
 
 Where no group can be created (no root, a read-only cgroupfs in a container)
 :func:`open_cgroups` says why, and the caller falls back to per-process limits.
@@ -60,13 +62,23 @@ def _kill_all(procs_files, cgroup_kill: Path | None = None) -> None:
         time.sleep(0.01)
 
 
+def _process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks after boot, ``/proc/<pid>/stat`` field 22), or None."""
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    fields = stat[stat.rfind(")") + 2 :].split()  # the command name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def _run_name(pid: int) -> str:
+    return f"{PREFIX}{pid}-{_process_start(pid)}"
+
+
 def _grader_alive(name: str) -> bool:
-    pid = name[len(PREFIX) :]
-    if not pid.isdigit():
-        return False
-    if int(pid) == os.getpid():
+    """Whether the grader that named a group ``aiinfra-grade-<pid>-<start>`` still runs (any other name: leave it)."""
+    pid, _, start = name[len(PREFIX) :].partition("-")
+    if not (pid.isdigit() and start.isdigit()):
         return True
-    return b"aiinfra" in Path(f"/proc/{pid}/cmdline").read_bytes() if Path(f"/proc/{pid}").exists() else False
+    return _process_start(int(pid)) == start
 
 
 def _own_paths() -> dict[str, str]:
@@ -181,7 +193,7 @@ class Cgroups:
     def __init__(self, bases: dict[str, Path], version: int, workers: int):
         self.version = version
         self.bases = bases
-        self.runs = {c: b / f"{PREFIX}{os.getpid()}" for c, b in bases.items()}
+        self.runs = {c: b / _run_name(os.getpid()) for c, b in bases.items()}
         self.cleaned = self._remove_stale()
         for run in self.runs.values():
             run.mkdir(exist_ok=True)
