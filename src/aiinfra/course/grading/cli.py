@@ -37,6 +37,7 @@ from .gradebook import Gradebook, Lock
 from .sandbox import SYSTEM_DIRS, UID_BASE, Limits, make_plan
 from .score import Assignment, score_submission
 from .submissions import content_hash, discover, read_submission
+from .template import Template
 
 
 class _Counts(TypedDict):
@@ -216,6 +217,25 @@ def grade(
     running: dict[int, tuple[dict, Extraction]] = {}
     free = list(range(workers))
     seq = 0
+    templates: dict[int, Template | None] = {}
+
+    def template(slot: int) -> Template | None:
+        """The slot's template, started (again, should it have died) before its next submission."""
+        if not plan.templates or fallback_root is None or templates.get(slot, ...) is None:
+            return None
+        tpl = templates[slot] = templates.get(slot) or Template(plan, slot, str(run_dir), fallback_root)
+        if not tpl.alive():
+            why = tpl.start()
+            if why is not None:
+                templates[slot] = None
+                print(
+                    f"aiinfra-grade: worker {slot} starts a fresh sandbox per kernel: its template "
+                    f"did not start ({bounded.terminal_text(why)})",
+                    file=sys.stderr,
+                )
+                return None
+        return tpl
+
     try:
         while todo or running:
             while todo and free:
@@ -237,6 +257,7 @@ def grade(
                         slot,
                         seq,
                         fallback_root,
+                        template(slot),
                     )
                     with signals_held():  # registered before it exists, so an interrupt always finds it
                         running[slot] = (sub, job)
@@ -268,10 +289,13 @@ def grade(
                     del running[slot]
                     free.append(slot)
                     finish(sub, extracted)
-    finally:  # an interrupt, or any error: no worker outlives this call
+    finally:  # an interrupt, or any error: no worker (and no template) outlives this call
         with signals_held():
             for _, job in running.values():
                 job.abort()
+            for tpl in templates.values():
+                if tpl is not None:
+                    tpl.close()
     return counts
 
 
@@ -360,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
         "none: no namespaces (loudly)",
     )
     ap.add_argument("--bwrap", help="path of the bwrap program (default: found on PATH)")
+    ap.add_argument(
+        "--no-templates",
+        dest="templates",
+        action="store_false",
+        help="start every kernel in a fresh sandbox (default, as root with bubblewrap: fork each "
+        "from a template per worker, imported once)",
+    )
     ap.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default ./grades)")
     ap.add_argument("--gradebook", type=Path, help="SQLite file (default OUT/gradebook.sqlite)")
     ap.add_argument("--force", action="store_true", help="re-grade unchanged submissions too")
@@ -439,6 +470,7 @@ def _run(args, assignment: Assignment, limits: Limits, out: Path, gb_path: Path)
                         args.workers,
                         args.sandbox,
                         args.bwrap,
+                        args.templates,
                     )
                 for stale in plan.cgroups.cleaned if plan.cgroups else []:
                     print(

@@ -28,6 +28,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -46,6 +47,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from . import bounded
 from .sandbox import Limits, Plan, write_identity_files
 from .submissions import content_hash, read_submission
+from .template import ForkedKernel, Template
 
 MAX_ANSWER_BYTES = 2 * 2**20
 MAX_ANSWER_LINE_BYTES = 256 * 2**10
@@ -132,6 +134,27 @@ class SandboxClient(_BindingMixin, AsyncKernelClient):
 
 
 class SandboxKernelManager(_BindingMixin, AsyncKernelManager):
+    #: (stderr fd, answers fd) -> the kernel, forked from the slot's template; None: a fresh sandbox
+    fork_kernel: Callable[[int, int], ForkedKernel] | None = None
+    forked: ForkedKernel | None = None
+    origin = "a fresh sandbox"
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        """Fork the kernel from the template where there is one; where it fails, start a fresh sandbox."""
+        if self.fork_kernel is not None:
+            try:
+                self.forked = self.fork_kernel(kw["stderr"], kw["pass_fds"][0])
+            except OSError as exc:
+                self.origin = (
+                    f"a fresh sandbox (the template could not fork: {bounded.clean_text(str(exc))[:120]})"
+                )
+            else:
+                self.origin = "forked from the worker's template"
+                self.provisioner.process, self.provisioner.pid = self.forked, self.forked.pid
+                self._reconcile_connection_info(self.provisioner.connection_info)
+                return
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+
     def client(self, **kwargs):
         self.client_factory = SandboxClient
         return super().client(**kwargs)
@@ -570,6 +593,10 @@ def _run(job: dict) -> dict:
     )
     for name, port in PORTS.items():
         setattr(km, name, port)
+    template: Template | None = job.get("template")
+    if template is not None:
+        procs = slot.procs_files if slot else []
+        km.fork_kernel = lambda err, ans: template.fork(stage, ipc, err, ans, procs)
     km.session.key = job["key"].encode()
     km._kernel_spec = KernelSpec(
         argv=plan.command(stage, ipc, slot.procs_files if slot else [], env),
@@ -586,6 +613,11 @@ def _run(job: dict) -> dict:
             slot.kill()
         else:
             result_usage = {}
+        result_usage["kernel"] = km.origin
+        if km.forked is not None:  # not this worker's descendant: its child counted the CPU of the run
+            km.forked.poll()
+            result_usage["forked_cpu_s"] = km.forked.cpu_s
+            km.forked.close()
     records, reported, problems = parse_answers(bytes(answers.data), answers.truncated)
     result["answers"] = [records[k] for k in sorted(records)]
     result["reported_student"] = reported
@@ -640,6 +672,9 @@ def _child(conn, job: dict) -> None:
             "errors": [f"grader worker failed: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"],
         }
     result["cpu_s"], result["worker_cpu_s"] = _reap_and_measure()
+    forked_cpu_s = result.get("usage", {}).pop("forked_cpu_s", None)
+    if forked_cpu_s is not None:
+        result["cpu_s"] = round(result["cpu_s"] + forked_cpu_s, 3)
     result["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     try:
         data = json.dumps(result).encode()
@@ -667,6 +702,7 @@ class Extraction:
         slot: int = 0,
         seq: int = 0,
         fallback_root: str | None = None,
+        template: Template | None = None,
     ):
         self.sub, self.student, self.variants, self.sheet = sub, student, variants, sheet
         self.plan, self.slot = plan, slot
@@ -676,7 +712,10 @@ class Extraction:
         # the grader binds the kernel's sockets here: a folder only the grader may write, which (without
         # namespaces) the sandbox uid can enter but nobody can list, under a name nobody can guess, in a
         # private temporary root, never under --out (a bound socket's path shows in /proc/net/unix)
-        self.ipc = os.path.join(fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}")
+        self.ipc = os.path.join(
+            template.ipcs if template else fallback_root, f"{slot}-{seq}-{secrets.token_hex(8)}"
+        )
+        self.template = template
         self.work = os.path.join(fallback_root, f"{slot}-{seq}-work") if plan.mode == "none" else None
         # set by start() and collect(): the worker process, its pipe, its answer, its start time
         self.proc: Any = None
@@ -708,6 +747,7 @@ class Extraction:
             "student": self.student,
             "variants": self.variants,
             "grader_pid": os.getpid(),
+            "template": self.template,
         }
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)

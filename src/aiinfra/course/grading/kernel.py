@@ -61,12 +61,17 @@ def _fail(libc_call: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _read_stage(stage: str) -> tuple[dict, list[tuple[list[str], bytes]]]:
-    with open(os.path.join(stage, "spec.json"), encoding="utf-8") as fh:
-        spec = json.load(fh)
+def _read_stage(stage: str, dir_fd: int | None = None) -> tuple[dict, list[tuple[list[str], bytes]]]:
+    """The spec and the files of a stage: a path, or a path relative to an open folder (``dir_fd``)."""
+
+    def opener(path: str, flags: int) -> int:
+        return os.open(path, flags, dir_fd=dir_fd)
+
+    with open(os.path.join(stage, "spec.json"), encoding="utf-8", opener=opener) as text:
+        spec = json.load(text)
     files = []
     for parts, name in spec["files"]:
-        with open(os.path.join(stage, "files", name), "rb") as fh:
+        with open(os.path.join(stage, "files", name), "rb", opener=opener) as fh:
             files.append((parts, fh.read()))
     return spec, files
 
@@ -289,7 +294,11 @@ def _start_failed(exc: BaseException) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     stage = argv[0]  # arguments after it (nbclient's) are ignored
-    spec, files = _read_stage(stage)
+    run(*_read_stage(stage))
+
+
+def run(spec: dict, files: list) -> None:
+    """Steps 2 to 4 of the module docstring, from the stage already read; never returns."""
     _set_limits(spec["rlimits"])
     kernel = os.fork()
     if kernel:

@@ -38,6 +38,12 @@ from .cgroups import Cgroups, open_cgroups
 UID_BASE = 200_000
 INSIDE_STAGE = "/run/aiinfra/stage"
 INSIDE_IPC = "/run/aiinfra/ipc"
+INSIDE_IPCS = "/run/aiinfra/ipcs"  # a template's: the socket folders of all its submissions
+INSIDE_HOLD = (
+    "/run/aiinfra/hold"  # a template's: where a child keeps the mounts below /tmp while it replaces /tmp
+)
+#: What a template holds besides the kernel's setuid and setgid, to build each child's namespaces (zygote.py).
+TEMPLATE_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETPCAP")
 INSIDE_WORK = "/tmp/work"
 INSIDE_HOME = "/tmp/home"
 #: What the kernel may load from the exercises package: the recording side only.
@@ -151,6 +157,7 @@ class Plan:
     masks: list[str] = field(default_factory=list)
     exercise_dirs: list[str] = field(default_factory=list)
     cgroups: Cgroups | None = None
+    templates: bool = False  # kernels forked from a template per worker slot (template.py)
     warnings: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
 
@@ -165,7 +172,7 @@ class Plan:
             f"from {self.kernel_module} import main; main()"
         )
 
-    def bwrap_args(self, stage: str, ipc: str | None, env: dict) -> list[str]:
+    def bwrap_args(self, stage: str, ipc: str | None, env: dict, template: bool = False) -> list[str]:
         assert self.bwrap is not None, "bwrap_args needs mode 'bwrap' (a bwrap binary was found)"
         a = [
             self.bwrap,
@@ -188,6 +195,8 @@ class Plan:
             a += ["--cap-drop", "ALL"]
             if self.drop_uid:
                 a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            for cap in TEMPLATE_CAPS if template else ():
+                a += ["--cap-add", cap]
         else:
             a += ["--unshare-user", "--disable-userns"]
         a += ["--perms", "1777", "--size", str(self.limits.disk_bytes), "--tmpfs", "/tmp"]
@@ -236,7 +245,10 @@ class Plan:
                 for cached in _bytecode(d, name):  # spares every kernel compiling them again
                     a += ["--ro-bind", cached, cached]
         a += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", stage, INSIDE_STAGE]
-        if ipc:
+        if ipc and template:
+            a += ["--ro-bind", ipc, INSIDE_IPCS]
+            a += ["--perms", "0755", "--dir", INSIDE_IPC, "--perms", "0755", "--dir", INSIDE_HOLD]
+        elif ipc:
             a += ["--ro-bind", ipc, INSIDE_IPC]
         for d in self.masks + self.exercise_dirs:
             a += ["--remount-ro", d]
@@ -259,6 +271,22 @@ class Plan:
         if procs_files:
             cmd = ["/bin/sh", "-c", LAUNCHER, "sh", *procs_files, "--"] + cmd
         return cmd
+
+    def template_command(self, stage: str, ipcs: str, env: dict, fd: int) -> list[str]:
+        """argv of a worker slot's template (:mod:`~aiinfra.course.grading.zygote`), serving on ``fd``."""
+        code = self._python_code().replace(
+            f"from {self.kernel_module} import main; main()",
+            f"from {self.kernel_module.rsplit('.', 1)[0]}.zygote import serve; serve()",
+        )
+        return self.bwrap_args(stage, ipcs, env, template=True) + [
+            "--",
+            self.python,
+            "-I",
+            "-c",
+            code,
+            INSIDE_STAGE,
+            str(fd),
+        ]
 
     def paths(self, stage: str, ipc: str, work: str | None) -> dict:
         """Where the kernel finds its stage, sockets, work folder and home (its own view)."""
@@ -283,7 +311,8 @@ class Plan:
         f = self.facts
         lines = [
             f"sandbox: {f['isolation']}; kernel uid: {f['kernel_uid']}; caps: {f['caps']}; "
-            f"writable: {f['writable']}"
+            f"writable: {f['writable']}",
+            f"kernels: {f['kernels']}",
         ]
         return lines + [f"WARNING: {w}" for w in self.warnings]
 
@@ -490,11 +519,14 @@ def make_plan(
     workers: int,
     requested: str = "auto",
     bwrap: str | None = None,
+    templates: bool = True,
 ) -> Plan:
     """Decide the sandbox for a batch and check it once: the kernel can load what it needs and no more.
 
     ``requested``: ``auto`` (bubblewrap where it works, else a loud fallback),
     ``bwrap`` (refuse to grade without it) or ``none`` (no namespaces, loudly).
+    ``templates``: fork each kernel from a template per worker slot where the grader runs as
+    root with bubblewrap (elsewhere, and with ``False``, every kernel gets a fresh sandbox).
     Raises ValueError when the requested isolation cannot be had or the
     answer key is visible inside the sandbox.
     """
@@ -581,6 +613,7 @@ def make_plan(
                 else "; the number of processes is not capped."
             )
         )
+    plan.templates = templates and plan.mode == "bwrap" and plan.root
     plan.facts = _facts(plan)
     return plan
 
@@ -607,5 +640,6 @@ def _facts(plan: Plan) -> dict:
         "max_processes": plan.limits.max_processes,
         "network_isolated": plan.mode == "bwrap" and plan.limits.isolate_network,
         "answer_key_hidden": plan.mode == "bwrap",
+        "kernels": "forked from a template per worker" if plan.templates else "one fresh sandbox each",
         "warnings": list(plan.warnings),
     }
