@@ -26,6 +26,7 @@ from .bounded import remove_tree
 from .sandbox import Plan, write_identity_files
 
 READY_TIMEOUT_S = 60.0
+CLOSE_TIMEOUT_S = 5.0
 
 
 def _children(pid: int) -> list[int]:
@@ -145,9 +146,12 @@ class Template:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:  # it ends at the socket's end: reaped, its CPU seconds reach the grader
+            try:
+                self.proc.wait(timeout=CLOSE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             self.proc = None
         for path in (self.stage, self.ipcs, self.stage + ".err"):
             remove_tree(path)

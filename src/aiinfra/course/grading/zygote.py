@@ -282,8 +282,9 @@ def serve(argv: list[str] | None = None) -> None:
             msg, fds, _, _ = socket.recv_fds(sock, 4096, 4)
         except InterruptedError:
             continue
-        if not msg:
-            os._exit(0)  # the grader has gone
+        if not msg:  # the grader has closed its end: the last child has ended
+            _reap()
+            os._exit(0)
         _reap()
         if len(fds) == 4 and os.fork() == 0:
             try:
