@@ -515,7 +515,7 @@ def test_nothing_outlives_the_sandbox(graded):
     assert _processes_with("31415") == [] and _processes_with("31416") == []
     assert not (graded["out"] / ".aiinfra-run").exists()
     assert _processes_with(str(graded["subs"])) == []
-    assert not [g for g in _grader_cgroups() if not Path("/proc", g.name.rsplit("-", 1)[1]).exists()]
+    assert not [g for g in _grader_cgroups() if not Path("/proc", g.name.split("-")[2]).exists()]
 
 
 def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_path):

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,13 @@ def _processes_with(text: str) -> list[int]:
             except OSError:
                 pass
     return out
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _answer(row, exercise: str, part: str):
@@ -138,7 +147,9 @@ def test_the_memory_cap_and_the_time_limit_still_apply(runs, mode):
 def test_the_kernels_cpu_seconds_are_counted(runs):
     for mode in ("templates", "fresh"):
         for row in runs[mode]["rows"].values():
-            assert row["cpu_s"] > json.loads(row["sandbox"])["worker_cpu_s"]
+            box = json.loads(row["sandbox"])
+            assert row["cpu_s"] > box["worker_cpu_s"]
+            assert (box.get("kernel_cpu_s") is not None) == (mode == "templates")
 
 
 def test_templates_change_no_score(runs):
@@ -147,3 +158,60 @@ def test_templates_change_no_score(runs):
 
     assert scores("templates") == scores("fresh")
     assert scores("templates")["a_leaves"] == (1, "ok") and scores("templates")["b_looks"] == (1, "ok")
+
+
+def test_a_template_that_cannot_start_leaves_fresh_sandboxes_and_the_same_scores(tmp_path):
+    """bubblewrap refuses the template's sandbox alone (a wrapper that sees the template's module):
+    every kernel then starts in a fresh sandbox, and the row says nothing wrong about the student."""
+    wrapper = tmp_path / "bwrap"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$*" in *"zygote import serve"*) echo refused >&2; exit 3;; esac\nexec {shutil.which("bwrap")} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(HERE.parent.parent / "solutions" / "ch01.ipynb", subs / "alice.ipynb")
+    (subs / "bob.ipynb").write_text(json.dumps(notebook([SETUP, GOOD_H])), encoding="utf-8")
+    done = _cli(subs, "--assignment", "ch01", "--out", tmp_path / "out", "--bwrap", wrapper, *LIMITS)
+    assert done.returncode == 0, done.stderr
+    assert "worker 0 starts a fresh sandbox per kernel: its template did not start (refused)" in done.stderr
+    with Gradebook(tmp_path / "out" / "gradebook.sqlite") as gb:
+        alice, bob = gb.submission("ch01", "alice"), gb.submission("ch01", "bob")
+    assert alice["auto_score"] == alice["auto_max"] == 29 and alice["status"] == "ok"
+    assert bob["auto_score"] == 1 and bob["status"] == "ok"
+    for row in (alice, bob):
+        assert json.loads(row["sandbox"])["kernel"] == "a fresh sandbox"
+
+
+def test_a_template_killed_mid_batch_harms_no_submission_and_is_started_again(tmp_path):
+    """The template is killed while a submission forked from it runs: that run goes on (its
+    namespaces are its own), and the slot's next submission is forked from a new template."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    marker = "31417"
+    waits = f"import subprocess\ntry:\n    subprocess.run(['sleep', '{marker}'], timeout=3)\nexcept subprocess.TimeoutExpired:\n    pass"
+    cases = {"a_waits": [SETUP, waits, GOOD_H], "b_after": [SETUP, GOOD_H]}
+    for name, cells in cases.items():
+        (subs / f"{name}.ipynb").write_text(json.dumps(notebook(cells)), encoding="utf-8")
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "aiinfra.course.grading.cli", subs, "--assignment", "ch01"]
+        + ["--out", str(tmp_path / "out"), *LIMITS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not _processes_with(marker) and grader.poll() is None:
+        time.sleep(0.05)  # until a's kernel has started its sleep, forked from the template
+    # the template's bubblewrap (the grader's child; the template dies with it), not the template's
+    # children, whose command line is the template's too
+    killed = [p for p in _processes_with("zygote import serve") if _parent(p) == grader.pid]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    stdout, stderr = grader.communicate(timeout=300)
+    assert grader.returncode == 0, stderr
+    assert killed
+    with Gradebook(tmp_path / "out" / "gradebook.sqlite") as gb:
+        a, b = gb.submission("ch01", "a_waits"), gb.submission("ch01", "b_after")
+    for row in (a, b):
+        assert row["auto_score"] == 1 and row["status"] == "ok", row["reason"]
+        assert json.loads(row["sandbox"])["kernel"] == "forked from the worker's template"

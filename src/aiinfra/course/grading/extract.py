@@ -614,9 +614,9 @@ def _run(job: dict) -> dict:
         else:
             result_usage = {}
         result_usage["kernel"] = km.origin
-        if km.forked is not None:  # not this worker's descendant: its child counted the CPU of the run
+        if km.forked is not None:  # not this worker's descendant: the template's child counted it (None: not)
             km.forked.poll()
-            result_usage["forked_cpu_s"] = km.forked.cpu_s
+            result_usage["kernel_cpu_s"] = km.forked.cpu_s
             km.forked.close()
     records, reported, problems = parse_answers(bytes(answers.data), answers.truncated)
     result["answers"] = [records[k] for k in sorted(records)]
@@ -672,9 +672,9 @@ def _child(conn, job: dict) -> None:
             "errors": [f"grader worker failed: {type(exc).__name__}: {bounded.clean_text(str(exc))[:200]}"],
         }
     result["cpu_s"], result["worker_cpu_s"] = _reap_and_measure()
-    forked_cpu_s = result.get("usage", {}).pop("forked_cpu_s", None)
-    if forked_cpu_s is not None:
-        result["cpu_s"] = round(result["cpu_s"] + forked_cpu_s, 3)
+    kernel_cpu_s = result.get("usage", {}).get("kernel_cpu_s")
+    if kernel_cpu_s is not None:
+        result["cpu_s"] = round(result["cpu_s"] + kernel_cpu_s, 3)
     result["worker_max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     try:
         data = json.dumps(result).encode()

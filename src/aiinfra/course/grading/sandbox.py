@@ -174,12 +174,10 @@ class Plan:
 
     def bwrap_args(self, stage: str, ipc: str | None, env: dict, template: bool = False) -> list[str]:
         assert self.bwrap is not None, "bwrap_args needs mode 'bwrap' (a bwrap binary was found)"
-        a = [
-            self.bwrap,
-            "--die-with-parent",
-            "--as-pid-1",
-            "--new-session",
-            "--unshare-pid",
+        a = [self.bwrap, "--die-with-parent", "--new-session"]
+        # a template stays in the grader's PID namespace: its children make their own, and live on should it die
+        a += [] if template else ["--as-pid-1", "--unshare-pid"]
+        a += [
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",

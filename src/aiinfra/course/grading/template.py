@@ -8,7 +8,8 @@ dies with the grader (``--die-with-parent``). A submission's worker asks it for 
 and gets a :class:`ForkedKernel` that jupyter_client keeps as the kernel's process. A template
 that has died (or cannot fork) raises ``OSError``: the worker then starts the kernel in a fresh
 sandbox, as without templates, and the grader starts the template again before the slot's next
-submission.
+submission. A template's death leaves the kernels it forked running: they have namespaces of their
+own, and end with their worker.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Started by :mod:`~aiinfra.course.grading.template` as ``python -I -c <import this; serve()> STAGE FD``
 in one bubblewrap sandbox built like the per-submission ones (same mounts, masks,
 environment), as root with ``CAP_SYS_ADMIN``, ``CAP_NET_ADMIN`` and ``CAP_SETPCAP`` besides
-the kernel's ``CAP_SETUID`` and ``CAP_SETGID``. It imports what every kernel imports (ipykernel,
+the kernel's ``CAP_SETUID`` and ``CAP_SETGID``, but in the grader's PID namespace: each child
+makes its own, so a submission runs on should its template die. It imports what every kernel imports (ipykernel,
 IPython, zmq, traitlets, tornado, numpy, the recording side of the exercises) but starts no
 thread, event loop or ZeroMQ context, then waits on the socket ``FD`` (the grader's).
 
