@@ -13,7 +13,9 @@ Data flows one way:
   forked worker, inside the sandbox of :mod:`~aiinfra.course.grading.sandbox`
   (bubblewrap namespaces, :mod:`~aiinfra.course.grading.cgroups` caps, cell and total
   timeouts, an output cap); :mod:`~aiinfra.course.grading.kernel` is the first code
-  that runs inside it.
+  that runs inside it. As root with bubblewrap, each worker slot's kernels are forked
+  from one template (:mod:`~aiinfra.course.grading.template` outside,
+  :mod:`~aiinfra.course.grading.zygote` inside), which imports what they need once.
 * :mod:`~aiinfra.course.grading.score` is pure and shares its per-part verdicts with
   the notebooks' ``check()`` (:mod:`aiinfra.course.exercises.feedback`).
 * :mod:`~aiinfra.course.grading.gradebook` commits one transaction per submission,
