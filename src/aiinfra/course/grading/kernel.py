@@ -2,7 +2,8 @@
 
 Started by :mod:`~aiinfra.course.grading.sandbox` as ``python -I -c <import this; main()> STAGE``
 with ``/`` as working directory, so nothing of the submission is on the import
-path while the interpreter starts. In order:
+path while the interpreter starts (or, forked from a worker's template, by
+:mod:`~aiinfra.course.grading.zygote`, which reads the stage and calls :func:`run`). In order:
 
 1. read the stage the grader prepared (``spec.json``, the submission's files,
    the connection file) while still allowed to;
