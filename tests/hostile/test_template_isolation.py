@@ -30,7 +30,9 @@ pytestmark = pytest.mark.slow
 MEMORY_MB = 512
 LIMITS = ["--workers", "1", "--cell-timeout", "5", "--timeout", "40", "--memory-mb", str(MEMORY_MB)]
 LIMITS += ["--disk-mb", "32", "--quiet"]
-SLEEPER = "27183"
+# the detached process's argument, this pytest process's own: xdist may run this module's fixture in two
+# workers at once, and one run's sleeper must not be taken for the other's
+SLEEPER = str(27_000_000 + os.getpid())
 
 LEAVE_BEHIND = (
     "import os, random, subprocess, sys, types\nimport numpy\n"
