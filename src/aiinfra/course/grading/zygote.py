@@ -64,7 +64,7 @@ CAP_SETGID, CAP_SETUID = 6, 7
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PROC_MASKS = ("sys", "sysrq-trigger", "irq", "bus")  # read-only, as bubblewrap's --proc leaves them
 ANSWERS_FD = 3
-#: What every graded kernel imports; the last three only where this installation has them.
+#: What every graded kernel imports (one that cannot be imported here is left to the kernel itself).
 PRELOAD = (
     "ipykernel.ipkernel",
     "ipykernel.kernelapp",
