@@ -164,9 +164,15 @@ CASES: dict[str, list[str]] = {
     "forked_memory": [
         SETUP,
         GOOD_H,
+        # each child holds its 150 MB until all five have said so (or died): 750 MB at once, whatever
+        # the machine's load, with no sleep to outlast a cell time limit
         "import subprocess, sys\n"
-        "hog = 'b = b\"x\" * (150 * 2**20); import time; time.sleep(4)'\n"
-        "procs = [subprocess.Popen([sys.executable, '-c', hog]) for _ in range(5)]\n"
+        "hog = 'import sys; b = b\"x\" * (150 * 2**20); print(\"held\", flush=True); sys.stdin.read()'\n"
+        "procs = [subprocess.Popen([sys.executable, '-c', hog], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "         for _ in range(5)]\n"
+        "held = [p.stdout.readline() for p in procs]\n"
+        "for p in procs:\n"
+        "    p.stdin.close()\n"
         "codes = [p.wait() for p in procs]",
     ],
     # a fork bomb: stopped by the cap on processes, and the cell goes on

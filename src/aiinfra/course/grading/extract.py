@@ -45,7 +45,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from . import bounded
-from .sandbox import Limits, Plan, write_identity_files
+from .sandbox import START_ENV, Limits, Plan, write_identity_files
 from .submissions import content_hash, read_submission
 from .template import ForkedKernel, Template
 
@@ -291,19 +291,11 @@ def _stage(
     write_identity_files(stage, uid)
     inside = plan.paths(stage, ipc, work)
     env = {
+        **START_ENV,
         "HOME": inside["home"],
-        "PATH": "/usr/bin:/bin",
-        "LC_ALL": "C.UTF-8",
-        "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": os.path.join(inside["home"], ".mpl"),
         "IPYTHONDIR": os.path.join(inside["home"], ".ipython"),
         "JUPYTER_RUNTIME_DIR": os.path.join(inside["home"], ".runtime"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "MALLOC_ARENA_MAX": "2",
-        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
         "TMPDIR": "/tmp" if plan.mode == "bwrap" else inside["work"],
         "AIINFRA_STUDENT_ID": student,
         "AIINFRA_VARIANTS": "1" if variants else "0",

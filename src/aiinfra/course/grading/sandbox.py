@@ -44,6 +44,19 @@ INSIDE_HOLD = (
 )
 #: What a template holds besides the kernel's setuid and setgid, to build each child's namespaces (zygote.py).
 TEMPLATE_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETPCAP")
+#: The environment every graded interpreter starts with (a kernel, a template), before its own
+#: names: glibc, BLAS and matplotlib read some of these once, at start-up.
+START_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LC_ALL": "C.UTF-8",
+    "MPLBACKEND": "Agg",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "MALLOC_ARENA_MAX": "2",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
 INSIDE_WORK = "/tmp/work"
 INSIDE_HOME = "/tmp/home"
 #: What the kernel may load from the exercises package: the recording side only.

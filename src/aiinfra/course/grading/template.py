@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 
 from .bounded import remove_tree
-from .sandbox import Plan, write_identity_files
+from .sandbox import START_ENV, Plan, write_identity_files
 
 READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 5.0
@@ -103,17 +103,7 @@ class Template:
         os.mkdir(self.ipcs, 0o711)
         write_identity_files(self.stage, self.plan.uid(self.slot))
         Path(self.stage, "spec.json").write_text(json.dumps({"files": []}))
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "LC_ALL": "C.UTF-8",
-            "MPLBACKEND": "Agg",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "MALLOC_ARENA_MAX": "2",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        }
+        env = dict(START_ENV)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         err_path = self.stage + ".err"
         with open(err_path, "wb") as err:
