@@ -32,6 +32,7 @@ from aiinfra.course.grading.gradebook import Gradebook
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE / "hostile"))
+from grader_cli import processes_with, run_grader  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402 - importable only after the sys.path insert above
 
 STATIC = sorted(p.stem for p in (HERE / "hostile").glob("*.ipynb"))
@@ -54,16 +55,6 @@ MEMORY_CAP = 512 * 2**20
 SECRET = "VICTIM-SECRET-7731"
 SHM_KEY = 0x41494E46
 pytestmark = pytest.mark.slow
-
-
-def _cli(*args, env=None, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def _write_nb(path: Path, sources: list[str]) -> None:
@@ -244,7 +235,7 @@ def graded(tmp_path_factory):
     (subs / "huge.ipynb").write_text(json.dumps({"cells": [], "padding": "x" * (21 * 2**20)}))
     (subs / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     t0 = time.monotonic()
-    done = _cli(subs, "--assignment", "ch01", "--out", out, *LIMITS, timeout=400)
+    done = run_grader(subs, "--assignment", "ch01", "--out", out, *LIMITS, timeout=400)
     elapsed = time.monotonic() - t0
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
@@ -447,7 +438,7 @@ def test_exports_cover_every_row_and_can_be_rewritten(graded):
         json.loads(p.read_text(encoding="utf-8"))
     with open(out / "grades.csv", encoding="utf-8", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == len(rows)
-    again = _cli(graded["subs"], "--assignment", "ch01", "--out", out, "--export-only")
+    again = run_grader(graded["subs"], "--assignment", "ch01", "--out", out, "--export-only")
     assert again.returncode == 0 and f"{len(rows)} submissions" in again.stdout
 
 
@@ -480,18 +471,6 @@ def test_the_sandbox_reports_what_it_enforced(graded):
 # --- class 4: nothing outlives the sandbox ---------------------------------------------------------
 
 
-def _processes_with(text: str) -> list[int]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    out.append(int(pid))
-            except OSError:
-                pass
-    return out
-
-
 def _grader_cgroups() -> list[Path]:
     """The graders' control groups next to ours (v1 memory and pids, or v2)."""
     found = []
@@ -512,9 +491,9 @@ def test_nothing_outlives_the_sandbox(graded):
         assert not Path(d, "aiinfra-hostile-litter").exists(), d
     keys = [int(line.split()[0]) for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]]
     assert SHM_KEY not in keys
-    assert _processes_with("31415") == [] and _processes_with("31416") == []
+    assert processes_with("31415") == [] and processes_with("31416") == []
     assert not (graded["out"] / ".aiinfra-run").exists()
-    assert _processes_with(str(graded["subs"])) == []
+    assert processes_with(str(graded["subs"])) == []
     assert not [g for g in _grader_cgroups() if not Path("/proc", g.name.split("-")[2]).exists()]
 
 
@@ -538,7 +517,7 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
-    while not _processes_with("27182"):
+    while not processes_with("27182"):
         assert time.monotonic() < deadline and grader.poll() is None
         time.sleep(0.2)
     with sqlite3.connect(out / "gradebook.sqlite") as db:
@@ -546,17 +525,17 @@ def test_a_killed_grader_leaves_nothing_running_and_the_next_run_cleans_up(tmp_p
     grader.send_signal(signal.SIGKILL)
     grader.wait()
     deadline = time.monotonic() + 10
-    while _processes_with("27182") or _processes_with(str(subs)):
+    while processes_with("27182") or processes_with(str(subs)):
         assert time.monotonic() < deadline, "processes of the killed grader are still running"
         time.sleep(0.1)
     assert (out / ".aiinfra-run").exists()  # left behind; the next run removes it
-    again = _cli(subs, *args[:6], "--cell-timeout", "5", "--quiet")
+    again = run_grader(subs, *args[:6], "--cell-timeout", "5", "--quiet")
     assert again.returncode == 0, again.stderr
     assert "cleaned up after an earlier run" in again.stderr and "skipped 1 unchanged" in again.stdout
     with Gradebook(out / "gradebook.sqlite") as gb:
         fast, slow = gb.submission("ch01", "a_fast"), gb.submission("ch01", "b_slow")
     assert fast["auto_score"] == 1 and slow["auto_score"] == 1 and slow["status"] == "timeout"
-    assert not (out / ".aiinfra-run").exists() and _processes_with("27182") == []
+    assert not (out / ".aiinfra-run").exists() and processes_with("27182") == []
     assert not [g for g in _grader_cgroups() if g.name.startswith(f"aiinfra-grade-{grader.pid}-")]
 
 
@@ -677,7 +656,7 @@ def test_a_package_inside_a_private_folder_still_grades(tmp_path):
     shutil.copy(REPO / "solutions" / "ch01.ipynb", subs / "alice.ipynb")
     _write_nb(subs / "bob.ipynb", [SETUP, "import aiinfra\nanswer('1-1', 'g', aiinfra.__file__)", GOOD_H])
     env = {**os.environ, "PYTHONPATH": str(private / "src")}
-    done = _cli(subs, "--assignment", "ch01", "--out", out, "--quiet", env=env)
+    done = run_grader(subs, "--assignment", "ch01", "--out", out, "--quiet", env=env)
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         alice, bob = gb.submission("ch01", "alice"), gb.submission("ch01", "bob")
@@ -696,9 +675,9 @@ def test_without_bubblewrap_the_grader_says_so_loudly(tmp_path):
     subs.mkdir()
     shutil.copy(REPO / "solutions" / "ch01.ipynb", subs / "alice.ipynb")
     missing = tmp_path / "no" / "bwrap"
-    refused = _cli(subs, "--assignment", "ch01", "--out", out, "--sandbox", "bwrap", "--bwrap", missing)
+    refused = run_grader(subs, "--assignment", "ch01", "--out", out, "--sandbox", "bwrap", "--bwrap", missing)
     assert refused.returncode == 2 and "bubblewrap not found" in refused.stderr
-    done = _cli(subs, "--assignment", "ch01", "--out", out, "--bwrap", missing, "--quiet")
+    done = run_grader(subs, "--assignment", "ch01", "--out", out, "--bwrap", missing, "--quiet")
     assert done.returncode == 0, done.stderr
     for stream in (done.stderr, done.stdout):
         assert "WARNING: NO SANDBOX NAMESPACES: bubblewrap not found" in stream

@@ -167,7 +167,7 @@ CASES: dict[str, list[str]] = {
         # each child holds its 150 MB until all five have said so (or died): 750 MB at once, whatever
         # the machine's load, with no sleep to outlast a cell time limit
         "import subprocess, sys\n"
-        "hog = 'import sys; b = b\"x\" * (150 * 2**20); print(\"held\", flush=True); sys.stdin.read()'\n"
+        'hog = \'import sys; b = b"x" * (150 * 2**20); print("held", flush=True); sys.stdin.read()\'\n'
         "procs = [subprocess.Popen([sys.executable, '-c', hog], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
         "         for _ in range(5)]\n"
         "held = [p.stdout.readline() for p in procs]\n"

@@ -38,6 +38,7 @@ from aiinfra.course.grading.submissions import content_hash, discover, read_subm
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+from grader_cli import run_grader  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 
 pytestmark = pytest.mark.slow
@@ -53,15 +54,6 @@ EVIL_ANSWER = (
 )
 JOSE_NFC = unicodedata.normalize("NFC", "José")
 JOSE_NFD = unicodedata.normalize("NFD", "José")
-
-
-def _cli(*args, timeout=400):
-    return subprocess.run(
-        [sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def _write_nb(path: Path, sources: list[str]) -> None:
@@ -129,7 +121,7 @@ def run(tmp_path_factory):
     _write_nb(big / "ch01.ipynb", good)
     # 13: what a kernel sees of the grader's sockets
     _write_nb(subs / "net_unix.ipynb", [SETUP, NET_UNIX])
-    done = _cli(subs, "--assignment", "ch01", "--out", out, *LIMITS)
+    done = run_grader(subs, "--assignment", "ch01", "--out", out, *LIMITS)
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         rows = {s: gb.submission("ch01", s) for s in gb.students("ch01")}
@@ -341,7 +333,9 @@ def test_6_a_file_swapped_during_grading_is_recorded_with_the_hash_of_what_was_g
         stop.clear()
         worker.start()
         try:
-            done = _cli(subs, "--assignment", "ch01", "--out", out, "--force", "--quiet", "--workers", "1")
+            done = run_grader(
+                subs, "--assignment", "ch01", "--out", out, "--force", "--quiet", "--workers", "1"
+            )
         finally:
             stop.set()
             worker.join()
@@ -436,8 +430,8 @@ def test_7_the_personal_notebook_checks_at_home_and_grades_in_full(tmp_path):
     for sid in ("alice", "bob"):
         shutil.copy(REPO / "solutions" / "ch01.ipynb", subs / f"{sid}.ipynb")
     args = [subs, "--assignment", handout / "exercises" / "ch01.ipynb", "--out", out, "--quiet"]
-    assert _cli(*args).returncode == 2  # variants without the key: refused
-    done = _cli(*args, "--variant-key", key_file)
+    assert run_grader(*args).returncode == 2  # variants without the key: refused
+    done = run_grader(*args, "--variant-key", key_file)
     assert done.returncode == 0, done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         for sid in ("alice", "bob"):
@@ -461,7 +455,7 @@ def test_7_a_kernel_finds_no_trace_of_the_key(tmp_path):
         "answer('1-1', 'g', ' '.join(hits)[:200_000])"
     )
     _write_nb(subs / "alice.ipynb", [SETUP, hunt])
-    done = _cli(
+    done = run_grader(
         subs, "--assignment", "ch01", "--variants", "--variant-key", key_file, "--out", out, "--quiet"
     )
     assert done.returncode == 0, done.stderr
@@ -557,7 +551,7 @@ def test_9_two_graders_on_one_output_folder_refuse_or_wait_whatever_their_gradeb
                 stderr=err,
                 text=True,
             )
-        second = _cli(
+        second = run_grader(
             subs, "--assignment", "ch01", "--out", out, "--gradebook", tmp_path / "b.sqlite", "--quiet"
         )
         assert second.returncode == 75  # refused: another gradebook, the same output folder
@@ -609,7 +603,7 @@ def test_9_ctrl_c_at_any_moment_leaves_nothing_behind_and_the_re_run_completes(t
         assert os.listdir(private_tmp) == [], delay
         left = subprocess.run(["pgrep", "-f", str(subs)], capture_output=True, text=True).stdout.split()
         assert left == [], (delay, left)
-    done = _cli(subs, "--assignment", "ch01", "--out", out, "--quiet")
+    done = run_grader(subs, "--assignment", "ch01", "--out", out, "--quiet")
     assert done.returncode == 0 and "cleaned up" not in done.stderr
     with Gradebook(out / "gradebook.sqlite") as gb:
         assert [gb.submission("ch01", s)["auto_score"] for s in gb.students("ch01")] == [1, 1, 1, 1]

@@ -24,6 +24,7 @@ from aiinfra.course.grading.gradebook import Gradebook
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from grader_cli import processes_with, run_grader  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 from make_hostile import GOOD_H, SETUP, notebook  # noqa: E402 -- a sibling module, importable only after the sys.path entry above
 
 pytestmark = pytest.mark.slow
@@ -55,27 +56,6 @@ LOOK = (
 REPORT = "import random\nseen['random'] = random.random()\nanswer('1-1', 'g', json.dumps(seen))"
 
 
-def _cli(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "aiinfra.course.grading.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _processes_with(text: str) -> list[int]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    out.append(int(pid))
-            except OSError:
-                pass
-    return out
-
-
 def _parent(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -103,7 +83,7 @@ def runs(tmp_path_factory):
         shutil.copy(HERE / f"{name}.ipynb", subs / f"{name}.ipynb")
     out = {}
     for mode, extra in (("templates", []), ("fresh", ["--no-templates"])):
-        done = _cli(subs, "--assignment", "ch01", "--out", tmp / mode, *LIMITS, *extra)
+        done = run_grader(subs, "--assignment", "ch01", "--out", tmp / mode, *LIMITS, *extra)
         assert done.returncode == 0, done.stderr
         with Gradebook(tmp / mode / "gradebook.sqlite") as gb:
             rows = {s: gb.submission("ch01", s) for s in gb.students("ch01")}
@@ -126,7 +106,7 @@ def test_nothing_of_one_submission_reaches_the_next(runs, mode):
     assert seen["module"] is False and seen["numpy"] is False
     assert seen["sleepers"] == []
     assert seen["random"] != 0.5  # a's patched random.random stayed in a's kernel
-    assert _processes_with(SLEEPER) == []
+    assert processes_with(SLEEPER) == []
 
 
 @pytest.mark.parametrize("mode", ["templates", "fresh"])
@@ -174,7 +154,7 @@ def test_a_template_that_cannot_start_leaves_fresh_sandboxes_and_the_same_scores
     subs.mkdir()
     shutil.copy(HERE.parent.parent / "solutions" / "ch01.ipynb", subs / "alice.ipynb")
     (subs / "bob.ipynb").write_text(json.dumps(notebook([SETUP, GOOD_H])), encoding="utf-8")
-    done = _cli(subs, "--assignment", "ch01", "--out", tmp_path / "out", "--bwrap", wrapper, *LIMITS)
+    done = run_grader(subs, "--assignment", "ch01", "--out", tmp_path / "out", "--bwrap", wrapper, *LIMITS)
     assert done.returncode == 0, done.stderr
     assert "worker 0 starts a fresh sandbox per kernel: its template did not start (refused)" in done.stderr
     with Gradebook(tmp_path / "out" / "gradebook.sqlite") as gb:
@@ -202,11 +182,11 @@ def test_a_template_killed_mid_batch_harms_no_submission_and_is_started_again(tm
         stderr=subprocess.PIPE,
         text=True,
     )
-    while not _processes_with(marker) and grader.poll() is None:
+    while not processes_with(marker) and grader.poll() is None:
         time.sleep(0.05)  # until a's kernel has started its sleep, forked from the template
     # the template's bubblewrap (the grader's child; the template dies with it), not the template's
     # children, whose command line is the template's too
-    killed = [p for p in _processes_with("zygote import serve") if _parent(p) == grader.pid]
+    killed = [p for p in processes_with("zygote import serve") if _parent(p) == grader.pid]
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     stdout, stderr = grader.communicate(timeout=300)
