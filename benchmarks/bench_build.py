@@ -6,7 +6,7 @@
 Runs in a scratch copy of this checkout (in the temporary folder; the files git tracks or would track, with their
 modification times, plus the vendored JavaScript and its npm cache, which a checkout fetches
 once), never in the checkout itself, with the checkout's virtual environment
-(``make VENV=...``) and the copy's ``src`` first on the import path. Printed, each with the
+(``make VENV=...``) and the copy's ``src`` and ``tools`` first on the import path. Printed, each with the
 load average before and after: ``make book`` with no ``_build/`` (goal <= 90 s), ``make book``
 again with nothing changed, and ``make test`` after the first build (goal: book + test <= 6
 min), with its 15 slowest tests (pytest's ``--durations=15``); then ``bash .ci/run`` in a fresh
@@ -66,7 +66,9 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int, str]
 
 def timed_make(target: str, copy: Path, jobs: int | None) -> tuple[float, int, str]:
     venv = ROOT / ".venv"
-    env = {**os.environ, "PYTHONPATH": str(copy / "src")}
+    # the copy's library and build tools, not the checkout's (the venv installs both editable from it:
+    # tools/ missing here once made the pre-executor fill the checkout's cache, and the copy's build run every page itself)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(copy / d) for d in ("src", "tools"))}
     cmd = ["make", target, f"VENV={venv}"] + ([f"JOBS={jobs}"] if jobs else [])
     wall, cpu, rc, output = timed(cmd, copy, env)
     steps = [line for line in output.splitlines() if line.startswith("preexecute: done")]
