@@ -585,13 +585,13 @@ def _run(job: dict) -> dict:
     )
     for name, port in PORTS.items():
         setattr(km, name, port)
+    procs = slot.procs_files if slot else []
     template: Template | None = job.get("template")
     if template is not None:
-        procs = slot.procs_files if slot else []
         km.fork_kernel = lambda err, ans: template.fork(stage, ipc, err, ans, procs)
     km.session.key = job["key"].encode()
     km._kernel_spec = KernelSpec(
-        argv=plan.command(stage, ipc, slot.procs_files if slot else [], env),
+        argv=plan.command(stage, ipc, procs, env),
         display_name="aiinfra sandbox",
         language="python",
         env={},

@@ -179,10 +179,11 @@ class Plan:
     def uid(self, slot: int) -> int | None:
         return UID_BASE + (os.getpid() % 100_000) * 64 + slot if self.drop_uid else None
 
-    def _python_code(self) -> str:
+    def _python_code(self, function: str = "main", module: str | None = None) -> str:
+        """``python -c`` code that calls ``function`` of ``module`` (default: the kernel's module)."""
         return (
             f"import sys; sys.path.insert(0, {str(Path(self.package_dir).parent)!r}); "
-            f"from {self.kernel_module} import main; main()"
+            f"from {module or self.kernel_module} import {function}; {function}()"
         )
 
     def bwrap_args(self, stage: str, ipc: str | None, env: dict, template: bool = False) -> list[str]:
@@ -270,11 +271,7 @@ class Plan:
         self, stage: str, ipc: str | None, procs_files: list[str], env: dict, probe: bool = False
     ) -> list[str]:
         """argv of the kernel process (the stage path is the host's); ``env`` is the kernel's environment."""
-        code = (
-            self._python_code().replace("import main; main()", "import probe; probe()")
-            if probe
-            else self._python_code()
-        )
+        code = self._python_code("probe" if probe else "main")
         inner_stage = INSIDE_STAGE if self.mode == "bwrap" else stage
         cmd = [self.python, "-I", "-c", code, inner_stage]
         if self.mode == "bwrap":
@@ -285,10 +282,7 @@ class Plan:
 
     def template_command(self, stage: str, ipcs: str, env: dict, fd: int) -> list[str]:
         """argv of a worker slot's template (:mod:`~aiinfra.course.grading.zygote`), serving on ``fd``."""
-        code = self._python_code().replace(
-            f"from {self.kernel_module} import main; main()",
-            f"from {self.kernel_module.rsplit('.', 1)[0]}.zygote import serve; serve()",
-        )
+        code = self._python_code("serve", self.kernel_module.rsplit(".", 1)[0] + ".zygote")
         return self.bwrap_args(stage, ipcs, env, template=True) + [
             "--",
             self.python,
